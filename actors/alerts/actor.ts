@@ -1,0 +1,43 @@
+/**
+ * The alerts actor: a durable JetStream consumer (ALERTS_CONSUMER) of the query events. It
+ * answers no requests; it scores what already happened and raises alert.raised (handle.ts).
+ * Copies in several processes share the consumer (each event goes to one of them) and the
+ * claims in the KV bucket (one alert per question across all of them).
+ */
+import type { KV } from '../../protocol/bus.js';
+import { Actor, ALERTS_CONSUMER } from '../../protocol/subjects.js';
+import type { ActorDeps, RunningActor } from '../runtime/actor.js';
+import { createDeps, onEvent, STATE_TTL_MS } from './handle.js';
+
+/** The KV bucket of the claims and question counts (one per bus prefix). */
+export function alertsBucket(prefix: string): string {
+  return `${prefix.replace(/[^A-Za-z0-9]/g, '_')}_alerts`;
+}
+
+export async function start(deps: ActorDeps): Promise<RunningActor> {
+  const { bus, config, log } = deps;
+  let kv: KV | undefined;
+  try {
+    kv = await bus.kv(alertsBucket(bus.prefix), { ttlMs: STATE_TTL_MS, maxBytes: 64 * 1024 * 1024 });
+  } catch (err) {
+    log.warn({ err: (err as Error).message }, 'no JetStream KV: alert claims and counts stay in this process');
+  }
+  const d = createDeps(bus, config, log, kv);
+  let consumer: { stop(): Promise<void> } | undefined;
+  try {
+    consumer = await bus.consumeEvents(ALERTS_CONSUMER, async (subject, data, ctx) => {
+      await onEvent(subject, data, d, ctx);
+    }, { ackWaitMs: 30_000 });
+  } catch (err) {
+    log.warn({ err: (err as Error).message }, 'cannot read the event stream (JetStream unavailable?): no security alerts');
+  }
+  log.info({ enabled: config.mcp.security_alerts.enabled, apply_to: config.mcp.security_alerts.apply_to }, 'alerts ready');
+  return {
+    name: Actor.Alerts,
+    async stop() {
+      await consumer?.stop();
+      // the e-mails and events of alerts already decided
+      await Promise.race([Promise.allSettled([...d.pending]), new Promise((r) => setTimeout(r, 10_000).unref())]);
+    },
+  };
+}

@@ -1,0 +1,27 @@
+import { Actor, Ask, AskConfirm, confirmationsBucket, conversationsBucket } from '../../protocol/subjects.js';
+import type { ActorDeps, RunningActor } from '../runtime/actor.js';
+import { KvConversationStore, MemoryConversationStore, type ConversationStore } from './conversations.js';
+import { Confirmations, CONFIRMATION_TTL_MS } from './confirmations.js';
+import { ask, confirm, type AssistantDeps } from './handle.js';
+
+export async function start(deps: ActorDeps): Promise<RunningActor> {
+  const { max_turns, ttl_minutes } = deps.config.conversation;
+  let conversations: ConversationStore;
+  try {
+    const kv = await deps.bus.kv(conversationsBucket(deps.bus.prefix), { ttlMs: ttl_minutes * 60_000, maxBytes: 256 * 1024 * 1024 });
+    conversations = new KvConversationStore(kv, max_turns, deps.log);
+  } catch (err) {
+    deps.log.warn({ err: (err as Error).message }, 'JetStream KV is not available: conversations are kept in this process only');
+    conversations = new MemoryConversationStore(max_turns, ttl_minutes * 60_000);
+  }
+  let confirmations: Confirmations | undefined;
+  try {
+    confirmations = new Confirmations(await deps.bus.kv(confirmationsBucket(deps.bus.prefix), { ttlMs: CONFIRMATION_TTL_MS }));
+  } catch (err) {
+    deps.log.warn({ err: (err as Error).message }, 'JetStream KV is not available: query.confirm_before_execute cannot hold SQL');
+  }
+  const h: AssistantDeps = { ...deps, conversations, ...(confirmations ? { confirmations } : {}) };
+  deps.bus.serve(Ask, (input, ctx) => ask(input, h, ctx));
+  deps.bus.serve(AskConfirm, (input, ctx) => confirm(input, h, ctx));
+  return { name: Actor.Assistant, stop: async () => undefined };
+}

@@ -1,0 +1,303 @@
+/**
+ * One question, from words to an answer: schema context → intent and SQL (one model call by
+ * default, two when routing splits them) → guarded execution, with self-correction when the
+ * database rejects the SQL → masking → insights. Every step is timed, reported as progress
+ * when the caller streams, and recorded as events (never row values). With
+ * query.confirm_before_execute, interactive channels get the SQL and a confirmation id instead,
+ * and `confirm` runs exactly that SQL later.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Bus, Ctx } from '../../protocol/bus.js';
+import { CortadoError, toCortadoError } from '../../protocol/errors.js';
+import {
+  ChatReply,
+  InsightsGenerate,
+  IntentDetect,
+  progressSubject,
+  QueryExecutedEvt,
+  QueryFailedEvt,
+  QueryGeneratedEvt,
+  ResultMask,
+  SchemaContext,
+  SqlEstimate,
+  SqlExecute,
+  SqlGenerate,
+} from '../../protocol/subjects.js';
+import type { AskConfirmRequest, AskReply, AskRequest } from '../../protocol/schemas/ask.js';
+import { addUsage, ZERO_USAGE, type Channel, type Dialect, type Usage } from '../../protocol/schemas/common.js';
+import type { ProgressEvent } from '../../protocol/schemas/progress.js';
+import type { SqlExecuteReply, SqlGenerateReply } from '../../protocol/schemas/sql.js';
+import type { Config } from '../../config/schema.js';
+import { resolveRoute, sameRoute } from '../../config/model-routing.js';
+import type { Confirmations } from './confirmations.js';
+import type { ConversationStore } from './conversations.js';
+
+export interface AssistantDeps {
+  bus: Pick<Bus, 'request' | 'publish' | 'publishTo'>;
+  config: Config;
+  conversations: ConversationStore;
+  /** SQL held for confirmation (query.confirm_before_execute); absent without JetStream KV */
+  confirmations?: Confirmations;
+}
+
+/** Channels where query.execute_generated_sql applies (SPEC: the interactive assistant). */
+const INTERACTIVE = new Set(['legacy', 'auth', 'web']);
+
+/** Database failures worth showing the model once more. */
+function correctable(err: CortadoError): boolean {
+  if (err.code === 'DB_QUERY_FAILED') return true;
+  return err.code === 'SQL_REJECTED' && err.details?.kind === 'parse';
+}
+
+/** What one question (or one confirmation) accumulates as it goes. */
+interface Run {
+  usage: Usage;
+  timed<T>(name: string, work: () => Promise<T>): Promise<T>;
+  progress(step: ProgressEvent['step'], data: Record<string, unknown>): void;
+  event(): { id: string; ts: string; request_id: string; user?: string; channel: Channel };
+  finish(part: Omit<AskReply, 'request_id' | 'usage' | 'timing_ms'>): AskReply;
+  fail(err: unknown): never;
+}
+
+function startRun(deps: AssistantDeps, ctx: Ctx, opts: { channel: Channel; stream?: boolean; conversation_id?: string }): Run {
+  const started = performance.now();
+  const timing: Record<string, number> = {};
+  let seq = 0;
+  const base = { request_id: ctx.requestId, ...(ctx.user ? { user: ctx.user } : {}), channel: opts.channel };
+  const run: Run = {
+    usage: { ...ZERO_USAGE },
+    async timed(name, work) {
+      const t = performance.now();
+      try {
+        return await work();
+      } finally {
+        timing[name] = round((timing[name] ?? 0) + performance.now() - t);
+      }
+    },
+    progress(step, data) {
+      if (opts.stream) deps.bus.publishTo(progressSubject(ctx.requestId), { step, seq: seq++, data } satisfies ProgressEvent);
+    },
+    event: () => ({ id: randomUUID(), ts: new Date().toISOString(), ...base }),
+    finish(part) {
+      timing.total = round(performance.now() - started);
+      return {
+        request_id: ctx.requestId,
+        ...(opts.conversation_id ? { conversation_id: opts.conversation_id } : {}),
+        ...part,
+        usage: run.usage,
+        timing_ms: timing,
+      };
+    },
+    fail(err) {
+      const e = toCortadoError(err);
+      if (e.code !== 'SQL_REJECTED' && e.code !== 'DB_QUERY_FAILED' && e.code !== 'DB_TIMEOUT') {
+        deps.bus.publish(QueryFailedEvt, { ...run.event(), code: e.code, message: e.message }, ctx);
+      }
+      run.progress('error', { error: { code: e.code, message: e.message } });
+      throw e;
+    },
+  };
+  return run;
+}
+
+export async function ask(input: AskRequest, deps: AssistantDeps, ctx: Ctx): Promise<AskReply> {
+  const { bus, config } = deps;
+  const run = startRun(deps, ctx, input);
+  const { timed, progress } = run;
+
+  try {
+    progress('started', { question: input.question });
+    const history = input.conversation_id ? await timed('history', () => deps.conversations.load(input.conversation_id!)) : [];
+
+    const context = await timed('context', () =>
+      bus.request(SchemaContext, {
+        question: input.question,
+        ...(input.tables?.length ? { tables: input.tables } : {}),
+        history: history.map((t) => t.question),
+      }, ctx),
+    );
+    progress('context', { tables: context.tables });
+
+    const sqlRoute = resolveRoute(config, 'sql');
+    const split = !sameRoute(resolveRoute(config, 'intent_detection'), sqlRoute);
+    const chatSplit = !sameRoute(resolveRoute(config, 'chat'), sqlRoute);
+    const genBase = {
+      question: input.question,
+      history,
+      schema_text: context.schema_text,
+      business_context: context.business_context,
+      dialect: context.dialect,
+    };
+
+    let intent: 'sql' | 'chat';
+    let generated: SqlGenerateReply | undefined;
+    if (split) {
+      const detected = await timed('intent', () =>
+        bus.request(IntentDetect, { question: input.question, history, schema_text: context.schema_text }, ctx),
+      );
+      run.usage = addUsage(run.usage, detected.usage);
+      intent = detected.intent;
+    } else {
+      generated = await timed('generate', () => bus.request(SqlGenerate, { ...genBase, mode: 'combined' }, ctx));
+      run.usage = addUsage(run.usage, generated.usage);
+      intent = generated.intent;
+    }
+    progress('intent', { intent });
+
+    if (intent === 'chat') {
+      let message = generated?.message;
+      if (message === undefined || split || chatSplit) {
+        const chat = await timed('chat', () =>
+          bus.request(ChatReply, { question: input.question, history, schema_text: context.schema_text }, ctx),
+        );
+        run.usage = addUsage(run.usage, chat.usage);
+        message = chat.message;
+      }
+      await deps.conversations.append(input.conversation_id, { question: input.question, answer: message });
+      return run.finish({ intent: 'chat', message });
+    }
+
+    if (!generated || generated.intent !== 'sql') {
+      generated = await timed('generate', () => bus.request(SqlGenerate, { ...genBase, mode: 'sql' }, ctx));
+      run.usage = addUsage(run.usage, generated.usage);
+    }
+    if (!generated.sql) {
+      throw new CortadoError('LLM_BAD_REPLY', generated.intent === 'chat' ? 'the model answered with chat where SQL was needed' : 'the model wrote no SQL');
+    }
+    let sql = generated.sql;
+    let explanation = generated.explanation;
+    bus.publish(QueryGeneratedEvt, { ...run.event(), question: input.question, sql, model: generated.model, usage: generated.usage, attempt: 0 }, ctx);
+    progress('sql', { sql, ...(explanation ? { explanation } : {}) });
+
+    const interactive = INTERACTIVE.has(input.channel);
+    if (interactive && !config.query.execute_generated_sql) {
+      await deps.conversations.append(input.conversation_id, { question: input.question, sql, ...(explanation ? { answer: explanation } : {}) });
+      return run.finish({ intent: 'sql', sql, ...(explanation ? { explanation } : {}), executed: false, tables: context.tables });
+    }
+
+    if (interactive && config.query.confirm_before_execute) {
+      if (!deps.confirmations) throw new CortadoError('INTERNAL', 'query.confirm_before_execute needs JetStream KV, which is not available');
+      // the guard (and BigQuery's dry run) now, so nobody is asked to confirm SQL that cannot run
+      const est = await timed('estimate', () => bus.request(SqlEstimate, { sql }, ctx));
+      const cost = {
+        ...(est.bytes_processed !== undefined ? { bytes_processed: est.bytes_processed } : {}),
+        ...(est.estimated_cost_usd !== undefined ? { estimated_cost_usd: est.estimated_cost_usd } : {}),
+      };
+      const held = await deps.confirmations.hold({
+        sql: est.sql, question: input.question, owner: input.owner ?? '', channel: input.channel, dialect: context.dialect, tables: context.tables,
+        ...(explanation ? { explanation } : {}),
+        ...(input.conversation_id ? { conversation_id: input.conversation_id } : {}),
+      });
+      return run.finish({
+        intent: 'sql', sql: est.sql, ...(explanation ? { explanation } : {}), executed: false, tables: context.tables,
+        confirmation: { ...held, ...cost }, ...cost,
+      });
+    }
+
+    let result: SqlExecuteReply | undefined;
+    let attempt = 0;
+    for (;;) {
+      try {
+        result = await timed('execute', () => bus.request(SqlExecute, { sql }, ctx));
+        break;
+      } catch (err) {
+        const e = toCortadoError(err);
+        if (!correctable(e) || attempt >= config.query.max_corrections) throw e;
+        attempt++;
+        const fixed = await timed('generate', () =>
+          bus.request(SqlGenerate, { ...genBase, mode: 'sql', previous: { sql, error: e.message } }, ctx),
+        );
+        run.usage = addUsage(run.usage, fixed.usage);
+        if (!fixed.sql) throw e;
+        sql = fixed.sql;
+        explanation = fixed.explanation ?? explanation;
+        bus.publish(QueryGeneratedEvt, { ...run.event(), question: input.question, sql, model: fixed.model, usage: fixed.usage, attempt }, ctx);
+        progress('sql', { sql, ...(explanation ? { explanation } : {}), attempt });
+      }
+    }
+    return await deliver(run, deps, ctx, {
+      result, attempt, question: input.question, dialect: context.dialect, tables: context.tables,
+      ...(explanation ? { explanation } : {}),
+      ...(input.conversation_id ? { conversation_id: input.conversation_id } : {}),
+    });
+  } catch (err) {
+    return run.fail(err);
+  }
+}
+
+/** Run exactly the SQL a confirmation holds, once, for the owner that asked. */
+export async function confirm(input: AskConfirmRequest, deps: AssistantDeps, ctx: Ctx): Promise<AskReply> {
+  if (!deps.confirmations) throw new CortadoError('NOT_FOUND', 'there is no such confirmation (confirmations need JetStream KV)');
+  const pending = await deps.confirmations.take(input.confirmation_id, input.owner);
+  const run = startRun(deps, ctx, { channel: pending.channel, ...(input.stream ? { stream: true } : {}), ...(pending.conversation_id ? { conversation_id: pending.conversation_id } : {}) });
+  try {
+    run.progress('started', { question: pending.question, confirmation_id: input.confirmation_id });
+    const result = await run.timed('execute', () => deps.bus.request(SqlExecute, { sql: pending.sql }, ctx));
+    return await deliver(run, deps, ctx, {
+      result, attempt: 0, question: pending.question, dialect: pending.dialect, tables: pending.tables,
+      ...(pending.explanation ? { explanation: pending.explanation } : {}),
+      ...(pending.conversation_id ? { conversation_id: pending.conversation_id } : {}),
+    });
+  } catch (err) {
+    return run.fail(err);
+  }
+}
+
+/** Rows that ran: masked first (before they go anywhere), insights, the event, the turn, the reply. */
+async function deliver(
+  run: Run,
+  deps: AssistantDeps,
+  ctx: Ctx,
+  p: { result: SqlExecuteReply; attempt: number; question: string; explanation?: string; conversation_id?: string; dialect: Dialect; tables: string[] },
+): Promise<AskReply> {
+  const { bus, config } = deps;
+  const executed = p.result;
+  const mask = await run.timed('mask', () =>
+    bus.request(ResultMask, { sql: executed.sql, dialect: p.dialect, columns: executed.columns, rows: executed.rows }, ctx),
+  );
+  const result = { ...executed, rows: mask.rows };
+  const masked = mask.masked.map((m) => ({ column: m.column, strategy: m.strategy }));
+  run.progress('rows', { sql: result.sql, columns: result.columns, rows: result.rows, row_count: result.row_count, truncated: result.truncated, ...(masked.length ? { masked } : {}) });
+
+  let insights: AskReply['insights'] = [];
+  if (config.insights.enabled) {
+    const generatedInsights = await run.timed('insights', () =>
+      bus.request(InsightsGenerate, {
+        question: p.question,
+        sql: result.sql,
+        columns: result.columns,
+        rows: result.rows,
+        row_count: result.row_count,
+        truncated: result.truncated,
+      }, ctx),
+    );
+    run.usage = addUsage(run.usage, generatedInsights.usage);
+    insights = generatedInsights.insights;
+    run.progress('insights', { insights });
+  }
+
+  bus.publish(QueryExecutedEvt, {
+    ...run.event(), sql: result.sql, duration_ms: result.duration_ms, row_count: result.row_count, truncated: result.truncated, usage: run.usage, attempt: p.attempt,
+  }, ctx);
+  await deps.conversations.append(p.conversation_id, { question: p.question, sql: result.sql, ...(p.explanation ? { answer: p.explanation } : {}) });
+  return run.finish({
+    intent: 'sql',
+    sql: result.sql,
+    ...(p.explanation ? { explanation: p.explanation } : {}),
+    columns: result.columns,
+    rows: result.rows,
+    row_count: result.row_count,
+    truncated: result.truncated,
+    insights,
+    executed: true,
+    corrections: p.attempt,
+    tables: p.tables,
+    ...(masked.length ? { masked } : {}),
+    ...(result.bytes_processed !== undefined ? { bytes_processed: result.bytes_processed } : {}),
+    ...(result.estimated_cost_usd !== undefined ? { estimated_cost_usd: result.estimated_cost_usd } : {}),
+  });
+}
+
+function round(ms: number): number {
+  return Math.round(ms * 100) / 100;
+}

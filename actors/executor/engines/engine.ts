@@ -1,0 +1,63 @@
+/**
+ * One interface for every database the executor can run SQL on; one file per engine beside
+ * this one. An engine is a translation layer: it connects, runs one already-guarded statement
+ * read-only with a timeout that really cancels it on the server, turns values into JSON
+ * scalars, lists the schema, and maps its driver's errors onto protocol/errors.ts codes:
+ * DB_UNAVAILABLE (cannot reach or log in), DB_TIMEOUT (cancelled at the timeout),
+ * DB_QUERY_FAILED (the database refused the SQL; message and details for self-correction).
+ */
+import type { Cell, Column, Dialect } from '../../../protocol/schemas/common.js';
+import type { DbTable } from '../../../protocol/schemas/sql.js';
+import type { DbProviderName } from '../../../config/schema.js';
+
+export interface ExecuteOptions {
+  /** the query is cancelled on the server after this long */
+  timeoutMs: number;
+  /** rows returned at most (the guard's LIMIT already bounds what the database sends) */
+  maxRows: number;
+  /** who asked (ctx.user), for engines that pass an end-user identity on (Trino) */
+  user?: string;
+}
+
+/** What an engine can tell about the cost of a query (BigQuery's dry run). */
+export interface QueryStats {
+  bytes_processed?: number;
+  /** bytes_processed × price_per_tb_usd, when a price is configured */
+  estimated_cost_usd?: number;
+}
+
+export interface EngineResult {
+  columns: Column[];
+  /** JSON scalars only: numbers where exact, booleans, else the database's text */
+  rows: Cell[][];
+  stats?: QueryStats;
+}
+
+export interface DbSchema {
+  /** the schema unqualified names resolve in */
+  default_schema: string;
+  tables: DbTable[];
+}
+
+export interface WriteAccess {
+  writable: boolean;
+  /** why, for the start-up warning: `superuser`, `CREATE on schema public`, ... */
+  reasons: string[];
+}
+
+export interface DbEngine {
+  readonly provider: DbProviderName;
+  readonly dialect: Dialect;
+  /** run one guarded statement read-only */
+  execute(sql: string, opts: ExecuteOptions): Promise<EngineResult>;
+  /** the tables and views the configured role can read */
+  introspect(): Promise<DbSchema>;
+  /** a trivial query through the pool; throws a CortadoError when it fails or is slow */
+  ping(timeoutMs: number): Promise<void>;
+  /** whether the configured role could change data or schema */
+  canWrite(): Promise<WriteAccess>;
+  /** what running it would cost, without running it (engines with a dry run: BigQuery) */
+  estimate?(sql: string): Promise<QueryStats>;
+  /** release the pool (and whatever the engine started) */
+  close(): Promise<void>;
+}

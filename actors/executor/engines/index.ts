@@ -1,0 +1,85 @@
+/**
+ * The engine for config.database.provider. PostgreSQL is the only one so far; the embedded
+ * demo database (PGlite served on a unix socket) is PostgreSQL too, reached the same way.
+ */
+import path from 'node:path';
+import { CortadoError } from '../../../protocol/errors.js';
+import type { Logger } from '../../../protocol/log.js';
+import { ROOT } from '../../../config/load.js';
+import type { Config, DbProviderName } from '../../../config/schema.js';
+import type { DbEngine } from './engine.js';
+import { createPostgresEngine } from './postgresql.js';
+import { createTrinoFromConfig } from './trino.js';
+import { createMysqlEngineFromConfig } from './mysql.js';
+import { createBigQueryFromConfig } from './bigquery.js';
+
+/** The provider's timeout when set (seconds), else query.timeout, in ms. */
+export function configuredTimeoutMs(config: Config): number {
+  const provider = config.database[config.database.provider];
+  return (provider.timeout ?? config.query.timeout) * 1000;
+}
+
+type EngineFactory = (config: Config, log: Logger) => Promise<DbEngine>;
+
+/** One line per engine: provider → factory (each engine's file exports its own). */
+const ENGINES: Partial<Record<DbProviderName, EngineFactory>> = {
+  postgresql: createPostgresFromConfig,
+  trino: createTrinoFromConfig,
+  mysql: createMysqlEngineFromConfig,
+  bigquery: createBigQueryFromConfig,
+};
+
+export async function createEngine(config: Config, log: Logger): Promise<DbEngine> {
+  const provider = config.database.provider;
+  const factory = ENGINES[provider];
+  if (!factory) {
+    throw new CortadoError('CONFIG_INVALID', `database.provider "${provider}" is not supported by the executor yet (supported: ${Object.keys(ENGINES).join(', ')})`);
+  }
+  return factory(config, log);
+}
+
+async function createPostgresFromConfig(config: Config, log: Logger): Promise<DbEngine> {
+  const pgc = config.database.postgresql;
+  const common = {
+    schema: pgc.schema,
+    minConnections: pgc.min_connections,
+    maxConnections: pgc.max_connections,
+    statementTimeoutMs: configuredTimeoutMs(config),
+    log,
+  };
+
+  if (!pgc.embedded) {
+    return createPostgresEngine({
+      ...common,
+      host: pgc.host,
+      port: pgc.port,
+      database: pgc.database,
+      user: pgc.user,
+      password: pgc.password,
+      ssl: pgc.ssl,
+    });
+  }
+
+  // loaded only here: a process on a real database never starts PGlite
+  const mod = await import('../embedded/pglite.js');
+  const server = await mod.startEmbeddedPostgres({
+    dir: path.resolve(ROOT, pgc.embedded_dir),
+    maxConnections: pgc.max_connections,
+    log,
+  });
+  try {
+    return await createPostgresEngine({
+      ...common,
+      host: server.host,
+      port: server.port,
+      database: server.database,
+      user: server.user,
+      password: '',
+      ssl: false,
+      onClose: () => server.stop(),
+    });
+  } catch (err) {
+    await server.stop().catch(() => undefined);
+    throw err;
+  }
+}

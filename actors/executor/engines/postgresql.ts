@@ -1,0 +1,488 @@
+/**
+ * PostgreSQL through `pg`: one pool, every connection read-only by default, in UTC, with the
+ * configured schema and a statement_timeout; the user's statement goes through the extended
+ * protocol (which cannot carry a second statement); values come back as JSON scalars.
+ */
+import pg from 'pg';
+import type { FieldDef, PoolClient, QueryArrayConfig, QueryArrayResult } from 'pg';
+import { CortadoError } from '../../../protocol/errors.js';
+import type { Logger } from '../../../protocol/log.js';
+import type { Cell, Column } from '../../../protocol/schemas/common.js';
+import type { DbTable } from '../../../protocol/schemas/sql.js';
+import type { DbEngine, DbSchema, EngineResult, ExecuteOptions, WriteAccess } from './engine.js';
+
+export interface PostgresEngineOptions {
+  host: string;
+  port: number;
+  database: string;
+  user: string;
+  password: string;
+  /** the search_path of every connection, and the introspection's default schema */
+  schema: string;
+  minConnections: number;
+  maxConnections: number;
+  ssl: boolean;
+  /** every connection's statement_timeout: the configured query timeout */
+  statementTimeoutMs: number;
+  /** how long opening (or waiting for) a connection may take */
+  connectTimeoutMs?: number;
+  log: Logger;
+  /** runs after the pool has ended (stops an embedded server) */
+  onClose?: () => Promise<void>;
+}
+
+/** How long after the statement_timeout the client gives up and cancels the query itself. */
+const BACKSTOP_GRACE_MS = 1_000;
+const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
+const CANCEL_CONNECT_TIMEOUT_MS = 2_000;
+
+/** Build the engine and warm min_connections connections (a database that is down only warns). */
+export async function createPostgresEngine(opts: PostgresEngineOptions): Promise<PostgresEngine> {
+  const engine = new PostgresEngine(opts);
+  await engine.warm();
+  return engine;
+}
+
+// `queryMode` is a pg option the @types/pg typings do not list yet.
+type ExtendedArrayQuery = QueryArrayConfig & { queryMode: 'extended' };
+
+export class PostgresEngine implements DbEngine {
+  readonly provider = 'postgresql' as const;
+  readonly dialect = 'postgresql' as const;
+  private readonly opts: PostgresEngineOptions;
+  private readonly pool: pg.Pool;
+  private readonly log: Logger;
+  /** oid → format_type(oid, NULL), loaded once per pool (again only for an oid it lacks) */
+  private readonly typeNames = new Map<number, string>();
+  private readonly typesLookedUp = new Set<number>();
+  private closed = false;
+
+  constructor(opts: PostgresEngineOptions) {
+    this.opts = opts;
+    this.log = opts.log;
+    this.pool = new pg.Pool({
+      ...this.connectionConfig(),
+      max: opts.maxConnections,
+      // pg-pool keeps `min` idle connections from being reaped, but does not open them: warm() does
+      min: Math.min(opts.minConnections, opts.maxConnections),
+      idleTimeoutMillis: 30_000,
+    });
+    // An idle connection that dies (server restart) must not crash the process.
+    this.pool.on('error', (err) => this.log.warn({ err: err.message }, 'an idle database connection failed'));
+  }
+
+  private connectionConfig(): pg.ClientConfig {
+    const o = this.opts;
+    return {
+      host: o.host,
+      port: o.port,
+      database: o.database,
+      user: o.user,
+      password: o.password,
+      ssl: o.ssl ? {} : false,
+      // the pid tells a DBA (and pg_stat_activity) which executor process holds the connection
+      application_name: `cortado-executor-${process.pid}`,
+      options: startupOptions(o.schema, o.statementTimeoutMs),
+      connectionTimeoutMillis: o.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
+      keepAlive: true,
+      types: RESULT_TYPES,
+    };
+  }
+
+  async warm(): Promise<void> {
+    const n = Math.min(this.opts.minConnections, this.opts.maxConnections);
+    const attempts = await Promise.allSettled(Array.from({ length: Math.max(n, 1) }, () => this.pool.connect()));
+    const clients = attempts.flatMap((a) => (a.status === 'fulfilled' ? [a.value] : []));
+    try {
+      const failed = attempts.find((a): a is PromiseRejectedResult => a.status === 'rejected');
+      if (failed) {
+        const e = toDbError(failed.reason);
+        this.log.warn({ code: e.code, err: e.message, host: this.opts.host, port: this.opts.port }, 'the database does not answer yet; queries fail with DB_UNAVAILABLE until it does');
+      }
+      if (clients[0]) await this.loadTypeNames(clients[0]);
+    } catch (err) {
+      this.log.warn({ err: toDbError(err).message }, 'cannot load the type names yet');
+    } finally {
+      for (const c of clients) c.release();
+    }
+  }
+
+  async execute(sql: string, opts: ExecuteOptions): Promise<EngineResult> {
+    const client = await this.acquire();
+    const pid = (client as unknown as { processID?: number | null }).processID ?? null; // not in the typings
+    let destroy = false;
+    let backstop: NodeJS.Timeout | undefined;
+    // statement_timeout cancels on the server; should it not (a stuck server, a lost network),
+    // cancel from another connection a little later and drop this one.
+    const stuck = new Promise<never>((_resolve, reject) => {
+      backstop = setTimeout(() => {
+        destroy = true;
+        this.log.warn({ pid }, 'statement_timeout did not end the query: cancelling it from another connection');
+        void this.cancelBackend(pid).finally(() => reject(timedOut(opts.timeoutMs)));
+      }, opts.timeoutMs + BACKSTOP_GRACE_MS);
+    });
+    try {
+      const result = await Promise.race([this.run(client, sql, opts.timeoutMs), stuck]);
+      const columns = await this.describe(client, result.fields);
+      // The guard's LIMIT bounds what the server sends; this only keeps the promise of maxRows.
+      const rows = (result.rows as Cell[][]).slice(0, opts.maxRows);
+      return { columns, rows };
+    } catch (err) {
+      const e = toDbError(err, opts.timeoutMs);
+      if (e.code === 'DB_UNAVAILABLE' || e.code === 'INTERNAL') destroy = true;
+      throw e;
+    } finally {
+      clearTimeout(backstop);
+      client.release(destroy ? new Error('connection dropped after a failure') : undefined);
+    }
+  }
+
+  /**
+   * One round trip when the timeout is the connection's own (an implicit transaction, read-only
+   * by default); else an explicit read-only transaction with its own statement_timeout.
+   */
+  private async run(client: PoolClient, sql: string, timeoutMs: number): Promise<QueryArrayResult> {
+    const query: ExtendedArrayQuery = { text: sql, rowMode: 'array', queryMode: 'extended' };
+    if (timeoutMs === this.opts.statementTimeoutMs) return client.query(query);
+    await client.query(`BEGIN READ ONLY; SET LOCAL statement_timeout = ${Math.max(1, Math.floor(timeoutMs))}`);
+    try {
+      return await client.query(query);
+    } finally {
+      await client.query('ROLLBACK').catch(() => undefined); // a dead connection is dropped by the caller
+    }
+  }
+
+  private async cancelBackend(pid: number | null): Promise<void> {
+    if (pid === null) return;
+    const other = new pg.Client({ ...this.connectionConfig(), connectionTimeoutMillis: CANCEL_CONNECT_TIMEOUT_MS });
+    try {
+      await other.connect();
+      await other.query('SELECT pg_cancel_backend($1)', [pid]);
+    } catch (err) {
+      this.log.warn({ pid, err: toDbError(err).message }, 'cannot cancel the query');
+    } finally {
+      await other.end().catch(() => undefined);
+    }
+  }
+
+  private acquire(): Promise<PoolClient> {
+    if (this.closed) return Promise.reject(new CortadoError('DB_UNAVAILABLE', 'the database cannot be reached: the executor is stopping'));
+    return this.pool.connect().catch((err: unknown) => {
+      throw toDbError(err);
+    });
+  }
+
+  private async describe(client: PoolClient, fields: FieldDef[]): Promise<Column[]> {
+    if (fields.some((f) => !this.typeNames.has(f.dataTypeID) && !this.typesLookedUp.has(f.dataTypeID))) {
+      for (const f of fields) this.typesLookedUp.add(f.dataTypeID);
+      await this.loadTypeNames(client).catch((err: unknown) => this.log.warn({ err: toDbError(err).message }, 'cannot load the type names'));
+    }
+    return fields.map((f) => ({ name: f.name, type: this.typeNames.get(f.dataTypeID) ?? `oid ${f.dataTypeID}` }));
+  }
+
+  private async loadTypeNames(client: PoolClient): Promise<void> {
+    // oid is unsigned 32-bit: pg's default parser reads it as a number
+    const r = await client.query<{ oid: number; name: string }>({
+      text: 'SELECT oid, format_type(oid, NULL) AS name FROM pg_catalog.pg_type',
+      types: pg.types,
+    });
+    for (const row of r.rows) this.typeNames.set(Number(row.oid), row.name);
+  }
+
+  async ping(timeoutMs: number): Promise<void> {
+    const work = this.pool.query('SELECT 1');
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(() => reject(new CortadoError('DB_UNAVAILABLE', `the database cannot be reached: no answer within ${timeoutMs} ms`)), timeoutMs);
+    });
+    work.catch(() => undefined); // when the timer wins, the late failure has nobody to tell
+    try {
+      await Promise.race([work, late]);
+    } catch (err) {
+      throw toDbError(err);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async introspect(): Promise<DbSchema> {
+    const tables = await this.internalQuery<TableRow>(INTROSPECT_TABLES);
+    const keys = await this.internalQuery<ForeignKeyRow>(INTROSPECT_FOREIGN_KEYS);
+    const byName = new Map<string, DbTable>();
+    const out: DbTable[] = [];
+    for (const row of tables) {
+      const table: DbTable = {
+        schema: row.schema,
+        name: row.name,
+        kind: row.relkind === 'v' || row.relkind === 'm' ? 'view' : 'table',
+        columns: row.columns.map((c) => ({
+          name: c.name,
+          type: c.type,
+          nullable: c.nullable,
+          ...(c.comment ? { comment: c.comment } : {}),
+        })),
+      };
+      if (row.comment) table.comment = row.comment;
+      // reltuples is -1 before the first ANALYZE (PostgreSQL 14+), 0 for views
+      if ((row.relkind === 'r' || row.relkind === 'p' || row.relkind === 'm') && row.estimate >= 0) {
+        table.row_estimate = Math.round(row.estimate);
+      }
+      byName.set(`${row.schema}.${row.name}`, table);
+      out.push(table);
+    }
+    for (const fk of keys) {
+      const table = byName.get(`${fk.schema}.${fk.name}`);
+      if (!table || !byName.has(`${fk.ref_schema}.${fk.ref_table}`)) continue; // only between tables the role sees
+      (table.foreign_keys ??= []).push({ columns: fk.columns, ref_schema: fk.ref_schema, ref_table: fk.ref_table, ref_columns: fk.ref_columns });
+    }
+    return { default_schema: this.opts.schema, tables: out };
+  }
+
+  async canWrite(): Promise<WriteAccess> {
+    const [row] = await this.internalQuery<{ superuser: boolean; create_in: string[]; writable: string[] }>(WRITE_ACCESS);
+    const reasons: string[] = [];
+    if (row?.superuser) reasons.push('superuser');
+    for (const schema of row?.create_in ?? []) reasons.push(`CREATE on schema ${schema}`);
+    if (row?.writable.length) reasons.push(`INSERT/UPDATE/DELETE/TRUNCATE on ${row.writable.join(', ')}`);
+    return { writable: reasons.length > 0, reasons };
+  }
+
+  /** Our own catalog queries, with pg's usual parsers (arrays, booleans, JSON). */
+  private async internalQuery<R extends pg.QueryResultRow>(text: string): Promise<R[]> {
+    try {
+      const r = await this.pool.query<R>({ text, types: pg.types });
+      return r.rows;
+    } catch (err) {
+      throw toDbError(err);
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    try {
+      await this.pool.end();
+    } finally {
+      await this.opts.onClose?.();
+    }
+  }
+}
+
+// ---- connections ----------------------------------------------------------------------------
+
+/** `-c name=value` settings sent at connection start; spaces and backslashes escaped. */
+function startupOptions(schema: string, statementTimeoutMs: number): string {
+  const settings: Array<[string, string]> = [
+    ['default_transaction_read_only', 'on'],
+    ['statement_timeout', String(Math.max(1, Math.floor(statementTimeoutMs)))],
+    ['TimeZone', 'UTC'],
+    ['search_path', quoteIdent(schema)],
+  ];
+  return settings.map(([k, v]) => `-c ${k}=${v.replace(/[\\\s]/g, (c) => `\\${c}`)}`).join(' ');
+}
+
+function quoteIdent(name: string): string {
+  return /^[a-z_][a-z0-9_$]*$/.test(name) ? name : `"${name.replace(/"/g, '""')}"`;
+}
+
+// ---- values -------------------------------------------------------------------------------
+
+const OID = { bool: 16, int8: 20, int2: 21, int4: 23, oid: 26, float4: 700, float8: 701, numeric: 1700 } as const;
+
+const asText = (text: string): Cell => text;
+const asBoolean = (text: string): Cell => text === 't';
+const asFloat = (text: string): Cell => {
+  const n = Number(text);
+  return Number.isFinite(n) ? n : text; // NaN and Infinity are not JSON
+};
+
+/**
+ * A number when the JSON number means exactly the decimal the server sent, else the text.
+ * Up to 15 significant digits a decimal survives the trip through a double (within the normal
+ * range); integers beyond that only when they are safe integers.
+ */
+export function exactNumber(text: string): Cell {
+  const m = /^-?(\d+)(?:\.(\d+))?$/.exec(text);
+  if (!m) return text; // NaN, Infinity
+  const n = Number(text);
+  if (!Number.isFinite(n)) return text;
+  const intPart = m[1] ?? '';
+  const fraction = (m[2] ?? '').replace(/0+$/, '');
+  if (fraction === '' && Number.isSafeInteger(n)) return n;
+  const significant = `${intPart}${fraction}`.replace(/^0+/, '').replace(/0+$/, '');
+  if (significant === '') return 0;
+  if (significant.length > 15) return text;
+  if (n === 0 || Math.abs(n) < 1e-300) return text; // underflow
+  return n;
+}
+
+/** Per-pool parsers (text format): numbers and booleans decoded, everything else the server's text. */
+function resultParser(oid: number): (text: string) => Cell {
+  switch (oid) {
+    case OID.bool:
+      return asBoolean;
+    case OID.int2:
+    case OID.int4:
+    case OID.oid:
+    case OID.float4:
+    case OID.float8:
+      return asFloat;
+    case OID.int8:
+    case OID.numeric:
+      return exactNumber;
+    default:
+      return asText; // dates, timestamps, json, arrays, bytea, uuid, intervals...
+  }
+}
+
+// The typings want pg-types' overloaded signature; ours answers the text format for every oid.
+const RESULT_TYPES = { getTypeParser: resultParser } as unknown as pg.CustomTypesConfig;
+
+// ---- errors -------------------------------------------------------------------------------
+
+const SQLSTATE = /^[0-9A-Z]{5}$/;
+
+function seconds(ms: number): string {
+  return ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;
+}
+
+function timedOut(timeoutMs: number): CortadoError {
+  return new CortadoError('DB_TIMEOUT', `the query ran past its timeout of ${seconds(timeoutMs)} and was cancelled`, { timeout_ms: timeoutMs });
+}
+
+function unavailable(why: string, details: Record<string, unknown>, cause: unknown): CortadoError {
+  return new CortadoError('DB_UNAVAILABLE', `the database cannot be reached: ${why}`, details, { cause });
+}
+
+/** The reason a server error means the database is out of reach, or undefined. */
+function serverUnavailable(sqlstate: string): string | undefined {
+  if (sqlstate.startsWith('28')) return 'the login was refused';
+  if (sqlstate === '3D000') return 'the database does not exist';
+  if (sqlstate.startsWith('08')) return 'the connection failed';
+  if (sqlstate.startsWith('53')) return 'the server is out of resources';
+  if (sqlstate === '57P01' || sqlstate === '57P02' || sqlstate === '57P03') return 'the server is shutting down or starting up';
+  return undefined;
+}
+
+/** The reason a client-side failure means the database is out of reach, or undefined. */
+function clientUnavailable(code: string, message: string): string | undefined {
+  switch (code) {
+    case 'ECONNREFUSED':
+      return 'connection refused';
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return 'unknown host';
+    case 'ECONNRESET':
+    case 'EPIPE':
+      return 'the connection was closed';
+    case 'ETIMEDOUT':
+    case 'EHOSTUNREACH':
+    case 'ENETUNREACH':
+      return 'the host does not answer';
+    case 'ENOENT':
+      return 'no server at that socket';
+  }
+  if (/timeout exceeded when trying to connect|connection timeout/i.test(message)) return 'no connection could be opened in time';
+  if (/terminated|not queryable|connection error/i.test(message)) return 'the connection was closed';
+  if (/ssl|tls|certificate/i.test(message)) return 'the TLS connection failed';
+  if (/password|sasl|scram/i.test(message)) return 'the login was refused';
+  return undefined;
+}
+
+/** pg's errors → DB_UNAVAILABLE, DB_TIMEOUT, DB_QUERY_FAILED (or INTERNAL for what is none of those). */
+export function toDbError(err: unknown, timeoutMs?: number): CortadoError {
+  if (err instanceof CortadoError) return err;
+  const e = (err ?? {}) as { code?: unknown; message?: unknown; hint?: unknown };
+  const code = typeof e.code === 'string' ? e.code : '';
+  const message = typeof e.message === 'string' ? e.message : String(err);
+  if (SQLSTATE.test(code)) {
+    if (code === '57014') {
+      return timeoutMs !== undefined ? timedOut(timeoutMs) : new CortadoError('DB_TIMEOUT', 'the query was cancelled', { sqlstate: code });
+    }
+    const why = serverUnavailable(code);
+    if (why) return unavailable(why, { sqlstate: code }, err);
+    const details: Record<string, unknown> = { sqlstate: code };
+    if (typeof e.hint === 'string' && e.hint) details.hint = e.hint;
+    return new CortadoError('DB_QUERY_FAILED', message, details, { cause: err });
+  }
+  const why = clientUnavailable(code, message);
+  if (why) return unavailable(why, code ? { reason: code } : {}, err);
+  return new CortadoError('INTERNAL', 'internal error', undefined, { cause: err });
+}
+
+// ---- catalog queries ----------------------------------------------------------------------
+
+const USER_SCHEMA = `n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname !~ '^pg_(toast|temp_)'`;
+
+interface TableRow {
+  schema: string;
+  name: string;
+  relkind: string;
+  comment: string | null;
+  estimate: number;
+  columns: Array<{ name: string; type: string; nullable: boolean; comment: string | null }>;
+}
+
+/** Tables, views, materialized views, partitioned and foreign tables the role can read (partitions only through their parent). */
+const INTROSPECT_TABLES = `
+SELECT n.nspname AS schema, c.relname AS name, c.relkind::text AS relkind,
+       obj_description(c.oid, 'pg_class') AS comment,
+       c.reltuples::float8 AS estimate,
+       COALESCE(json_agg(json_build_object(
+                  'name', a.attname,
+                  'type', format_type(a.atttypid, a.atttypmod),
+                  'nullable', NOT a.attnotnull,
+                  'comment', col_description(c.oid, a.attnum)) ORDER BY a.attnum)
+                FILTER (WHERE a.attnum IS NOT NULL), '[]'::json) AS columns
+FROM pg_catalog.pg_class c
+JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+LEFT JOIN pg_catalog.pg_attribute a
+  ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+ AND has_column_privilege(c.oid, a.attnum, 'SELECT')
+WHERE c.relkind IN ('r', 'v', 'm', 'p', 'f')
+  AND NOT c.relispartition
+  AND ${USER_SCHEMA}
+  AND has_schema_privilege(n.oid, 'USAGE')
+  AND has_any_column_privilege(c.oid, 'SELECT')
+GROUP BY n.nspname, c.oid, c.relname, c.relkind, c.reltuples
+ORDER BY n.nspname, c.relname`;
+
+interface ForeignKeyRow {
+  schema: string;
+  name: string;
+  ref_schema: string;
+  ref_table: string;
+  columns: string[];
+  ref_columns: string[];
+}
+
+const INTROSPECT_FOREIGN_KEYS = `
+SELECT n.nspname AS schema, c.relname AS name, rn.nspname AS ref_schema, rc.relname AS ref_table,
+       ARRAY(SELECT a.attname::text FROM unnest(con.conkey) WITH ORDINALITY AS k(attnum, ord)
+             JOIN pg_catalog.pg_attribute a ON a.attrelid = con.conrelid AND a.attnum = k.attnum
+             ORDER BY k.ord) AS columns,
+       ARRAY(SELECT a.attname::text FROM unnest(con.confkey) WITH ORDINALITY AS k(attnum, ord)
+             JOIN pg_catalog.pg_attribute a ON a.attrelid = con.confrelid AND a.attnum = k.attnum
+             ORDER BY k.ord) AS ref_columns
+FROM pg_catalog.pg_constraint con
+JOIN pg_catalog.pg_class c ON c.oid = con.conrelid
+JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+JOIN pg_catalog.pg_class rc ON rc.oid = con.confrelid
+JOIN pg_catalog.pg_namespace rn ON rn.oid = rc.relnamespace
+WHERE con.contype = 'f' AND con.conparentid = 0 AND ${USER_SCHEMA}
+ORDER BY n.nspname, c.relname, con.conname`;
+
+/** Superuser, CREATE on a schema, or a table it may change (first five named). */
+const WRITE_ACCESS = `
+SELECT r.rolsuper AS superuser,
+       ARRAY(SELECT n.nspname::text FROM pg_catalog.pg_namespace n
+             WHERE ${USER_SCHEMA} AND has_schema_privilege(n.oid, 'CREATE')
+             ORDER BY 1) AS create_in,
+       ARRAY(SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname)
+             FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+             WHERE c.relkind IN ('r', 'p', 'v', 'f') AND ${USER_SCHEMA}
+               AND (has_table_privilege(c.oid, 'INSERT') OR has_table_privilege(c.oid, 'UPDATE')
+                    OR has_table_privilege(c.oid, 'DELETE') OR has_table_privilege(c.oid, 'TRUNCATE'))
+             ORDER BY 1 LIMIT 5) AS writable
+FROM pg_catalog.pg_roles r
+WHERE r.rolname = current_user`;

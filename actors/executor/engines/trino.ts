@@ -1,0 +1,512 @@
+/**
+ * Trino through `trino-client`: the statement goes to the coordinator (POST /v1/statement) and
+ * the rows come back page by page through `nextUri` (the client's iterator).
+ *
+ * - Identity: the asking user (ExecuteOptions.user) is the Trino user (X-Trino-User), else the
+ *   configured user, so Trino's own access control, resource groups and audit see the person.
+ *   With a password the configured user is the login (HTTP basic) and Trino must allow it to
+ *   impersonate the asking user. Each user has its own client (a small LRU): trino-client
+ *   sends the client's user on every request, including the cancel, so the query's owner
+ *   also cancels it. (Its BasicAuth would pin X-Trino-User to the login name, so the
+ *   Authorization header is built here.)
+ * - Rows: collected up to maxRows; when the coordinator still has pages, the query is
+ *   cancelled (DELETE) rather than read to the end.
+ * - Timeout: the session property `query_max_execution_time` lets the coordinator stop the
+ *   query itself; a client timer a little later (queued time does not count for Trino, and a
+ *   coordinator may be stuck) cancels it by its query id. Either way: DB_TIMEOUT.
+ * - Read-only: Trino has no read-only transaction Cortado could open here. The Trino guard
+ *   (guard/trino.ts) is the defence, with Trino's access control for the asking user behind
+ *   it; canWrite cannot tell what that access control allows (see there).
+ * - Values: Trino sends JSON. Integers beyond 2^53 are read exactly (as strings), decimals
+ *   come as strings and become numbers only when a number means exactly the same (like
+ *   postgresql.ts); arrays, maps and rows become their JSON text.
+ */
+import { Trino, type Columns, type QueryError, type QueryResult } from 'trino-client';
+import { CortadoError } from '../../../protocol/errors.js';
+import type { Logger } from '../../../protocol/log.js';
+import type { Cell, Column } from '../../../protocol/schemas/common.js';
+import type { DbTable } from '../../../protocol/schemas/sql.js';
+import type { Config } from '../../../config/schema.js';
+import type { DbEngine, DbSchema, EngineResult, ExecuteOptions, WriteAccess } from './engine.js';
+import { exactNumber } from './postgresql.js';
+
+export interface TrinoEngineOptions {
+  /** `http(s)://host:port` of the coordinator */
+  server: string;
+  /** the Trino user when nobody asks, and the login when a password is set */
+  user: string;
+  password: string;
+  /** session catalog and schema ('' = none) */
+  catalog: string;
+  schema: string;
+  /** the configured query timeout, for Cortado's own queries (introspection) */
+  timeoutMs: number;
+  log: Logger;
+}
+
+/** How long after the coordinator's own limit the client cancels the query itself. */
+const BACKSTOP_GRACE_MS = 1_000;
+/** How long a cancel (DELETE) may take before the caller is answered anyway. */
+const CANCEL_WAIT_MS = 2_000;
+/** Users with a client of their own, at most. */
+const MAX_CLIENTS = 64;
+/** Rows of Cortado's own catalog queries, at most. */
+const MAX_INTROSPECT_ROWS = 200_000;
+const SOURCE = 'cortado';
+/** What an HTTP header can carry as a user name. */
+const HEADER_SAFE = /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/;
+
+export async function createTrinoFromConfig(config: Config, log: Logger): Promise<DbEngine> {
+  const c = config.database.trino;
+  if (!c.user.trim()) throw new CortadoError('CONFIG_INVALID', 'database.trino.user is empty: Trino needs a user name');
+  if (c.schema && !c.catalog) throw new CortadoError('CONFIG_INVALID', 'database.trino.schema is set without database.trino.catalog: Trino needs the catalog of the schema');
+  const host = c.host.includes(':') && !c.host.startsWith('[') ? `[${c.host}]` : c.host;
+  const engine = new TrinoEngine({
+    server: `${c.http_scheme}://${host}:${c.port}`,
+    user: c.user,
+    password: c.password,
+    catalog: c.catalog,
+    schema: c.schema,
+    timeoutMs: (c.timeout ?? config.query.timeout) * 1000,
+    log,
+  });
+  // Tell the operator early; queries fail with DB_UNAVAILABLE until the coordinator answers.
+  void engine.ping(5_000).catch((err: unknown) => {
+    const e = toTrinoError(err);
+    log.warn({ code: e.code, err: e.message, server: engine.server }, 'the Trino coordinator does not answer yet');
+  });
+  return engine;
+}
+
+interface RunOptions {
+  timeoutMs: number;
+  maxRows: number;
+  user: string;
+  /** a catalog other than the session's (introspection of every catalog) */
+  catalog?: string;
+  /** how long after timeoutMs the client cancels (0 for a ping) */
+  graceMs: number;
+}
+
+/** A failed Trino query, as the coordinator described it. */
+class TrinoQueryError extends Error {
+  readonly error: QueryError;
+  constructor(error: QueryError) {
+    super(error.message);
+    this.error = error;
+  }
+}
+
+export class TrinoEngine implements DbEngine {
+  readonly provider = 'trino' as const;
+  readonly dialect = 'trino' as const;
+  readonly server: string;
+  private readonly opts: TrinoEngineOptions;
+  private readonly log: Logger;
+  private readonly clients = new Map<string, Trino>();
+  /** queries in flight, to cancel on close */
+  private readonly running = new Map<string, Trino>();
+  private warnedShape = false;
+  private warnedWrite = false;
+  private closed = false;
+
+  constructor(opts: TrinoEngineOptions) {
+    this.opts = opts;
+    this.server = opts.server;
+    this.log = opts.log;
+  }
+
+  async execute(sql: string, opts: ExecuteOptions): Promise<EngineResult> {
+    return this.run(sql, {
+      timeoutMs: opts.timeoutMs,
+      maxRows: opts.maxRows,
+      user: opts.user ?? this.opts.user,
+      graceMs: BACKSTOP_GRACE_MS,
+    });
+  }
+
+  private async run(sql: string, o: RunOptions): Promise<EngineResult> {
+    if (this.closed) throw new CortadoError('DB_UNAVAILABLE', 'the database cannot be reached: the executor is stopping');
+    const client = this.clientFor(o.user);
+    const timeoutMs = Math.max(1, Math.floor(o.timeoutMs));
+    let queryId: string | undefined;
+    let cancelling: Promise<void> | undefined;
+    let timedOut = false;
+
+    const cancel = (why: string): Promise<void> => {
+      if (!queryId) return Promise.resolve();
+      cancelling ??= client.cancel(queryId).then(
+        () => undefined,
+        (err: unknown) => this.log.warn({ query_id: queryId, why, err: toTrinoError(err).message }, 'cannot cancel the Trino query'),
+      );
+      return cancelling;
+    };
+    const knowId = (id: string | undefined): void => {
+      if (!id || queryId) return;
+      queryId = id;
+      this.running.set(id, client);
+      if (timedOut) void cancel('timeout'); // the timer fired before the coordinator named the query
+    };
+
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(() => {
+        timedOut = true;
+        this.log.warn({ query_id: queryId ?? null, timeout_ms: timeoutMs }, 'the Trino query outlived its timeout: cancelling it on the coordinator');
+        const waited = new Promise<void>((r) => setTimeout(r, CANCEL_WAIT_MS).unref());
+        void Promise.race([cancel('timeout'), waited]).finally(() => reject(timedOutError(timeoutMs)));
+      }, timeoutMs + o.graceMs);
+    });
+
+    const query = {
+      query: sql,
+      user: o.user,
+      ...(o.catalog ? { catalog: o.catalog } : {}),
+      session: { query_max_execution_time: `${timeoutMs}ms` },
+    };
+    const work = this.collect(client, query, o.maxRows, knowId, () => cancel('enough rows'));
+    work.catch(() => undefined); // when the timer wins, the late failure has nobody to tell
+    try {
+      return await Promise.race([work, late]);
+    } catch (err) {
+      throw toTrinoError(err, timeoutMs);
+    } finally {
+      clearTimeout(timer);
+      if (queryId) this.running.delete(queryId);
+    }
+  }
+
+  /** Follow nextUri until the last page or maxRows; then cancel what the coordinator still has. */
+  private async collect(
+    client: Trino,
+    query: Parameters<Trino['query']>[0],
+    maxRows: number,
+    knowId: (id: string | undefined) => void,
+    cancelRest: () => Promise<void>,
+  ): Promise<EngineResult> {
+    const iter = await client.query(query);
+    knowId(queryIdOf(iter));
+    let columns: Columns | undefined;
+    const rows: unknown[][] = [];
+    for (;;) {
+      const step = await iter.next();
+      const page = step.value as QueryResult | undefined;
+      knowId(page?.id);
+      if (page?.error) throw new TrinoQueryError(page.error);
+      columns ??= page?.columns;
+      if (step.done) break; // the value of a done step is the page already read (or the first answer)
+      for (const row of page?.data ?? []) {
+        if (rows.length >= maxRows) break;
+        rows.push(row as unknown[]);
+      }
+      if (rows.length >= maxRows) {
+        if (page?.nextUri) await cancelRest();
+        break;
+      }
+    }
+    const cols: Column[] = (columns ?? []).map((c) => ({ name: c.name, type: c.type }));
+    return { columns: cols, rows: rows.map((row) => cols.map((c, i) => toCell(c.type, row[i]))) };
+  }
+
+  /** One client per Trino user, the least recently used dropped first. */
+  private clientFor(user: string): Trino {
+    if (!HEADER_SAFE.test(user)) {
+      throw new CortadoError('DB_UNAVAILABLE', 'the database cannot be reached: the user name cannot be sent to Trino (printable ASCII only, no surrounding spaces)');
+    }
+    const known = this.clients.get(user);
+    if (known) {
+      this.clients.delete(user);
+      this.clients.set(user, known);
+      return known;
+    }
+    const headers: Record<string, string> = { 'X-Trino-User': user };
+    if (this.opts.password) {
+      headers.Authorization = `Basic ${Buffer.from(`${this.opts.user}:${this.opts.password}`, 'utf8').toString('base64')}`;
+    }
+    const client = Trino.create({
+      server: this.opts.server,
+      source: SOURCE,
+      ...(this.opts.catalog ? { catalog: this.opts.catalog } : {}),
+      ...(this.opts.schema ? { schema: this.opts.schema } : {}),
+      extraHeaders: headers,
+    });
+    if (!readExactly(client) && !this.warnedShape) {
+      this.warnedShape = true;
+      this.log.warn('this trino-client version hides its HTTP settings: integers beyond 2^53 may lose precision');
+    }
+    this.clients.set(user, client);
+    if (this.clients.size > MAX_CLIENTS) {
+      const oldest = this.clients.keys().next().value;
+      if (oldest !== undefined) this.clients.delete(oldest);
+    }
+    return client;
+  }
+
+  async ping(timeoutMs: number): Promise<void> {
+    try {
+      await this.run('SELECT 1', { timeoutMs, maxRows: 1, user: this.opts.user, graceMs: 0 });
+    } catch (err) {
+      const e = toTrinoError(err);
+      if (e.code === 'DB_TIMEOUT') throw new CortadoError('DB_UNAVAILABLE', `the database cannot be reached: no answer within ${timeoutMs} ms`);
+      throw e;
+    }
+  }
+
+  /**
+   * information_schema of the configured catalog (only its schema when one is set); without a
+   * configured catalog, of every catalog but `system`, with schemas named `catalog.schema`.
+   */
+  async introspect(): Promise<DbSchema> {
+    const { catalog, schema } = this.opts;
+    const catalogs = catalog ? [catalog] : (await this.internal('SHOW CATALOGS')).map((r) => String(r[0])).filter((c) => c !== 'system');
+    const tables: DbTable[] = [];
+    for (const cat of catalogs) {
+      const filter = schema ? ` AND c.table_schema = ${literal(schema)}` : '';
+      const rows = await this.internal(INTROSPECT_COLUMNS.replace('$FILTER', filter), catalog ? undefined : cat);
+      let current: DbTable | undefined;
+      for (const [tableSchema, tableName, tableType, columnName, dataType, isNullable] of rows) {
+        const schemaName = catalog ? String(tableSchema) : `${cat}.${String(tableSchema)}`;
+        if (!current || current.schema !== schemaName || current.name !== String(tableName)) {
+          current = { schema: schemaName, name: String(tableName), kind: String(tableType).toUpperCase() === 'VIEW' ? 'view' : 'table', columns: [] };
+          tables.push(current);
+        }
+        current.columns.push({ name: String(columnName), type: String(dataType), nullable: String(isNullable).toUpperCase() !== 'NO' });
+      }
+    }
+    return { default_schema: schema, tables };
+  }
+
+  /**
+   * Trino cannot say what its access control would let the user do without trying it, and
+   * SHOW GRANTS works only for some connectors: "not known to write" is all Cortado can say.
+   * The guard is the defence; a Trino user with read-only access control is the safe setup.
+   */
+  async canWrite(): Promise<WriteAccess> {
+    if (!this.warnedWrite) {
+      this.warnedWrite = true;
+      this.log.info({ user: this.opts.user }, 'Trino cannot tell whether its user may write; the SQL guard refuses writes, and Trino\'s access control decides the rest');
+    }
+    return { writable: false, reasons: [] };
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    const running = [...this.running.entries()];
+    this.running.clear();
+    await Promise.allSettled(running.map(([id, client]) => client.cancel(id)));
+    this.clients.clear();
+  }
+
+  /** Cortado's own catalog queries, as the configured user, rows as cells. */
+  private async internal(sql: string, catalog?: string): Promise<Cell[][]> {
+    const r = await this.run(sql, {
+      timeoutMs: Math.max(this.opts.timeoutMs, 30_000),
+      maxRows: MAX_INTROSPECT_ROWS,
+      user: this.opts.user,
+      graceMs: BACKSTOP_GRACE_MS,
+      ...(catalog ? { catalog } : {}),
+    });
+    if (r.rows.length >= MAX_INTROSPECT_ROWS) this.log.warn({ rows: r.rows.length }, 'the Trino catalog is larger than Cortado reads: set database.trino.schema');
+    return r.rows;
+  }
+}
+
+const INTROSPECT_COLUMNS = `
+SELECT c.table_schema, c.table_name, t.table_type, c.column_name, c.data_type, c.is_nullable
+FROM information_schema.columns c
+JOIN information_schema.tables t ON t.table_schema = c.table_schema AND t.table_name = c.table_name
+WHERE c.table_schema <> 'information_schema'$FILTER
+ORDER BY c.table_schema, c.table_name, c.ordinal_position`;
+
+function literal(text: string): string {
+  return `'${text.replace(/'/g, "''")}'`;
+}
+
+// ---- trino-client internals ------------------------------------------------------------------
+
+/**
+ * The query id, known as soon as the coordinator accepted the statement. trino-client keeps the
+ * first answer in a private field (`Iterator.iter.queryResult`); the pages it hands out carry
+ * the id too, but only once data arrives, which is too late to cancel a slow query.
+ */
+function queryIdOf(iterator: unknown): string | undefined {
+  const inner = (iterator as { iter?: { queryResult?: { id?: unknown } } } | null)?.iter;
+  const id = inner?.queryResult?.id;
+  return typeof id === 'string' && id !== '' ? id : undefined;
+}
+
+/**
+ * Make the client parse its JSON without losing big integers. trino-client builds each request
+ * from a private axios config (`Trino.client.clientConfig`); its transformResponse is set here.
+ */
+function readExactly(trino: Trino): boolean {
+  const config = (trino as unknown as { client?: { clientConfig?: unknown } }).client?.clientConfig;
+  if (!config || typeof config !== 'object') return false;
+  (config as { transformResponse?: unknown }).transformResponse = [
+    (data: unknown): unknown => {
+      if (typeof data !== 'string' || data === '') return data;
+      try {
+        return parseJsonExact(data);
+      } catch {
+        return data; // not JSON (an HTTP error page): left for the error mapping
+      }
+    },
+  ];
+  return true;
+}
+
+/** JSON.parse, except that integers a double cannot hold exactly stay strings. */
+export function parseJsonExact(text: string): unknown {
+  if (!/\d{16}/.test(text)) return JSON.parse(text);
+  let out = '';
+  let copied = 0;
+  let i = 0;
+  while (i < text.length) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) {
+      // a string: skip to its closing quote
+      i++;
+      while (i < text.length) {
+        const d = text.charCodeAt(i);
+        if (d === 0x5c) i += 2;
+        else {
+          i++;
+          if (d === 0x22) break;
+        }
+      }
+      continue;
+    }
+    if (c === 0x2d || (c >= 0x30 && c <= 0x39)) {
+      const start = i;
+      i++;
+      while (i < text.length && /[0-9.eE+-]/.test(text[i] as string)) i++;
+      const number = text.slice(start, i);
+      if (/^-?\d+$/.test(number) && !Number.isSafeInteger(Number(number))) {
+        out += `${text.slice(copied, start)}"${number}"`;
+        copied = i;
+      }
+      continue;
+    }
+    i++;
+  }
+  return JSON.parse(out + text.slice(copied));
+}
+
+// ---- values -------------------------------------------------------------------------------
+
+/** A Trino JSON value → a JSON scalar for the column's type. */
+export function toCell(type: string, value: unknown): Cell {
+  if (value === null || value === undefined) return null;
+  const base = /^[a-z_]+/i.exec(type)?.[0].toLowerCase() ?? '';
+  switch (base) {
+    case 'tinyint':
+    case 'smallint':
+    case 'integer':
+    case 'bigint':
+    case 'decimal':
+      if (typeof value === 'number' || typeof value === 'string') return exactNumber(String(value));
+      break;
+    case 'real':
+    case 'double':
+      if (typeof value === 'number') return value;
+      if (typeof value === 'string') return value; // NaN, Infinity
+      break;
+  }
+  if (typeof value === 'string' || typeof value === 'boolean') return value;
+  if (typeof value === 'number') return Number.isFinite(value) ? value : String(value);
+  return JSON.stringify(value); // array, map, row
+}
+
+// ---- errors -------------------------------------------------------------------------------
+
+function seconds(ms: number): string {
+  return ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;
+}
+
+function timedOutError(timeoutMs: number): CortadoError {
+  return new CortadoError('DB_TIMEOUT', `the query ran past its timeout of ${seconds(timeoutMs)} and was cancelled`, { timeout_ms: timeoutMs });
+}
+
+function unavailable(why: string, details: Record<string, unknown>, cause: unknown): CortadoError {
+  return new CortadoError('DB_UNAVAILABLE', `the database cannot be reached: ${why}`, details, { cause });
+}
+
+/** Cancelled on the coordinator, by someone or something other than a time limit. */
+const CANCELLED = new Set(['USER_CANCELED', 'ADMINISTRATIVELY_KILLED', 'ADMINISTRATIVELY_PREEMPTED']);
+
+/** The cluster, not the SQL: starting, stopping, overloaded, losing workers. */
+const CLUSTER_TROUBLE = new Set([
+  'NO_NODES_AVAILABLE', 'SERVER_STARTING_UP', 'SERVER_SHUTTING_DOWN', 'REMOTE_TASK_ERROR', 'REMOTE_TASK_MISMATCH',
+  'REMOTE_HOST_GONE', 'REMOTE_TASK_FAILED', 'TOO_MANY_REQUESTS_FAILED', 'PAGE_TRANSPORT_ERROR', 'PAGE_TRANSPORT_TIMEOUT',
+  'PAGE_TRANSFER_ERROR', 'ABANDONED_QUERY', 'QUERY_QUEUE_FULL', 'CLUSTER_OUT_OF_MEMORY', 'QUERY_REJECTED',
+  'CATALOG_UNAVAILABLE', 'OUT_OF_SPILL_SPACE',
+]);
+
+/** Trino's error object → DB_TIMEOUT, DB_UNAVAILABLE or DB_QUERY_FAILED. */
+function queryError(e: QueryError, timeoutMs: number | undefined, cause: unknown): CortadoError {
+  const name = String(e.errorName ?? '');
+  const type = String(e.errorType ?? '');
+  const details = { error_name: name, error_type: type, error_code: e.errorCode };
+  if (name === 'EXCEEDED_TIME_LIMIT') {
+    return timeoutMs !== undefined ? timedOutError(timeoutMs) : new CortadoError('DB_TIMEOUT', 'the query ran past Trino\'s time limit and was cancelled', details);
+  }
+  if (CANCELLED.has(name)) return new CortadoError('DB_TIMEOUT', 'the query was cancelled on the coordinator', details, { cause });
+  if (CLUSTER_TROUBLE.has(name)) return unavailable(`Trino cannot run queries now (${name})`, details, cause);
+  if (type === 'INSUFFICIENT_RESOURCES' && !name.startsWith('EXCEEDED_')) return unavailable(`Trino is out of resources (${name})`, details, cause);
+  if (type === 'EXTERNAL' && (/METASTORE|CONNECT|UNAVAILABLE/.test(name) || /connection refused|could not connect|connect timed out/i.test(e.message ?? ''))) {
+    return unavailable(`a data source behind Trino does not answer (${name})`, details, cause);
+  }
+  // The SQL, the data or its size (EXCEEDED_*_LIMIT): Trino's message helps correct it.
+  return new CortadoError('DB_QUERY_FAILED', e.message || name || 'Trino failed the query', details, { cause });
+}
+
+/** Why a request that got no answer failed, or undefined. */
+function networkReason(code: string, message: string): string | undefined {
+  switch (code) {
+    case 'ECONNREFUSED':
+      return 'connection refused';
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return 'unknown host';
+    case 'ECONNRESET':
+    case 'EPIPE':
+    case 'ERR_SOCKET_CLOSED':
+      return 'the connection was closed';
+    case 'ETIMEDOUT':
+    case 'ECONNABORTED':
+    case 'EHOSTUNREACH':
+    case 'ENETUNREACH':
+      return 'the host does not answer';
+  }
+  if (/cert|ssl|tls|EPROTO/i.test(`${code} ${message}`)) return 'the TLS connection failed';
+  return undefined;
+}
+
+/** The first line of an HTTP error body, short: Trino says there why it refused. */
+function bodyText(data: unknown): string {
+  const text = typeof data === 'string' ? data : data && typeof data === 'object' ? JSON.stringify(data) : '';
+  return (text.split('\n')[0] ?? '').trim().slice(0, 200);
+}
+
+/** trino-client's failures → DB_UNAVAILABLE, DB_TIMEOUT, DB_QUERY_FAILED (or INTERNAL). */
+export function toTrinoError(err: unknown, timeoutMs?: number): CortadoError {
+  if (err instanceof CortadoError) return err;
+  if (err instanceof TrinoQueryError) return queryError(err.error, timeoutMs, err);
+  const e = (err ?? {}) as { isAxiosError?: boolean; code?: unknown; message?: unknown; response?: { status?: number; data?: unknown } };
+  const code = typeof e.code === 'string' ? e.code : '';
+  const message = typeof e.message === 'string' ? e.message : '';
+  const status = e.response?.status;
+  if (typeof status === 'number') {
+    const details = { http_status: status };
+    if (status === 401) return unavailable('the login was refused', details, err);
+    if (status === 403) return unavailable(`access was refused${bodyText(e.response?.data) ? `: ${bodyText(e.response?.data)}` : ''}`, details, err);
+    if (status === 404) return unavailable('the coordinator does not know the query (or this is not a Trino server)', details, err);
+    if (status >= 500 || status === 429) return unavailable(`the coordinator answered HTTP ${status}`, details, err);
+    return new CortadoError('DB_QUERY_FAILED', `Trino refused the request (HTTP ${status})${bodyText(e.response?.data) ? `: ${bodyText(e.response?.data)}` : ''}`, details, { cause: err });
+  }
+  const why = networkReason(code, message);
+  if (why) return unavailable(why, code ? { reason: code } : {}, err);
+  if (e.isAxiosError) return unavailable('the request failed', code ? { reason: code } : {}, err);
+  return new CortadoError('INTERNAL', 'internal error', undefined, { cause: err });
+}

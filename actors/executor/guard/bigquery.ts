@@ -1,0 +1,629 @@
+/**
+ * The BigQuery (GoogleSQL) guard: a tokenizer and a few structural rules, not a full parser.
+ *
+ * Why not a parser: node-sql-parser's `bigquery` build (the only GoogleSQL parser for Node at
+ * hand) refuses everyday BigQuery analytics (`QUALIFY`, `ARRAY_AGG(x ORDER BY y LIMIT 3)`,
+ * `TABLESAMPLE`), and a guard that fails closed on those would refuse good questions daily.
+ * GoogleSQL makes a lexical guard sound where a SQL dialect with writable CTEs would not:
+ * a query statement cannot contain another statement (no DML in WITH or subqueries, no
+ * SELECT INTO), so "one statement that starts like a query" plus the lexical rules below is
+ * the whole question. The engine's dry run (statementType must be SELECT) checks it again.
+ *
+ * The tokenizer knows GoogleSQL's lexical structure and fails closed on anything else:
+ * strings ('…', "…", '''…''', """…""", with r/b/rb/br prefixes; a backslash always takes the
+ * next character, raw strings included), `backtick` identifiers, #, -- and /* *\/ comments,
+ * numbers, @params, and the operators GoogleSQL has. Any other character outside a string or
+ * quoted identifier (non-ASCII, `$`, `{`, `?`, `%`, a lone `!`) is refused, as are
+ * unterminated strings or comments and unbalanced brackets.
+ *
+ * Rules, in order:
+ * - exactly one statement (empty statements from extra semicolons are ignored);
+ * - no `#legacySQL` comment (legacy SQL has other lexical rules) and no pipe syntax (`|>`);
+ * - it starts with SELECT, WITH or `(` leading to those; a WITH clause is read structurally
+ *   (`name AS (…)`, …) and what follows it must be a query too;
+ * - unquoted INTO, CREATE, MERGE and SET are refused anywhere (reserved words that only
+ *   statements use); a statement keyword (INSERT, DELETE, DECLARE, EXECUTE, …) right after
+ *   `(` and followed by what would continue a statement is refused as a hidden statement;
+ * - calls of denied functions anywhere (select list, FROM, subqueries), however qualified or
+ *   quoted: every dotted suffix of the name is checked, so `SAFE.x`, `` `region-us`.x `` and
+ *   `ml.generate_text` are all seen (the list is in deny.ts);
+ * - LIMIT: the only LIMIT at bracket depth 0 is the statement's own (a set operation's LIMIT
+ *   applies to the whole); an integer there is kept or clamped, anything else is wrapped.
+ *
+ * The deny list (deny.ts) is kept to what does harm from inside a read-only query:
+ * EXTERNAL_QUERY (SQL text run on another database, out of the guard's sight), the ML./AI.
+ * functions that send rows to a remote model or Cloud API (data leaves the warehouse, billed
+ * per call), and OBJ.GET_ACCESS_URL (a signed URL anyone holding it can read through). Not on
+ * it: SESSION_USER (the caller's own identity), ML.PREDICT and the like (inference inside
+ * BigQuery is a read), and scripting or DML, which are statements and refused as such.
+ *
+ * `tables` is best effort: paths after FROM, JOIN and commas of a FROM list, without CTE
+ * names, table functions, UNNEST and array paths that start with an alias.
+ */
+import { deniedFunction } from './deny.js';
+import { applyLimit, type ExistingLimit } from './limit.js';
+import { rejected, type DialectGuard, type GuardLimits, type GuardResult, type RejectKind } from './types.js';
+
+// ---- tokens -------------------------------------------------------------------------------
+
+type TokenType = 'word' | 'quoted' | 'string' | 'number' | 'param' | 'op';
+
+interface Token {
+  type: TokenType;
+  /** the text as written */
+  text: string;
+  /** word: upper-cased; quoted: the identifier without backticks; others: the text */
+  value: string;
+  start: number;
+  end: number;
+}
+
+const TWO_CHAR_OPS = new Set(['<=', '>=', '<>', '!=', '||', '<<', '>>', '=>', '|>']);
+const ONE_CHAR_OPS = new Set(['(', ')', '[', ']', ',', '.', ';', '+', '-', '*', '/', '=', '<', '>', '|', '&', '^', '~']);
+const STRING_PREFIXES = new Set(['r', 'b', 'rb', 'br']);
+
+function isWordStart(c: string): boolean {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c === '_';
+}
+function isWordChar(c: string): boolean {
+  return isWordStart(c) || isDigit(c);
+}
+function isDigit(c: string): boolean {
+  return c >= '0' && c <= '9';
+}
+
+/** Something that cannot be read, at a UTF-16 index: made a rejection by `asRejection`. */
+class Unreadable extends Error {
+  constructor(message: string, readonly at: number) {
+    super(message);
+  }
+}
+
+function parseError(message: string, at: number): never {
+  throw new Unreadable(message, at);
+}
+
+/** The rejection for an Unreadable, its position in characters (code points) from 1. */
+function asRejection(sql: string, err: unknown): unknown {
+  if (!(err instanceof Unreadable)) return err;
+  const position = Array.from(sql.slice(0, err.at)).length + 1;
+  return rejected('parse', `the SQL cannot be read as GoogleSQL: ${err.message} (at character ${position})`, { position });
+}
+
+interface Lexed {
+  tokens: Token[];
+  /** the text of every comment, for the #legacySQL check */
+  comments: Array<{ text: string; start: number }>;
+}
+
+/** GoogleSQL's tokens and comments; throws SQL_REJECTED (kind parse) on what it cannot read. */
+export function tokenize(sql: string): Lexed {
+  try {
+    return lex(sql);
+  } catch (err) {
+    throw asRejection(sql, err);
+  }
+}
+
+function lex(sql: string): Lexed {
+  const tokens: Token[] = [];
+  const comments: Lexed['comments'] = [];
+  const n = sql.length;
+  let i = 0;
+  const push = (type: TokenType, start: number, end: number, value?: string): void => {
+    const text = sql.slice(start, end);
+    tokens.push({ type, text, value: value ?? text, start, end });
+  };
+
+  while (i < n) {
+    const c = sql[i]!;
+    const next = sql[i + 1] ?? '';
+    if (c === ' ' || c === '\t' || c === '\n' || c === '\r' || c === '\f' || c === '\v') {
+      i++;
+      continue;
+    }
+    if (c === '#' || (c === '-' && next === '-')) {
+      const end = sql.indexOf('\n', i);
+      const stop = end < 0 ? n : end;
+      comments.push({ text: sql.slice(i, stop), start: i });
+      i = stop;
+      continue;
+    }
+    if (c === '/' && next === '*') {
+      const end = sql.indexOf('*/', i + 2);
+      if (end < 0) parseError('a /* comment is not closed', i);
+      comments.push({ text: sql.slice(i, end + 2), start: i });
+      i = end + 2;
+      continue;
+    }
+    if (c === "'" || c === '"') {
+      const end = stringEnd(sql, i);
+      push('string', i, end);
+      i = end;
+      continue;
+    }
+    if (c === '`') {
+      const end = quotedEnd(sql, i);
+      push('quoted', i, end, unescapeQuoted(sql.slice(i + 1, end - 1)));
+      i = end;
+      continue;
+    }
+    if (isWordStart(c)) {
+      let j = i + 1;
+      while (j < n && isWordChar(sql[j]!)) j++;
+      const word = sql.slice(i, j);
+      const q = sql[j];
+      if ((q === "'" || q === '"') && STRING_PREFIXES.has(word.toLowerCase())) {
+        const end = stringEnd(sql, j);
+        push('string', i, end);
+        i = end;
+        continue;
+      }
+      push('word', i, j, word.toUpperCase());
+      i = j;
+      continue;
+    }
+    if (c === '.' && isDigit(next) && continuesPath(tokens.at(-1))) {
+      push('op', i, i + 1); // `dataset.2024_sales`: the dot of a path, not a decimal point
+      i++;
+      continue;
+    }
+    if (isDigit(c) || (c === '.' && isDigit(next))) {
+      i = lexNumber(sql, i, push);
+      continue;
+    }
+    if (c === '@') {
+      let j = next === '@' ? i + 2 : i + 1;
+      if (!isWordStart(sql[j] ?? '')) parseError('"@" must start a parameter name', i);
+      while (j < n && isWordChar(sql[j]!)) j++;
+      push('param', i, j);
+      i = j;
+      continue;
+    }
+    const two = sql.slice(i, i + 2);
+    if (TWO_CHAR_OPS.has(two)) {
+      push('op', i, i + 2);
+      i += 2;
+      continue;
+    }
+    if (ONE_CHAR_OPS.has(c)) {
+      push('op', i, i + 1);
+      i++;
+      continue;
+    }
+    const shown = c.codePointAt(0)! < 0x20 || c.codePointAt(0)! > 0x7e ? `U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}` : `"${c}"`;
+    parseError(`unexpected character ${shown}`, i);
+  }
+  return { tokens, comments };
+}
+
+/** Whether a `.` after this token joins a path (after a name or a closing bracket). */
+function continuesPath(prev: Token | undefined): boolean {
+  if (!prev) return false;
+  return prev.type === 'word' || prev.type === 'quoted' || (prev.type === 'op' && (prev.value === ')' || prev.value === ']'));
+}
+
+/** Where the string literal starting at `i` (its opening quote) ends, exclusive. */
+function stringEnd(sql: string, i: number): number {
+  const q = sql[i]!;
+  const triple = sql.startsWith(q + q + q, i);
+  const open = triple ? 3 : 1;
+  let j = i + open;
+  while (j < sql.length) {
+    const c = sql[j]!;
+    if (c === '\\') {
+      j += 2; // in raw strings too: a backslash-quote does not end the literal
+      continue;
+    }
+    if (triple) {
+      if (sql.startsWith(q + q + q, j)) return j + 3;
+    } else {
+      if (c === q) return j + 1;
+      if (c === '\n' || c === '\r') parseError('a string is not closed on its line', i);
+    }
+    j++;
+  }
+  return parseError('a string is not closed', i);
+}
+
+function quotedEnd(sql: string, i: number): number {
+  let j = i + 1;
+  while (j < sql.length) {
+    const c = sql[j]!;
+    if (c === '\\') {
+      j += 2;
+      continue;
+    }
+    if (c === '`') {
+      if (j === i + 1) parseError('an empty `` identifier', i);
+      return j + 1;
+    }
+    if (c === '\n' || c === '\r') break;
+    j++;
+  }
+  return parseError('a `quoted identifier` is not closed', i);
+}
+
+function unescapeQuoted(body: string): string {
+  return body.replace(/\\(.)/g, '$1');
+}
+
+function lexNumber(sql: string, i: number, push: (type: TokenType, start: number, end: number) => void): number {
+  const n = sql.length;
+  let j = i;
+  if (sql[j] === '0' && (sql[j + 1] === 'x' || sql[j + 1] === 'X')) {
+    j += 2;
+    while (j < n && /[0-9a-fA-F]/.test(sql[j]!)) j++;
+  } else {
+    while (j < n && isDigit(sql[j]!)) j++;
+    if (sql[j] === '.') {
+      j++;
+      while (j < n && isDigit(sql[j]!)) j++;
+    }
+    if ((sql[j] === 'e' || sql[j] === 'E') && (isDigit(sql[j + 1] ?? '') || ((sql[j + 1] === '+' || sql[j + 1] === '-') && isDigit(sql[j + 2] ?? '')))) {
+      j += 2;
+      while (j < n && isDigit(sql[j]!)) j++;
+    }
+  }
+  // a path part may start with digits (`dataset.2024_sales`): one word
+  if (j < n && isWordStart(sql[j]!) && /^\d+$/.test(sql.slice(i, j))) {
+    while (j < n && isWordChar(sql[j]!)) j++;
+    push('word', i, j);
+    return j;
+  }
+  push('number', i, j);
+  return j;
+}
+
+// ---- words --------------------------------------------------------------------------------
+
+/** Reserved in GoogleSQL and used only by statements: never part of a query. */
+const NEVER_IN_A_QUERY: Record<string, RejectKind> = {
+  INTO: 'select_into',
+  CREATE: 'not_select',
+  MERGE: 'not_select',
+  SET: 'not_select',
+};
+
+/** Words that start a statement that is not a query (DML, DDL, DCL, scripting, data movement). */
+const STATEMENT_KEYWORDS = new Set([
+  'INSERT', 'UPDATE', 'DELETE', 'MERGE', 'TRUNCATE', 'CREATE', 'DROP', 'ALTER', 'UNDROP', 'GRANT', 'REVOKE',
+  'EXPORT', 'LOAD', 'DECLARE', 'SET', 'BEGIN', 'COMMIT', 'ROLLBACK', 'CALL', 'EXECUTE', 'RETURN', 'RAISE',
+  'IF', 'LOOP', 'WHILE', 'REPEAT', 'FOR', 'BREAK', 'LEAVE', 'CONTINUE', 'ITERATE', 'ASSERT',
+]);
+
+/** Words after which a statement keyword is only a column name in an expression: `(begin AND x)`. */
+const EXPRESSION_WORDS = new Set([
+  'AND', 'OR', 'NOT', 'IS', 'IN', 'LIKE', 'BETWEEN', 'AS', 'ASC', 'DESC', 'NULLS', 'OVER', 'COLLATE', 'AT',
+  'RESPECT', 'IGNORE', 'WHEN', 'THEN', 'ELSE', 'END',
+]);
+
+/** Words that follow the first keyword in a statement's name: CREATE OR REPLACE TEMP TABLE. */
+const NAME_WORDS = new Set([
+  'OR', 'REPLACE', 'TEMP', 'TEMPORARY', 'TABLE', 'VIEW', 'MATERIALIZED', 'FUNCTION', 'PROCEDURE', 'SCHEMA', 'SNAPSHOT',
+  'EXTERNAL', 'MODEL', 'ROW', 'ACCESS', 'POLICY', 'SEARCH', 'VECTOR', 'INDEX', 'AGGREGATE', 'CLONE', 'DATA', 'IMMEDIATE',
+  'RESERVATION', 'CAPACITY', 'ASSIGNMENT', 'ALL', 'TRANSACTION',
+]);
+
+/** Clause words that end a FROM list at their depth. */
+const FROM_ENDS = new Set(['WHERE', 'GROUP', 'HAVING', 'QUALIFY', 'WINDOW', 'ORDER', 'LIMIT', 'UNION', 'INTERSECT', 'EXCEPT', 'SELECT', 'ON', 'USING']);
+
+/** Words that can follow a table path instead of an alias. */
+const NOT_AN_ALIAS = new Set([
+  ...FROM_ENDS, 'JOIN', 'INNER', 'LEFT', 'RIGHT', 'FULL', 'CROSS', 'OUTER', 'NATURAL', 'FOR', 'TABLESAMPLE', 'PIVOT', 'UNPIVOT',
+  'WITH', 'AS', 'OFFSET',
+]);
+
+// ---- the guard ----------------------------------------------------------------------------
+
+export function guardBigQuery(sql: string, limits: GuardLimits): GuardResult {
+  try {
+    return guardStatement(sql, limits);
+  } catch (err) {
+    throw asRejection(sql, err);
+  }
+}
+
+function guardStatement(sql: string, limits: GuardLimits): GuardResult {
+  if (sql.trim() === '') throw rejected('empty', 'the SQL is empty');
+  const { tokens, comments } = lex(sql);
+
+  for (const c of comments) {
+    if (/^(#|--)\s*legacysql\b/i.test(c.text)) {
+      throw rejected('parse', 'the SQL asks for legacy SQL (#legacySQL); only GoogleSQL is accepted', { position: c.start + 1 });
+    }
+  }
+
+  const statements = splitStatements(tokens);
+  const stmt = statements[0];
+  if (stmt === undefined) throw rejected('empty', 'the SQL holds no statement, only comments or semicolons');
+  if (statements.length > 1) {
+    throw rejected('multiple_statements', `only one statement may run, and this SQL holds ${statements.length}`, { count: statements.length });
+  }
+
+  const match = matchBrackets(stmt);
+  const cteRanges = checkStart(stmt, match);
+  const pipe = stmt.find((t) => t.type === 'op' && t.value === '|>');
+  if (pipe) parseError('the pipe syntax (|>) is not supported; write the query with SELECT', pipe.start);
+  checkTokens(stmt, cteRanges);
+
+  const first = stmt[0]!;
+  const last = stmt[stmt.length - 1]!;
+  const text = sql.slice(first.start, last.end);
+  const limited = applyLimit(text, existingLimit(stmt, match, first.start), limits);
+  return { ...limited, tables: tablesRead(stmt, cteNames(stmt, cteRanges)) };
+}
+
+export const bigqueryGuard: DialectGuard = { prepare: () => Promise.resolve(), guard: guardBigQuery };
+
+/** Statements between semicolons; empty ones dropped. */
+function splitStatements(tokens: Token[]): Token[][] {
+  const out: Token[][] = [];
+  let current: Token[] = [];
+  for (const t of tokens) {
+    if (t.type === 'op' && t.value === ';') {
+      if (current.length) out.push(current);
+      current = [];
+    } else {
+      current.push(t);
+    }
+  }
+  if (current.length) out.push(current);
+  return out;
+}
+
+/** index of an opening bracket → index of its closing one; refuses unbalanced brackets. */
+function matchBrackets(tokens: Token[]): Map<number, number> {
+  const pairs = new Map<number, number>();
+  const stack: number[] = [];
+  tokens.forEach((t, i) => {
+    if (t.type !== 'op') return;
+    if (t.value === '(' || t.value === '[') stack.push(i);
+    else if (t.value === ')' || t.value === ']') {
+      const open = stack.pop();
+      const want = t.value === ')' ? '(' : '[';
+      if (open === undefined || tokens[open]!.value !== want) parseError(`"${t.value}" closes nothing`, t.start);
+      pairs.set(open, i);
+    }
+  });
+  const unclosed = stack.pop();
+  if (unclosed !== undefined) parseError(`"${tokens[unclosed]!.value}" is not closed`, tokens[unclosed]!.start);
+  return pairs;
+}
+
+const isOp = (t: Token | undefined, v: string): boolean => t?.type === 'op' && t.value === v;
+const isWord = (t: Token | undefined, v?: string): boolean => t?.type === 'word' && (v === undefined || t.value === v);
+const isName = (t: Token | undefined): boolean => t?.type === 'word' || t?.type === 'quoted';
+
+/** The statement's name for messages, from its first word: `CREATE OR REPLACE TABLE`, `EXPORT DATA`. */
+function statementName(tokens: Token[], at: number): string {
+  const words = [tokens[at]!.value];
+  for (let i = at + 1; i < tokens.length && words.length < 5; i++) {
+    const t = tokens[i]!;
+    if (t.type !== 'word' || !NAME_WORDS.has(t.value)) break;
+    words.push(t.value);
+  }
+  return words.join(' ');
+}
+
+/** The first token that is not an opening parenthesis, from `i`. */
+function skipParens(tokens: Token[], i: number): number {
+  while (isOp(tokens[i], '(')) i++;
+  return i;
+}
+
+/**
+ * The statement must start like a query. Returns the token ranges of the WITH clause's CTE
+ * bodies (inside their parentheses), where a statement would be a writable CTE.
+ */
+function checkStart(tokens: Token[], match: Map<number, number>): Array<[number, number]> {
+  const at = skipParens(tokens, 0);
+  const first = tokens[at];
+  if (!first) return parseError('the statement is only parentheses', tokens[0]!.start);
+  if (isWord(first, 'SELECT')) return [];
+  if (!isWord(first, 'WITH')) notAQuery(tokens, at, 'not_select');
+
+  const ranges: Array<[number, number]> = [];
+  let i = at + 1;
+  if (isWord(tokens[i], 'RECURSIVE')) i++;
+  for (;;) {
+    if (!isName(tokens[i])) parseError('WITH must be followed by a name', (tokens[i] ?? tokens[i - 1]!).start);
+    i++;
+    if (!isWord(tokens[i], 'AS')) parseError('a WITH query is written `name AS (query)`', (tokens[i] ?? tokens[i - 1]!).start);
+    i++;
+    const close = isOp(tokens[i], '(') ? match.get(i) : undefined;
+    if (close === undefined) parseError('a WITH query is written `name AS (query)`', (tokens[i] ?? tokens[i - 1]!).start);
+    const body = skipParens(tokens, i + 1);
+    if (!isWord(tokens[body], 'SELECT') && !isWord(tokens[body], 'WITH')) notAQuery(tokens, body, 'writable_cte');
+    ranges.push([i + 1, close]);
+    i = close + 1;
+    if (isOp(tokens[i], ',')) {
+      i++;
+      continue;
+    }
+    break;
+  }
+  const main = skipParens(tokens, i);
+  if (!isWord(tokens[main], 'SELECT') && !isWord(tokens[main], 'WITH')) notAQuery(tokens, main, 'not_select');
+  return ranges;
+}
+
+function notAQuery(tokens: Token[], at: number, kind: 'not_select' | 'writable_cte'): never {
+  const t = tokens[at];
+  if (!t) return parseError('the statement ends where a query should start', tokens[tokens.length - 1]!.end);
+  if (t.type === 'word' && (STATEMENT_KEYWORDS.has(t.value) || NAME_WORDS.has(t.value) || t.value === 'FROM')) {
+    const statement = t.value === 'FROM' ? 'FROM (pipe syntax)' : statementName(tokens, at);
+    if (kind === 'writable_cte') throw rejected('writable_cte', `a WITH query may only read; this one holds ${statement}`, { statement });
+    throw rejected('not_select', `only a SELECT query may run; this is ${statement}`, { statement });
+  }
+  return parseError(`a query starts with SELECT, WITH or "(", not "${t.text}"`, t.start);
+}
+
+/** Rules on every token: words that only statements use, hidden statements, denied functions. */
+function checkTokens(tokens: Token[], cteRanges: Array<[number, number]>): void {
+  const inCte = (i: number): boolean => cteRanges.some(([a, b]) => i >= a && i < b);
+  for (let i = 0; i < tokens.length; i++) {
+    const t = tokens[i]!;
+    const prev = tokens[i - 1];
+    const next = tokens[i + 1];
+    if (t.type === 'word' && !isOp(prev, '.')) {
+      const kind = NEVER_IN_A_QUERY[t.value];
+      if (kind === 'select_into') throw rejected('select_into', 'INTO writes the result somewhere; only reading is allowed');
+      if (kind) {
+        const statement = statementName(tokens, i);
+        throw rejected(inCte(i) ? 'writable_cte' : 'not_select', `only a SELECT query may run; this one holds ${statement}`, { statement });
+      }
+      if (isOp(prev, '(') && STATEMENT_KEYWORDS.has(t.value) && startsStatement(next)) {
+        const statement = statementName(tokens, i);
+        if (inCte(i)) throw rejected('writable_cte', `a WITH query may only read; this one holds ${statement}`, { statement });
+        throw rejected('not_select', `only a SELECT query may run; this one holds ${statement}`, { statement });
+      }
+    }
+    if (isOp(t, '(') && isName(prev)) checkCall(tokens, i - 1);
+  }
+}
+
+/** Whether the token after a statement keyword continues a statement (not an expression). */
+function startsStatement(next: Token | undefined): boolean {
+  if (!next) return false;
+  if (next.type === 'quoted' || next.type === 'param' || next.type === 'string') return true;
+  return next.type === 'word' && !EXPRESSION_WORDS.has(next.value);
+}
+
+/** The dotted name ending at `last` (words and quoted parts), split into its parts. */
+function pathEndingAt(tokens: Token[], last: number): { parts: string[]; first: number } {
+  let first = last;
+  while (isOp(tokens[first - 1], '.') && isName(tokens[first - 2])) first -= 2;
+  const parts: string[] = [];
+  for (let i = first; i <= last; i += 2) {
+    const t = tokens[i]!;
+    if (t.type === 'quoted') parts.push(...t.value.split('.'));
+    else parts.push(t.text);
+  }
+  return { parts, first };
+}
+
+/** A call `name(…)`: refuse it when any dotted suffix of the name is denied. */
+function checkCall(tokens: Token[], nameAt: number): void {
+  const { parts } = pathEndingAt(tokens, nameAt);
+  for (let k = parts.length - 1; k >= 0; k--) {
+    const name = parts.slice(k).join('.');
+    const denied = deniedFunction('bigquery', name);
+    if (denied) {
+      throw rejected('dangerous_function', `the SQL calls ${denied.name}(), which is not allowed: ${denied.why}`, { function: denied.name });
+    }
+  }
+}
+
+/** The LIMIT of the statement itself: the one LIMIT outside every bracket. */
+function existingLimit(tokens: Token[], match: Map<number, number>, stmtStart: number): ExistingLimit {
+  const atTop: number[] = [];
+  for (let i = 0; i < tokens.length; i++) {
+    const close = match.get(i);
+    if (close !== undefined) {
+      i = close;
+      continue;
+    }
+    if (isWord(tokens[i], 'LIMIT') && !isOp(tokens[i - 1], '.')) atTop.push(i);
+  }
+  if (atTop.length === 0) return { kind: 'none' };
+  const at = atTop[0]!;
+  if (atTop.length > 1) return { kind: 'other' };
+  const count = tokens[at + 1];
+  if (count?.type !== 'number' || !/^\d+$/.test(count.text)) return { kind: 'other' };
+  // after the count: nothing, or OFFSET and one integer or parameter
+  const rest = tokens.slice(at + 2);
+  const plainOffset = rest.length === 2 && isWord(rest[0], 'OFFSET') && (rest[1]!.type === 'param' || (rest[1]!.type === 'number' && /^\d+$/.test(rest[1]!.text)));
+  if (rest.length !== 0 && !plainOffset) return { kind: 'other' };
+  return { kind: 'constant', value: Number(count.text), start: count.start - stmtStart, end: count.end - stmtStart };
+}
+
+/** Names the WITH clause defines (lower-cased: GoogleSQL's CTE names are case-insensitive). */
+function cteNames(tokens: Token[], ranges: Array<[number, number]>): Set<string> {
+  const names = new Set<string>();
+  for (const [open] of ranges) {
+    // `name AS (`: the name is three tokens before the body
+    const t = tokens[open - 3];
+    if (t && isName(t)) names.add(t.value.toLowerCase());
+  }
+  // nested WITHs inside subqueries define names too: `WITH x AS (` anywhere
+  for (let i = 0; i + 2 < tokens.length; i++) {
+    if (isName(tokens[i]) && isWord(tokens[i + 1], 'AS') && isOp(tokens[i + 2], '(')) {
+      const before = tokens[i - 1];
+      if (isWord(before, 'WITH') || isWord(before, 'RECURSIVE') || isOp(before, ',')) names.add(tokens[i]!.value.toLowerCase());
+    }
+  }
+  return names;
+}
+
+/** Best effort: the relations a statement reads, as written, in order, without CTE names. */
+function tablesRead(tokens: Token[], ctes: Set<string>): string[] {
+  const out: string[] = [];
+  const seen = new Set<string>();
+  const aliases = new Set<string>();
+  const inFrom: boolean[] = [];
+  // brackets opened by EXTRACT: `EXTRACT(DAY FROM ts)` reads no table
+  const extract: boolean[] = [];
+  let depth = 0;
+
+  const readItem = (at: number): void => {
+    const t = tokens[at];
+    if (!isName(t) || isWord(t, 'UNNEST') || isWord(t, 'SELECT') || isWord(t, 'WITH')) return;
+    let last = at;
+    while (isOp(tokens[last + 1], '.') && isName(tokens[last + 2])) last += 2;
+    if (isOp(tokens[last + 1], '(')) return; // a table function
+    const { parts } = pathEndingAt(tokens, last);
+    const head = parts[0]!.toLowerCase();
+    const alias = aliasAfter(tokens, last + 1);
+    const isCte = parts.length === 1 && ctes.has(head);
+    // `FROM t AS o, o.items`: an array of a row already in FROM, not a table
+    const isArrayPath = parts.length > 1 && aliases.has(head);
+    aliases.add((alias ?? parts[parts.length - 1]!).toLowerCase());
+    if (isCte || isArrayPath) return;
+    const name = parts.join('.');
+    if (!seen.has(name)) {
+      seen.add(name);
+      out.push(name);
+    }
+  };
+
+  for (let i = 0; i < tokens.length; i++) {
+    const t = tokens[i]!;
+    if (isOp(t, '(') || isOp(t, '[')) {
+      depth++;
+      inFrom[depth] = false;
+      extract[depth] = isWord(tokens[i - 1], 'EXTRACT');
+      continue;
+    }
+    if (isOp(t, ')') || isOp(t, ']')) {
+      depth = Math.max(0, depth - 1);
+      continue;
+    }
+    if (t.type !== 'word' || isOp(tokens[i - 1], '.')) {
+      if (isOp(t, ',') && inFrom[depth]) readItem(i + 1);
+      continue;
+    }
+    if (t.value === 'FROM') {
+      // `a IS DISTINCT FROM b` and `EXTRACT(part FROM x)` are expressions
+      if (isWord(tokens[i - 1], 'DISTINCT') || extract[depth]) continue;
+      inFrom[depth] = true;
+      readItem(i + 1);
+    } else if (t.value === 'JOIN') {
+      inFrom[depth] = true;
+      readItem(i + 1);
+    } else if (FROM_ENDS.has(t.value)) {
+      inFrom[depth] = false;
+    }
+  }
+  return out;
+}
+
+function aliasAfter(tokens: Token[], at: number): string | undefined {
+  let i = at;
+  if (isWord(tokens[i], 'AS')) i++;
+  const t = tokens[i];
+  if (!t) return undefined;
+  if (t.type === 'quoted') return t.value;
+  if (t.type === 'word' && !NOT_AN_ALIAS.has(t.value)) return t.text;
+  return undefined;
+}

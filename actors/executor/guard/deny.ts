@@ -1,0 +1,109 @@
+/**
+ * Functions a query may not call, per dialect. A name is matched on its last part, lower-cased
+ * (`pg_catalog.pg_sleep`, `"PG_SLEEP"` and `Pg_Sleep` are all `pg_sleep`); `*` matches any run
+ * of characters. Each group says in one line why it is there.
+ *
+ * The read-only transaction is the second line of defence for writes; this list is the only
+ * one for what a read-only transaction still allows (sleeping, reading server files, running
+ * SQL hidden in a string, taking locks, signalling other sessions).
+ */
+import type { Dialect } from '../../../protocol/schemas/common.js';
+
+export interface DenyGroup {
+  /** why these are refused, for people (it goes into the rejection message) */
+  readonly why: string;
+  readonly names: readonly string[];
+}
+
+const POSTGRESQL: readonly DenyGroup[] = [
+  { why: 'sleeps hold a connection for nothing', names: ['pg_sleep*'] },
+  { why: 'they read files and directories of the database server', names: ['pg_read_file', 'pg_read_binary_file', 'pg_ls_*', 'pg_stat_file', 'pg_file_*', 'pg_logdir_ls'] },
+  { why: 'large objects read and write server-side files and storage', names: ['lo_*', 'loread', 'lowrite'] },
+  { why: 'dblink opens connections to other servers and runs SQL there', names: ['dblink*'] },
+  {
+    why: 'they run SQL given as text, out of the guard\'s sight',
+    names: ['query_to_xml*', 'table_to_xml*', 'cursor_to_xml*', 'database_to_xml*', 'schema_to_xml*', 'ts_stat', 'crosstab*', 'connectby'],
+  },
+  {
+    why: 'they change settings or act on the server and other sessions',
+    names: [
+      'set_config', 'pg_terminate_backend', 'pg_cancel_backend', 'pg_reload_conf', 'pg_rotate_logfile*', 'pg_promote',
+      'pg_switch_wal', 'pg_switch_xlog', 'pg_create_restore_point', 'pg_backup_*', 'pg_start_backup', 'pg_stop_backup',
+      'pg_import_system_collations', 'pg_log_backend_memory_contexts', 'pg_wal_replay_*', 'pg_xlog_replay_*', 'pg_prewarm',
+      'pg_truncate_visibility_map',
+    ],
+  },
+  { why: 'they control replication slots and origins', names: ['pg_*replication*', 'pg_logical_*', 'pg_create_*_slot', 'pg_copy_*_slot', 'pg_drop_replication_slot'] },
+  { why: 'they reset the server\'s statistics', names: ['pg_stat_reset*', 'pg_stat_statements_reset'] },
+  { why: 'advisory locks and notifications reach other sessions', names: ['pg_advisory*', 'pg_try_advisory*', 'pg_notify'] },
+  { why: 'they advance or set sequences', names: ['nextval', 'setval'] },
+  { why: 'they assign a transaction id, which is a write', names: ['txid_current', 'pg_current_xact_id'] },
+];
+
+const MYSQL: readonly DenyGroup[] = [
+  { why: 'sleeps and busy loops hold a connection for nothing', names: ['sleep', 'benchmark'] },
+  { why: 'it reads files of the database server', names: ['load_file'] },
+  { why: 'named locks reach other sessions', names: ['get_lock', 'release_lock', 'release_all_locks', 'service_get_read_locks', 'service_get_write_locks', 'service_release_locks'] },
+  {
+    why: 'they wait on replication',
+    names: ['master_pos_wait', 'source_pos_wait', 'master_gtid_wait', 'wait_for_executed_gtid_set', 'wait_until_sql_thread_after_gtids', 'wsrep_sync_wait_upto_gtid'],
+  },
+  { why: 'well-known user-defined functions that run shell commands', names: ['sys_exec', 'sys_eval'] },
+  { why: 'they advance or set sequences (MariaDB), which is a write', names: ['nextval', 'setval'] },
+  {
+    why: 'they change server-wide state (plugins for keyrings, version tokens, audit, firewall, replication)',
+    names: ['keyring_key_*', 'version_tokens_*', 'audit_log_*', 'mysql_firewall_*', 'set_firewall_*', 'firewall_*', 'group_replication_*', 'asynchronous_connection_failover_*'],
+  },
+];
+
+/** Every dialect has a list (possibly empty until its guard is written). */
+export const DENY_LISTS: Readonly<Record<Dialect, readonly DenyGroup[]>> = {
+  postgresql: POSTGRESQL,
+  mysql: MYSQL,
+  // Trino has no sleep, file or lock functions; the guard also refuses every TABLE(...) call
+  // and the system catalog, so these catch the same things written another way.
+  trino: [
+    { why: 'connectors\' pass-through functions run text as SQL or procedures on the underlying database, out of the guard\'s sight', names: ['query', 'raw_query', 'procedure'] },
+    { why: 'they send rows to an external AI service', names: ['ai_*'] },
+    { why: 'Trino\'s internal functions are not for queries', names: ['$*'] },
+  ],
+  // BigQuery: the guard checks every dotted suffix of a called name (`ml.generate_text`, `safe.x`)
+  bigquery: [
+    { why: 'it runs SQL given as text on another database, out of the guard\'s sight', names: ['external_query'] },
+    {
+      why: 'they send rows to a remote AI model or Cloud API, outside the warehouse and billed per call',
+      names: ['ml.generate_*', 'ai.*', 'ml.translate', 'ml.understand_text', 'ml.process_document', 'ml.transcribe', 'ml.annotate_image'],
+    },
+    { why: 'it makes a signed URL that lets whoever holds it read the Cloud Storage object', names: ['obj.get_access_url'] },
+  ],
+};
+
+export interface DeniedFunction {
+  name: string;
+  why: string;
+}
+
+type Matcher = (name: string) => DeniedFunction | undefined;
+
+function globToRegExp(glob: string): RegExp {
+  const body = glob.split('*').map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*');
+  return new RegExp(`^${body}$`);
+}
+
+function compile(groups: readonly DenyGroup[]): Matcher {
+  const rules = groups.flatMap((g) => g.names.map((n) => ({ re: globToRegExp(n), why: g.why })));
+  return (name) => {
+    const lower = name.toLowerCase();
+    const rule = rules.find((r) => r.re.test(lower));
+    return rule ? { name: lower, why: rule.why } : undefined;
+  };
+}
+
+const matchers = new Map<Dialect, Matcher>();
+
+/** The deny rule a function name falls under in this dialect, if any. */
+export function deniedFunction(dialect: Dialect, name: string): DeniedFunction | undefined {
+  let m = matchers.get(dialect);
+  if (!m) matchers.set(dialect, (m = compile(DENY_LISTS[dialect])));
+  return m(name);
+}

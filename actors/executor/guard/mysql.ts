@@ -1,0 +1,574 @@
+/**
+ * The MySQL / MariaDB guard, on node-sql-parser (its MySQL grammar, else its MariaDB grammar),
+ * behind a small lexer that follows MySQL's own rules. Fails closed: what does not parse does
+ * not run.
+ *
+ * Why a lexer of our own: MySQL runs code the parser would take for a comment. `/*! ... *\/`
+ * and `/*M! ... *\/` are executed by the server, `/*+ ... *\/` hints change limits, and `--x`
+ * (no space after the dashes) is two minus signs to MySQL but a comment to node-sql-parser.
+ * So the lexer refuses executable comments, hints and `--` without a space, and hands the
+ * parser the text with every real comment blanked out (same length, so positions stay).
+ * The lexer also splits statements (a `;` inside a string or comment does not count) and finds
+ * the LIMIT clause in the text: node-sql-parser gives no positions.
+ *
+ * Allowed: exactly one SELECT (with UNION, WITH / WITH RECURSIVE, subqueries, window functions).
+ * Refused anywhere in the tree: any other statement, SELECT ... INTO (OUTFILE, DUMPFILE,
+ * variables), locking reads (FOR UPDATE, FOR SHARE, LOCK IN SHARE MODE), assignments to user
+ * variables (`@x := ...` changes the pooled session), and calls of denied functions. The tree
+ * is walked generically (every object and array), so a node kind these rules do not name is
+ * still visited; the denied-function and locking checks run once more on the tokens, in case
+ * the parser represents a call in a shape the walk does not know.
+ *
+ * The session it runs in is made to lex like this file (engines/mysql.ts clears ANSI_QUOTES
+ * and NO_BACKSLASH_ESCAPES from sql_mode): backslash escapes in strings, `"` quotes strings.
+ */
+import { createRequire } from 'node:module';
+import type { AST, Parser as ParserType } from 'node-sql-parser';
+import { CortadoError } from '../../../protocol/errors.js';
+import { deniedFunction } from './deny.js';
+import { applyLimit, type ExistingLimit } from './limit.js';
+import { rejected, type DialectGuard, type GuardLimits, type GuardResult } from './types.js';
+
+// ---- the parsers ----------------------------------------------------------------------------
+
+interface Grammar {
+  name: 'MySQL' | 'MariaDB';
+  parser: ParserType;
+}
+
+let grammars: Grammar[] | undefined;
+
+type ParserModule = { Parser: new () => ParserType };
+
+/** Load both grammars once (the per-dialect builds, a fraction of the all-dialects bundle). */
+export async function prepareMysql(): Promise<void> {
+  if (grammars) return;
+  // CommonJS bundles: required, not imported, so their exports need no static analysis
+  const require = createRequire(import.meta.url);
+  const mysql = require('node-sql-parser/build/mysql.js') as ParserModule;
+  const mariadb = require('node-sql-parser/build/mariadb.js') as ParserModule;
+  grammars = [
+    { name: 'MySQL', parser: new mysql.Parser() },
+    { name: 'MariaDB', parser: new mariadb.Parser() },
+  ];
+}
+
+export function guardMysql(sql: string, limits: GuardLimits): GuardResult {
+  if (!grammars) throw new CortadoError('INTERNAL', 'the MySQL parser is not loaded (call prepareMysql first)');
+  if (sql.trim() === '') throw rejected('empty', 'the SQL is empty');
+
+  const lexed = lex(sql);
+  const statements = splitStatements(lexed.tokens);
+  if (statements.length === 0) throw rejected('empty', 'the SQL holds no statement, only comments or semicolons');
+  if (statements.length > 1) {
+    throw rejected('multiple_statements', `only one statement may run, and this SQL holds ${statements.length}`, { count: statements.length });
+  }
+  const tokens = statements[0]!;
+  refuseOtherStatements(tokens);
+
+  const root = parseOne(lexed.code, tokens);
+  if (root.type !== 'select') {
+    const statement = statementName(root);
+    throw rejected('not_select', `only a SELECT query may run; this is ${statement}`, { statement });
+  }
+  const tables = inspectTree(root);
+  inspectTokens(tokens);
+
+  const start = tokens[0]!.start;
+  const end = statementEnd(sql, lexed.tokens, tokens);
+  const statement = sql.slice(start, end).trimEnd();
+  const existing = existingLimit(root, tokens, start);
+  return { ...applyLimit(statement, existing, limits), tables };
+}
+
+export const mysqlGuard: DialectGuard = { prepare: prepareMysql, guard: guardMysql };
+
+/**
+ * Parse the blanked text: MySQL's grammar first, MariaDB's when that fails. One statement
+ * (the lexer already counted) but the parser counts again, in case it splits differently.
+ */
+function parseOne(code: string, tokens: Token[]): SelectLike {
+  let firstError: unknown;
+  for (const g of grammars!) {
+    let ast: AST | AST[];
+    try {
+      ast = g.parser.astify(code, { database: g.name });
+    } catch (err) {
+      firstError ??= err;
+      continue;
+    }
+    const list = (Array.isArray(ast) ? ast : [ast]).filter((s) => s !== null && s !== undefined);
+    if (list.length === 0) throw rejected('empty', 'the SQL holds no statement, only comments or semicolons');
+    if (list.length > 1) {
+      throw rejected('multiple_statements', `only one statement may run, and this SQL holds ${list.length}`, { count: list.length });
+    }
+    return list[0] as unknown as SelectLike;
+  }
+  // Name what is recognisable even in SQL the grammars cannot read (FOR SHARE, INTO OUTFILE...)
+  inspectTokens(tokens);
+  throw parseRejection(code, firstError);
+}
+
+function parseRejection(code: string, err: unknown): CortadoError {
+  const e = err as { message?: string; location?: { start?: { offset?: number; line?: number; column?: number } } };
+  const raw = (e?.message ?? 'unknown parser error').split('\n')[0] ?? '';
+  // peggy lists every token it expected: keep what was found
+  const found = / but (.+) found\.?$/.exec(raw);
+  const message = found ? `unexpected ${found[1]}` : raw.length > 200 ? `${raw.slice(0, 200)}...` : raw;
+  const offset = e?.location?.start?.offset;
+  const extra: Record<string, unknown> = {};
+  let where = '';
+  if (typeof offset === 'number' && offset >= 0) {
+    extra.position = offset + 1;
+    // what MySQL itself would quote: the text from there on (comments already blanked)
+    const near = code.slice(offset).replace(/\s+/g, ' ').trim();
+    const quoted = near === '' ? '' : ` near '${near.length > 40 ? `${near.slice(0, 40)}...` : near}'`;
+    where = `${quoted} (at character ${offset + 1})`;
+  }
+  return rejected('parse', `the SQL does not parse as MySQL: ${message}${where}`, extra);
+}
+
+// ---- the lexer ------------------------------------------------------------------------------
+
+type TokenKind = 'word' | 'quoted' | 'string' | 'punct';
+
+interface Token {
+  kind: TokenKind;
+  /** the text as written; for words upper-cased in `upper` */
+  text: string;
+  upper: string;
+  start: number;
+  end: number;
+}
+
+interface Lexed {
+  tokens: Token[];
+  /** the SQL with every comment replaced by spaces (newlines kept): what the parser reads */
+  code: string;
+}
+
+const SPACE = /[ \t\n\r\f\v]/;
+const WORD = /[A-Za-z0-9_$\u0080-\uffff]/;
+
+/** MySQL's lexical rules, as far as they decide what is code, string, identifier or comment. */
+export function lex(sql: string): Lexed {
+  const tokens: Token[] = [];
+  const code = sql.split('');
+  const blank = (from: number, to: number) => {
+    for (let k = from; k < to; k++) if (code[k] !== '\n') code[k] = ' ';
+  };
+  let i = 0;
+  const n = sql.length;
+  while (i < n) {
+    const c = sql[i]!;
+    if (SPACE.test(c)) {
+      i++;
+      continue;
+    }
+    // # comment and -- comment (MySQL wants a space or control character after the dashes)
+    if (c === '#' || (c === '-' && sql[i + 1] === '-' && (i + 2 >= n || sql.charCodeAt(i + 2) <= 32))) {
+      const nl = sql.indexOf('\n', i);
+      const end = nl < 0 ? n : nl;
+      blank(i, end);
+      i = end;
+      continue;
+    }
+    if (c === '-' && sql[i + 1] === '-') {
+      throw rejected('parse', `"--" must be followed by a space to start a comment: MySQL reads "${sql.slice(i, i + 6)}" as two minus signs, the parser as a comment; write "- -" or "-- " (at character ${i + 1})`, { position: i + 1 });
+    }
+    if (c === '/' && sql[i + 1] === '*') {
+      const close = sql.indexOf('*/', i + 2);
+      if (close < 0) throw rejected('parse', `the SQL does not parse as MySQL: unterminated /* comment (at character ${i + 1})`, { position: i + 1 });
+      const body = sql.slice(i + 2, close);
+      if (/^!|^M!/i.test(body)) {
+        throw rejected('parse', `the SQL holds an executable comment ("/*${body.slice(0, body.startsWith('!') ? 1 : 2)} ... */"), which MySQL runs as code; it is not allowed`, { comment: 'executable' });
+      }
+      if (body.startsWith('+')) {
+        throw rejected('parse', 'the SQL holds an optimizer hint ("/*+ ... */"), which can change the server\'s limits for the query; it is not allowed', { comment: 'hint' });
+      }
+      blank(i, close + 2);
+      i = close + 2;
+      continue;
+    }
+    if (c === "'" || c === '"') {
+      const end = quotedEnd(sql, i, c, true);
+      tokens.push(token('string', sql, i, end));
+      i = end;
+      continue;
+    }
+    if (c === '`') {
+      const end = quotedEnd(sql, i, '`', false);
+      tokens.push(token('quoted', sql, i, end));
+      i = end;
+      continue;
+    }
+    if (WORD.test(c)) {
+      let j = i + 1;
+      while (j < n && WORD.test(sql[j]!)) j++;
+      tokens.push(token('word', sql, i, j));
+      i = j;
+      continue;
+    }
+    tokens.push(token('punct', sql, i, i + 1));
+    i++;
+  }
+  return { tokens, code: code.join('') };
+}
+
+function token(kind: TokenKind, sql: string, start: number, end: number): Token {
+  const text = sql.slice(start, end);
+  return { kind, text, upper: kind === 'word' ? text.toUpperCase() : text, start, end };
+}
+
+/** Where a quoted string or identifier ends: doubled quotes, and (strings only) backslash escapes. */
+function quotedEnd(sql: string, start: number, quote: string, backslash: boolean): number {
+  let i = start + 1;
+  while (i < sql.length) {
+    const c = sql[i]!;
+    if (backslash && c === '\\') {
+      i += 2;
+      continue;
+    }
+    if (c === quote) {
+      if (sql[i + 1] === quote) {
+        i += 2;
+        continue;
+      }
+      return i + 1;
+    }
+    i++;
+  }
+  const what = quote === '`' ? 'identifier' : 'string';
+  throw rejected('parse', `the SQL does not parse as MySQL: unterminated quoted ${what} (at character ${start + 1})`, { position: start + 1 });
+}
+
+/** The statements' tokens, split at each `;` of the code (empty statements dropped). */
+function splitStatements(tokens: Token[]): Token[][] {
+  const out: Token[][] = [];
+  let current: Token[] = [];
+  for (const t of tokens) {
+    if (t.kind === 'punct' && t.text === ';') {
+      if (current.length) out.push(current);
+      current = [];
+    } else {
+      current.push(t);
+    }
+  }
+  if (current.length) out.push(current);
+  return out;
+}
+
+/** The end of the statement's text: its semicolon, else the end of the SQL (trailing comments kept). */
+function statementEnd(sql: string, all: Token[], statement: Token[]): number {
+  const last = statement[statement.length - 1]!;
+  const semicolon = all.find((t) => t.start >= last.end && t.kind === 'punct' && t.text === ';');
+  return semicolon ? semicolon.start : sql.length;
+}
+
+// ---- token checks ---------------------------------------------------------------------------
+
+/**
+ * Statements MySQL has and the grammars may not (HANDLER, DO, KILL, XA...), refused by their
+ * first word so the reason names them. A query starts with SELECT, WITH or `(`; any other
+ * start is left to the parser, which refuses it.
+ */
+const OTHER_STATEMENTS = new Set([
+  'ALTER', 'ANALYZE', 'BACKUP', 'BEGIN', 'BINLOG', 'CACHE', 'CALL', 'CHANGE', 'CHECK', 'CHECKSUM', 'CLONE', 'COMMIT', 'CREATE',
+  'DEALLOCATE', 'DELETE', 'DESC', 'DESCRIBE', 'DO', 'DROP', 'EXECUTE', 'EXPLAIN', 'FLUSH', 'GET', 'GRANT', 'HANDLER', 'HELP', 'IMPORT',
+  'INSERT', 'INSTALL', 'KILL', 'LOAD', 'LOCK', 'OPTIMIZE', 'PREPARE', 'PURGE', 'RELEASE', 'RENAME', 'REPAIR', 'REPLACE', 'RESET',
+  'RESIGNAL', 'RESTART', 'REVOKE', 'ROLLBACK', 'SAVEPOINT', 'SET', 'SHOW', 'SHUTDOWN', 'SIGNAL', 'START', 'STOP', 'TRUNCATE',
+  'UNINSTALL', 'UNLOCK', 'UPDATE', 'USE', 'XA',
+]);
+
+function refuseOtherStatements(tokens: Token[]): void {
+  const first = tokens[0]!;
+  if (first.kind !== 'word' || !OTHER_STATEMENTS.has(first.upper)) return;
+  const second = tokens[1]?.kind === 'word' ? ` ${tokens[1].upper}` : '';
+  const statement = ['LOAD', 'LOCK', 'UNLOCK', 'CREATE', 'DROP', 'ALTER', 'START', 'SHOW'].includes(first.upper) ? `${first.upper}${second}` : first.upper;
+  throw rejected('not_select', `only a SELECT query may run; this is ${statement}`, { statement });
+}
+
+/**
+ * Checks on the code tokens, whatever the tree says: denied functions (a name, then `(`),
+ * locking clauses and SELECT ... INTO a file or variable. FOR and INTO are reserved words in
+ * MySQL, so these sequences cannot be identifiers unless quoted (and quoted ones are `quoted`).
+ */
+function inspectTokens(tokens: Token[]): void {
+  for (let k = 0; k < tokens.length; k++) {
+    const t = tokens[k]!;
+    const next = tokens[k + 1];
+    if ((t.kind === 'word' || t.kind === 'quoted') && next?.text === '(') {
+      checkFunction(t.kind === 'quoted' ? unquote(t.text) : t.text);
+    }
+    if (t.kind !== 'word') continue;
+    const after = (m: number) => (tokens[k + m]?.kind === 'word' ? tokens[k + m]!.upper : '');
+    if (t.upper === 'FOR' && (after(1) === 'UPDATE' || after(1) === 'SHARE')) {
+      throw lockingRejection(`FOR ${after(1)}`);
+    }
+    if (t.upper === 'LOCK' && after(1) === 'IN' && after(2) === 'SHARE' && after(3) === 'MODE') {
+      throw lockingRejection('LOCK IN SHARE MODE');
+    }
+    if (t.upper === 'INTO' && (after(1) === 'OUTFILE' || after(1) === 'DUMPFILE' || tokens[k + 1]?.text === '@')) {
+      throw intoRejection(after(1) || 'a variable');
+    }
+  }
+}
+
+function unquote(quoted: string): string {
+  return quoted.slice(1, -1).replace(/``/g, '`');
+}
+
+// ---- the tree -------------------------------------------------------------------------------
+
+/** What the walk reads of a SELECT node; everything else is visited generically. */
+interface SelectLike {
+  type: string;
+  keyword?: string;
+  limit?: LimitNode | null;
+  _limit?: LimitNode | null;
+  _next?: SelectLike | null;
+  parentheses_symbol?: boolean;
+  [key: string]: unknown;
+}
+
+interface LimitNode {
+  seperator?: string;
+  value?: Array<{ type?: string; value?: unknown }>;
+}
+
+/** Statement types node-sql-parser produces that are not a query, for messages. */
+const STATEMENT_NAMES: Record<string, string> = {
+  insert: 'INSERT',
+  replace: 'REPLACE',
+  update: 'UPDATE',
+  delete: 'DELETE',
+  create: 'CREATE',
+  drop: 'DROP',
+  alter: 'ALTER',
+  truncate: 'TRUNCATE',
+  rename: 'RENAME',
+  use: 'USE',
+  call: 'CALL',
+  set: 'SET',
+  lock: 'LOCK TABLES',
+  unlock: 'UNLOCK TABLES',
+  transaction: 'a transaction command',
+  grant: 'GRANT',
+  revoke: 'REVOKE',
+  show: 'SHOW',
+  explain: 'EXPLAIN',
+  desc: 'DESCRIBE',
+  load_data: 'LOAD DATA',
+  exec: 'EXECUTE',
+  declare: 'DECLARE',
+  analyze: 'ANALYZE',
+  deallocate: 'DEALLOCATE',
+  prepare: 'PREPARE',
+  handler: 'HANDLER',
+  do: 'DO',
+  kill: 'KILL',
+  flush: 'FLUSH',
+};
+
+/** Statement types that are never the type of an expression: refused wherever they are. */
+const WRITE_TYPES: ReadonlySet<string> = new Set([
+  'insert', 'replace', 'update', 'delete', 'create', 'drop', 'alter', 'truncate', 'rename', 'call', 'load_data', 'grant', 'revoke',
+]);
+
+function statementName(node: SelectLike): string {
+  const known = STATEMENT_NAMES[node.type];
+  const base = known ?? String(node.type ?? 'an unknown statement').toUpperCase();
+  if ((node.type === 'create' || node.type === 'drop') && typeof node.keyword === 'string') return `${base} ${node.keyword.toUpperCase()}`;
+  return base;
+}
+
+/**
+ * Walk the WHOLE tree once, refusing what may not run, and collect the relations read
+ * (in the order the walk meets them, CTE names left out). Generic on purpose.
+ */
+function inspectTree(root: SelectLike): string[] {
+  const relations: Array<{ name: string; qualified: boolean }> = [];
+  const cteNames = new Set<string>();
+  const visit = (node: unknown, key: string): void => {
+    if (Array.isArray(node)) {
+      for (const child of node) visit(child, key);
+      return;
+    }
+    if (node === null || typeof node !== 'object') return;
+    const o = node as Record<string, unknown>;
+    checkNode(o, key);
+    if (key === 'with' && o.name && typeof (o.name as { value?: unknown }).value === 'string') {
+      cteNames.add(((o.name as { value: string }).value).toLowerCase());
+    }
+    if (key === 'from' && typeof o.table === 'string') {
+      const db = typeof o.db === 'string' && o.db !== '' ? o.db : undefined;
+      relations.push({ name: db ? `${db}.${o.table}` : o.table, qualified: db !== undefined });
+    }
+    for (const [k, v] of Object.entries(o)) {
+      if (v !== null && typeof v === 'object') visit(v, k);
+    }
+  };
+  visit(root, '');
+
+  const seen = new Set<string>();
+  const out: string[] = [];
+  for (const r of relations) {
+    if (!r.qualified && cteNames.has(r.name.toLowerCase())) continue;
+    if (seen.has(r.name)) continue;
+    seen.add(r.name);
+    out.push(r.name);
+  }
+  return out;
+}
+
+function checkNode(o: Record<string, unknown>, key: string): void {
+  const type = typeof o.type === 'string' ? o.type : undefined;
+  // a statement where a query belongs (a subquery, a CTE body, a UNION branch)
+  if ((key === 'ast' || key === '_next') && type !== 'select') {
+    const statement = statementName(o as SelectLike);
+    throw rejected('not_select', `only a SELECT query may run; this one holds ${statement}`, { statement });
+  }
+  if (type !== undefined && WRITE_TYPES.has(type)) {
+    const statement = statementName(o as SelectLike);
+    throw rejected('not_select', `only a SELECT query may run; this one holds ${statement}`, { statement });
+  }
+  if (key === 'into' && (o.keyword || o.expr || o.position)) {
+    const target = typeof o.keyword === 'string' ? (o.keyword.toLowerCase() === 'var' ? 'a variable' : o.keyword.toUpperCase()) : 'a target';
+    throw intoRejection(target);
+  }
+  if (o.locking_read) throw lockingRejection(String(o.locking_read).toUpperCase());
+  if (type === 'assign' || (typeof o.symbol === 'string' && o.symbol === ':=')) {
+    throw rejected('not_select', 'the SQL assigns a user variable (@x := ...), which changes the session; only reading is allowed', { statement: 'assignment' });
+  }
+  if (type === 'function' || type === 'aggr_func' || ('args' in o && 'name' in o)) {
+    checkFunction(functionName(o.name));
+  }
+}
+
+/** `SLEEP`, `{ name: [{ value: 'sleep' }], schema: ... }` → the last part. */
+function functionName(name: unknown): string | undefined {
+  if (typeof name === 'string') return name;
+  if (name && typeof name === 'object') {
+    const parts = (name as { name?: unknown }).name;
+    if (Array.isArray(parts)) {
+      const last = parts[parts.length - 1] as { value?: unknown } | undefined;
+      if (typeof last?.value === 'string') return last.value;
+    }
+    if (typeof (name as { value?: unknown }).value === 'string') return (name as { value: string }).value;
+  }
+  return undefined;
+}
+
+function checkFunction(name: string | undefined): void {
+  if (!name) return;
+  const denied = deniedFunction('mysql', name);
+  if (!denied) return;
+  throw rejected('dangerous_function', `the SQL calls ${denied.name}(), which is not allowed: ${denied.why}`, { function: denied.name });
+}
+
+function lockingRejection(clause: string): CortadoError {
+  return rejected('locking', `${clause} locks rows; only reading without locks is allowed`, { clause });
+}
+
+function intoRejection(target: string): CortadoError {
+  const what = target === 'OUTFILE' || target === 'DUMPFILE' ? `writes a file on the database server (INTO ${target})` : `stores the result into ${target === 'a variable' ? 'a variable' : target}`;
+  return rejected('select_into', `SELECT ... INTO ${what}; only reading is allowed`, { target });
+}
+
+// ---- the LIMIT ------------------------------------------------------------------------------
+
+/**
+ * The LIMIT that bounds the whole result, from the tree: a plain SELECT's own; after a UNION,
+ * the last branch's when it is not in parentheses (MySQL applies it to the whole UNION), or the
+ * one after the parentheses (`_limit`).
+ */
+function topLimit(root: SelectLike): LimitNode | undefined {
+  const has = (l: LimitNode | null | undefined): l is LimitNode => !!l && Array.isArray(l.value) && l.value.length > 0;
+  if (has(root._limit)) return root._limit;
+  if (root._next) {
+    let last = root._next;
+    while (last._next) last = last._next;
+    if (has(last._limit)) return last._limit;
+    return last.parentheses_symbol ? undefined : has(last.limit) ? last.limit : undefined;
+  }
+  return has(root.limit) ? root.limit : undefined;
+}
+
+/** The row count of a LIMIT node: `LIMIT n`, `LIMIT offset, n`, `LIMIT n OFFSET m`. */
+function countNode(limit: LimitNode): { type?: string; value?: unknown } | undefined {
+  const values = limit.value ?? [];
+  const sep = (limit.seperator ?? '').toLowerCase();
+  if (sep === ',') return values[1];
+  return values[0];
+}
+
+/**
+ * What LIMIT the statement has, and where its row count sits in the statement text. The tree
+ * says what it is; the tokens say where: the last LIMIT at the outermost level (inside the
+ * parentheses when the whole statement is one parenthesised query), which must be followed by
+ * exactly the tree's numbers and nothing else. Whenever the two do not agree: `other`, so the
+ * statement is wrapped rather than edited at a guessed place.
+ */
+function existingLimit(root: SelectLike, tokens: Token[], stmtStart: number): ExistingLimit {
+  const limit = topLimit(root);
+  const level = outermost(tokens);
+  let at = -1;
+  for (let k = level.length - 1; k >= 0; k--) {
+    if (level[k]!.kind === 'word' && level[k]!.upper === 'LIMIT') {
+      at = k;
+      break;
+    }
+  }
+  if (!limit) return at < 0 ? { kind: 'none' } : { kind: 'other' };
+  if (at < 0) return { kind: 'other' };
+
+  const count = countNode(limit);
+  const value = integerOf(count);
+  if (value === undefined) return { kind: 'other' };
+  const rest = level.slice(at + 1);
+  const isNumber = (t: Token | undefined) => t?.kind === 'word' && /^\d+$/.test(t.text);
+  const sep = (limit.seperator ?? '').toLowerCase();
+  let countToken: Token | undefined;
+  if (sep === '' && rest.length === 1 && isNumber(rest[0])) countToken = rest[0];
+  else if (sep === ',' && rest.length === 3 && isNumber(rest[0]) && rest[1]?.text === ',' && isNumber(rest[2])) countToken = rest[2];
+  else if (sep === 'offset' && rest.length === 3 && isNumber(rest[0]) && rest[1]?.upper === 'OFFSET' && isNumber(rest[2])) countToken = rest[0];
+  if (!countToken || BigInt(countToken.text) !== BigInt(value.text)) return { kind: 'other' };
+  return { kind: 'constant', value: value.number, start: countToken.start - stmtStart, end: countToken.end - stmtStart };
+}
+
+/** A non-negative integer constant of the tree, as text and as a number (huge ones: Infinity-safe). */
+function integerOf(node: { type?: string; value?: unknown } | undefined): { text: string; number: number } | undefined {
+  if (!node) return undefined;
+  if ((node.type === 'number' || node.type === 'bigint') && /^\d+$/.test(String(node.value))) {
+    const text = String(node.value);
+    return { text, number: Number(text) };
+  }
+  return undefined;
+}
+
+/** The tokens at the outermost parenthesis level; inside the parentheses when they wrap everything. */
+function outermost(tokens: Token[]): Token[] {
+  let list = tokens;
+  while (list.length >= 2 && list[0]!.text === '(' && list[0]!.kind === 'punct' && matching(list, 0) === list.length - 1) {
+    list = list.slice(1, -1);
+  }
+  const out: Token[] = [];
+  let depth = 0;
+  for (const t of list) {
+    if (t.kind === 'punct' && t.text === '(') depth++;
+    else if (t.kind === 'punct' && t.text === ')') depth--;
+    else if (depth === 0) out.push(t);
+  }
+  return out;
+}
+
+function matching(tokens: Token[], open: number): number {
+  let depth = 0;
+  for (let k = open; k < tokens.length; k++) {
+    const t = tokens[k]!;
+    if (t.kind !== 'punct') continue;
+    if (t.text === '(') depth++;
+    else if (t.text === ')' && --depth === 0) return k;
+  }
+  return -1;
+}

@@ -1,0 +1,53 @@
+/**
+ * What every dialect's SQL guard takes and gives back. A guard is a pure function: it
+ * parses the SQL with the dialect's own parser, refuses anything that is not one read-only
+ * query, and bounds the rows with a LIMIT edited into the SQL text.
+ */
+import { CortadoError } from '../../../protocol/errors.js';
+
+/** Why the guard refused a statement: `details.kind` of the SQL_REJECTED error. */
+export const RejectKind = {
+  Empty: 'empty',
+  Parse: 'parse',
+  MultipleStatements: 'multiple_statements',
+  NotSelect: 'not_select',
+  WritableCte: 'writable_cte',
+  SelectInto: 'select_into',
+  Locking: 'locking',
+  DangerousFunction: 'dangerous_function',
+  UnsupportedDialect: 'unsupported_dialect',
+  /** plugins.auth.enforce_catalog_lock: the SQL names a catalog (or schema) outside its scope (guard/catalog-lock.ts) */
+  CatalogLock: 'catalog_lock',
+} as const;
+export type RejectKind = (typeof RejectKind)[keyof typeof RejectKind];
+
+export interface GuardLimits {
+  /** rows when the SQL has no LIMIT of its own */
+  defaultLimit: number;
+  /** the hard cap on rows, whatever the SQL asks for */
+  maxLimit: number;
+}
+
+export interface GuardResult {
+  /** what the user sees: the statement with Cortado's LIMIT */
+  sql: string;
+  /** what runs: when Cortado's cap applies it asks for one row more, to tell whether rows were cut */
+  runSql: string;
+  /** rows returned at most */
+  limit: number;
+  /** true when Cortado's cap (not the user's own smaller LIMIT) bounds the result */
+  capped: boolean;
+  /** relations the statement reads, as written (e.g. `public.orders`), without CTE names */
+  tables: string[];
+}
+
+/** One dialect: `prepare` loads what the guard needs (a WASM parser), once, before the first call. */
+export interface DialectGuard {
+  prepare(): Promise<void>;
+  guard(sql: string, limits: GuardLimits): GuardResult;
+}
+
+/** The SQL_REJECTED error of a guard, with `details.kind` saying why. */
+export function rejected(kind: RejectKind, reason: string, extra: Record<string, unknown> = {}): CortadoError {
+  return new CortadoError('SQL_REJECTED', reason, { kind, ...extra });
+}

@@ -1,0 +1,129 @@
+/**
+ * config_db's schema, as numbered migrations. Every table is prefixed `cortado_` so config_db
+ * can share a database (and its search_path schema) with other things.
+ *
+ * `migrate` applies what is missing, each migration once and in its own transaction, recorded
+ * in cortado_schema_version. Each transaction first takes a transaction-level advisory lock, so
+ * processes starting together queue up: the first applies a migration, the next finds it
+ * recorded and skips it. Never edit a released migration: add the next one.
+ */
+import type pg from 'pg';
+import type { Logger } from '../../../protocol/log.js';
+
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+/** pg_advisory_xact_lock(int4, int4) keys: 'CRTD' and what the lock guards. */
+export const LOCK_CLASS = 0x43525444;
+export const LOCK_MIGRATIONS = 1;
+export const LOCK_OVERRIDES = 2;
+
+export const VERSION_TABLE = 'cortado_schema_version';
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'overrides, tokens, mask rules, audit log',
+    sql: `
+CREATE TABLE cortado_config_overrides (
+  key         text PRIMARY KEY,
+  value       jsonb NOT NULL,
+  updated_by  text NOT NULL,
+  updated_at  timestamptz NOT NULL
+);
+
+CREATE TABLE cortado_config_override_history (
+  id          bigserial PRIMARY KEY,
+  key         text NOT NULL,
+  old_value   jsonb,            -- NULL: the key had no override
+  new_value   jsonb,            -- NULL: the override was removed
+  changed_by  text NOT NULL,
+  changed_at  timestamptz NOT NULL
+);
+CREATE INDEX cortado_config_override_history_key_idx ON cortado_config_override_history (key, id);
+
+CREATE TABLE cortado_api_tokens (
+  id            text PRIMARY KEY,
+  prefix        text NOT NULL,
+  hash          text NOT NULL CONSTRAINT cortado_api_tokens_hash_key UNIQUE,
+  label         text NOT NULL DEFAULT '',
+  username      text NOT NULL,
+  db_config     jsonb NOT NULL DEFAULT '{}',
+  created_at    timestamptz NOT NULL,
+  expires_at    timestamptz NOT NULL,
+  last_used_at  timestamptz,
+  revoked_at    timestamptz
+);
+CREATE INDEX cortado_api_tokens_username_idx ON cortado_api_tokens (username);
+
+CREATE TABLE cortado_mask_rules (
+  id             text PRIMARY KEY,
+  seq            bigserial NOT NULL,
+  field_pattern  text NOT NULL,
+  strategy       text NOT NULL,
+  enabled        boolean NOT NULL DEFAULT true,
+  description    text NOT NULL DEFAULT '',
+  created_at     timestamptz NOT NULL,
+  updated_at     timestamptz NOT NULL
+);
+
+CREATE TABLE cortado_audit_log (
+  event_id    text PRIMARY KEY,
+  seq         bigserial NOT NULL,
+  ts          timestamptz NOT NULL,
+  type        text NOT NULL,
+  request_id  text,
+  username    text,
+  channel     text,
+  code        text,
+  payload     jsonb NOT NULL
+);
+CREATE INDEX cortado_audit_log_ts_idx ON cortado_audit_log (ts DESC, seq DESC);
+CREATE INDEX cortado_audit_log_type_idx ON cortado_audit_log (type, ts DESC);
+CREATE INDEX cortado_audit_log_username_idx ON cortado_audit_log (username, ts DESC);
+CREATE INDEX cortado_audit_log_request_id_idx ON cortado_audit_log (request_id);
+`,
+  },
+];
+
+/** Apply the missing migrations; returns the versions this call applied. */
+export async function migrate(pool: pg.Pool, log: Logger, migrations: readonly Migration[] = MIGRATIONS): Promise<number[]> {
+  const applied: number[] = [];
+  const client = await pool.connect();
+  let broken = false;
+  try {
+    for (const m of [...migrations].sort((a, b) => a.version - b.version)) {
+      await client.query('BEGIN');
+      try {
+        await client.query('SELECT pg_advisory_xact_lock($1, $2)', [LOCK_CLASS, LOCK_MIGRATIONS]);
+        await client.query(`CREATE TABLE IF NOT EXISTS ${VERSION_TABLE} (
+          version     integer PRIMARY KEY,
+          name        text NOT NULL,
+          applied_at  timestamptz NOT NULL DEFAULT now())`);
+        const done = await client.query(`SELECT 1 FROM ${VERSION_TABLE} WHERE version = $1`, [m.version]);
+        if (done.rowCount === 0) {
+          await client.query(m.sql);
+          await client.query(`INSERT INTO ${VERSION_TABLE} (version, name) VALUES ($1, $2)`, [m.version, m.name]);
+          applied.push(m.version);
+        }
+        await client.query('COMMIT');
+      } catch (err) {
+        await client.query('ROLLBACK').catch(() => {
+          broken = true;
+        });
+        throw err;
+      }
+      if (applied.at(-1) === m.version) log.info({ version: m.version, migration: m.name }, 'config_db: migration applied');
+    }
+    const newest = await client.query<{ v: number | null }>(`SELECT max(version) AS v FROM ${VERSION_TABLE}`);
+    const known = Math.max(0, ...migrations.map((m) => m.version));
+    const v = newest.rows[0]?.v ?? 0;
+    if (v > known) log.warn({ schema_version: v, known_version: known }, 'config_db: the schema is newer than this Cortado knows (a newer version ran here); carrying on');
+  } finally {
+    client.release(broken ? new Error('connection left in a failed state') : undefined);
+  }
+  return applied;
+}

@@ -1,0 +1,47 @@
+/**
+ * The composition root of the actors: name → module, loaded on demand (a process that runs
+ * only the executor never loads an LLM SDK). Actors never import each other; only this file
+ * knows them all.
+ */
+import { Actor } from '../protocol/subjects.js';
+import type { StartActor } from './runtime/actor.js';
+
+type ActorModule = { start: StartActor };
+
+export const ACTOR_MODULES: Readonly<Record<Actor, () => Promise<ActorModule>>> = {
+  [Actor.Assistant]: () => import('./assistant/actor.js'),
+  [Actor.Intent]: () => import('./intent/actor.js'),
+  [Actor.SqlGen]: () => import('./sqlgen/actor.js'),
+  [Actor.Executor]: () => import('./executor/actor.js'),
+  [Actor.Catalog]: () => import('./catalog/actor.js'),
+  [Actor.Llm]: () => import('./llm/actor.js'),
+  [Actor.Insights]: () => import('./insights/actor.js'),
+  [Actor.Identity]: () => import('./identity/actor.js'),
+  [Actor.Audit]: () => import('./audit/actor.js'),
+  [Actor.Masking]: () => import('./masking/actor.js'),
+  [Actor.Alerts]: () => import('./alerts/actor.js'),
+  [Actor.Mailer]: () => import('./mailer/actor.js'),
+};
+
+/**
+ * Stop order on shutdown: entry points first, so work already inside the pipeline can still
+ * reach the actors further down while it finishes; the actors that own resources last.
+ */
+export const DRAIN_ORDER: readonly Actor[] = [
+  Actor.Identity,
+  Actor.Assistant,
+  Actor.Intent,
+  Actor.SqlGen,
+  Actor.Insights,
+  Actor.Masking,
+  Actor.Alerts,
+  Actor.Catalog,
+  Actor.Llm,
+  Actor.Executor,
+  Actor.Mailer,
+  // last: it writes down the events of everything above
+  Actor.Audit,
+];
+
+/** Start order: resources first (the executor warms its pool), entry points last. */
+export const START_ORDER: readonly Actor[] = [...DRAIN_ORDER].reverse();

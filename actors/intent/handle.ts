@@ -1,0 +1,39 @@
+/**
+ * Intent detection and the chat reply, as separate model calls: used when model routing
+ * puts intent detection (or chat) on another model than SQL generation. In the default
+ * configuration sqlgen decides the intent in the same call as the SQL.
+ */
+import type { Bus, Ctx } from '../../protocol/bus.js';
+import { LlmComplete } from '../../protocol/subjects.js';
+import type { ChatReplyReply, ChatReplyRequest, IntentDetectReply, IntentDetectRequest } from '../../protocol/schemas/sql.js';
+import { CortadoError } from '../../protocol/errors.js';
+import type { Config } from '../../config/schema.js';
+import { promptText, splitPrompt } from '../../config/prompts.js';
+import { historyMessages } from '../lib/prompting.js';
+import { parseIntentReply } from '../lib/reply-parse.js';
+
+export interface IntentDeps {
+  bus: Pick<Bus, 'request'>;
+  config: Config;
+}
+
+export async function detect(input: IntentDetectRequest, deps: IntentDeps, ctx: Ctx): Promise<IntentDetectReply> {
+  const { system, user } = splitPrompt(promptText(deps.config, 'intent_detection'), {
+    schema_info: input.schema_text,
+    question: input.question,
+  });
+  const messages = [...historyMessages(input.history), { role: 'user' as const, content: user }];
+  const reply = await deps.bus.request(LlmComplete, { task: 'intent_detection', system, messages, max_tokens: 64 }, ctx);
+  const parsed = parseIntentReply(reply.text);
+  return { intent: parsed.intent, confidence: parsed.confidence, usage: reply.usage };
+}
+
+export async function chat(input: ChatReplyRequest, deps: IntentDeps, ctx: Ctx): Promise<ChatReplyReply> {
+  const persona = promptText(deps.config, 'barista_personality');
+  const system = `${persona}\n\nThe data you can help with:\n${input.schema_text}\n\nAnswer the user's message directly. If it is a data question, suggest how to phrase it.`;
+  const messages = [...historyMessages(input.history), { role: 'user' as const, content: input.question }];
+  const reply = await deps.bus.request(LlmComplete, { task: 'chat', system, messages, max_tokens: 512 }, ctx);
+  const message = reply.text.replace(/^[ \t]*message[ \t]*:[ \t]*/i, '').trim();
+  if (!message) throw new CortadoError('LLM_BAD_REPLY', 'the model returned an empty chat reply');
+  return { message, usage: reply.usage };
+}

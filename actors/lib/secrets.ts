@@ -1,0 +1,127 @@
+/**
+ * Secrets at rest: what config_db stores for a password, an API key or a token is a Fernet token
+ * under `config_db.encryption_key`, wrapped as `{ "enc": "<token>" }` so a reader can tell it
+ * from plain text. Without a key, Cortado refuses to store a secret (it never makes up a key:
+ * one that is lost on restart would make every stored secret unreadable).
+ *
+ * Which values are secret is decided by key name (SECRET_KEYS in config/schema.ts), both for a
+ * dotted config path (`ldap.bind_password`) and for the fields of a db_config object.
+ *
+ * Shared library code: the identity actor seals (stored secrets, the db_config of auth sessions
+ * and API tokens), the executor opens the db_config of a scope with its own box.
+ */
+import { CortadoError } from '../../protocol/errors.js';
+import { SECRET_KEYS } from '../../config/schema.js';
+import { Fernet, InvalidFernetToken } from './fernet.js';
+
+/** A secret as stored. `json: true`: the plaintext is the JSON of a non-string value. */
+export interface Sealed {
+  enc: string;
+  json?: true;
+}
+
+export interface SecretBox {
+  /** false when config_db.encryption_key is empty (seal and open then throw) */
+  readonly enabled: boolean;
+  /** encrypt one secret; throws CONFIG_INVALID when no key is configured */
+  seal(value: string): Sealed;
+  /** decrypt one stored secret; throws CONFIG_INVALID when no key is configured or the key does not fit */
+  open(sealed: Sealed): string;
+  isSealed(value: unknown): value is Sealed;
+  /**
+   * A copy of `obj` (a db_config, a config section) with every non-empty secret field sealed,
+   * at any depth; fields already sealed stay as they are. Empty secrets ('' or null) stay empty,
+   * so a config without secrets needs no key.
+   */
+  sealSecretsIn<T>(obj: T): T;
+  /** The reverse of sealSecretsIn: a copy with every sealed field opened. */
+  openSecretsIn<T>(obj: T): T;
+  /** seal the value of one config key (dotted path): the whole value when the key is a secret, else its secret fields */
+  sealForKey(key: string, value: unknown): unknown;
+  openForKey(key: string, value: unknown): unknown;
+}
+
+const KEY_SETTING = 'config_db.encryption_key';
+
+/** true when the last segment of a dotted config path names a secret (`ldap.bind_password`). */
+export function isSecretKey(path: string): boolean {
+  const last = path.split('.').pop() ?? '';
+  return SECRET_KEYS.has(last);
+}
+
+export function isSealed(value: unknown): value is Sealed {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
+  const keys = Object.keys(value);
+  const v = value as Record<string, unknown>;
+  return typeof v.enc === 'string' && keys.every((k) => k === 'enc' || (k === 'json' && v.json === true));
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+function isEmptySecret(value: unknown): boolean {
+  return value === undefined || value === null || value === '';
+}
+
+export function createSecretBox(config: { config_db: { encryption_key: string } }): SecretBox {
+  const key = (config.config_db.encryption_key ?? '').trim();
+  // an invalid key fails here, at start-up (CONFIG_INVALID naming the setting, never the key)
+  const fernet = key ? new Fernet(key) : undefined;
+
+  function need(action: string): Fernet {
+    if (!fernet) {
+      throw new CortadoError('CONFIG_INVALID', `${KEY_SETTING} is not set: Cortado refuses to ${action}`);
+    }
+    return fernet;
+  }
+
+  function seal(value: string): Sealed {
+    if (typeof value !== 'string') throw new TypeError('seal() takes a string');
+    return { enc: need('store secrets').encrypt(value) };
+  }
+
+  function open(sealed: Sealed): string {
+    if (!isSealed(sealed)) throw new TypeError('open() takes a sealed value ({ enc })');
+    const f = need('read stored secrets');
+    try {
+      return f.decrypt(sealed.enc).toString('utf8');
+    } catch (err) {
+      if (err instanceof InvalidFernetToken) {
+        throw new CortadoError('CONFIG_INVALID', `a stored secret cannot be decrypted with ${KEY_SETTING} (was the key changed, or the value altered?)`, { reason: err.reason });
+      }
+      throw err;
+    }
+  }
+
+  function sealSecret(value: unknown): unknown {
+    if (isEmptySecret(value) || isSealed(value)) return value;
+    if (typeof value === 'string') return seal(value);
+    return { ...seal(JSON.stringify(value)), json: true } satisfies Sealed;
+  }
+
+  function openSecret(value: unknown): unknown {
+    if (!isSealed(value)) return value;
+    const plain = open(value);
+    return value.json ? (JSON.parse(plain) as unknown) : plain;
+  }
+
+  function walk(value: unknown, onSecret: (v: unknown) => unknown): unknown {
+    if (Array.isArray(value)) return value.map((v) => walk(v, onSecret));
+    if (!isPlainObject(value) || isSealed(value)) return value;
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) out[k] = SECRET_KEYS.has(k) ? onSecret(v) : walk(v, onSecret);
+    return out;
+  }
+
+  return {
+    enabled: fernet !== undefined,
+    seal,
+    open,
+    isSealed,
+    sealSecretsIn: <T>(obj: T): T => walk(obj, sealSecret) as T,
+    openSecretsIn: <T>(obj: T): T => walk(obj, openSecret) as T,
+    sealForKey: (path, value) => (isSecretKey(path) ? sealSecret(value) : walk(value, sealSecret)),
+    openForKey: (path, value) => (isSecretKey(path) ? openSecret(value) : walk(value, openSecret)),
+  };
+}

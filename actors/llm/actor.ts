@@ -1,0 +1,14 @@
+/** The LLM gateway on the bus: llm.complete and llm.status. */
+import { Actor, LlmComplete, LlmStatus } from '../../protocol/subjects.js';
+import type { ActorDeps, RunningActor } from '../runtime/actor.js';
+import { complete, status, type LlmDeps } from './handle.js';
+
+export async function start(deps: ActorDeps): Promise<RunningActor> {
+  const h: LlmDeps = { config: deps.config, log: deps.log, providers: new Map() };
+  deps.bus.serve(LlmComplete, (input, ctx) => complete(input, h, ctx));
+  deps.bus.serve(LlmStatus, async () => status(h));
+  const s = status(h);
+  if (s.configured) deps.log.info({ provider: s.provider, model: s.model }, 'llm ready');
+  else deps.log.warn({ provider: s.provider, reason: s.reason }, 'the LLM is not configured: questions answer LLM_UNAVAILABLE');
+  return { name: Actor.Llm, stop: async () => undefined };
+}

@@ -1,0 +1,99 @@
+/**
+ * The LLM gateway: every model call of every actor goes through here, so routing, retries,
+ * timeouts and token accounting are decided once. The route (provider and model) of a task
+ * comes from config/model-routing.ts.
+ */
+import type { Ctx } from '../../protocol/bus.js';
+import { CortadoError } from '../../protocol/errors.js';
+import type { Logger } from '../../protocol/log.js';
+import type { LlmCompleteReply, LlmCompleteRequest, LlmStatusReply } from '../../protocol/schemas/llm.js';
+import type { Config, LlmProviderName } from '../../config/schema.js';
+import { resolveRoute } from '../../config/model-routing.js';
+import { callWithRetries, type CallPolicy } from './call.js';
+import { createAnthropicProvider } from './providers/anthropic.js';
+import { createGeminiProvider } from './providers/gemini.js';
+import { createVertexProvider } from './providers/vertexai.js';
+import { createOpenAiProvider } from './providers/openai.js';
+import type { LlmProvider } from './providers/provider.js';
+
+export interface LlmDeps {
+  config: Config;
+  log: Logger;
+  /** providers built so far, by name */
+  providers: Map<LlmProviderName, LlmProvider>;
+  /** test seam for the backoff */
+  policy?: Partial<CallPolicy>;
+}
+
+const FACTORIES: Partial<Record<LlmProviderName, (config: Config) => LlmProvider>> = {
+  anthropic: (config) => createAnthropicProvider(config.llm.anthropic),
+  gemini: (config) => createGeminiProvider(config.llm.gemini),
+  vertexai: (config) => createVertexProvider(config.llm.vertexai),
+  openai: (config) => createOpenAiProvider(config.llm.openai),
+};
+
+export function providerFor(name: LlmProviderName, deps: Pick<LlmDeps, 'config' | 'providers'>): LlmProvider {
+  const known = deps.providers.get(name);
+  if (known) return known;
+  const make = FACTORIES[name];
+  if (!make) throw new CortadoError('LLM_UNAVAILABLE', `the LLM provider "${name}" is not available in this build (available: ${Object.keys(FACTORIES).join(', ')})`, { provider: name });
+  const made = make(deps.config);
+  deps.providers.set(name, made);
+  return made;
+}
+
+export async function complete(input: LlmCompleteRequest, deps: LlmDeps, ctx: Ctx): Promise<LlmCompleteReply> {
+  const route = resolveRoute(deps.config, input.task);
+  const provider = providerFor(route.provider, deps);
+  const status = provider.status();
+  if (!status.configured) {
+    throw new CortadoError('LLM_UNAVAILABLE', `the LLM is not configured: ${status.reason ?? 'see the llm section'}`, { provider: route.provider });
+  }
+  const started = performance.now();
+  const section = deps.config.llm[route.provider];
+  const result = await callWithRetries(
+    provider,
+    {
+      model: route.model,
+      system: input.system,
+      messages: input.messages,
+      maxTokens: Math.min(input.max_tokens ?? route.maxTokens, route.maxTokens),
+      temperature: route.temperature,
+    },
+    {
+      maxRetries: section.max_retries,
+      attemptTimeoutMs: section.timeout * 1000,
+      ...(ctx.deadline !== undefined ? { deadline: ctx.deadline } : {}),
+      ...deps.policy,
+    },
+  ).catch((err: unknown) => {
+    deps.log.warn({ rid: ctx.requestId, task: input.task, provider: route.provider, model: route.model, err: (err as Error).message }, 'model call failed');
+    throw err;
+  });
+  deps.log.info(
+    {
+      rid: ctx.requestId, task: input.task, provider: route.provider, model: route.model, attempts: result.attempts,
+      ms: Math.round(performance.now() - started), in: result.usage.input_tokens, out: result.usage.output_tokens, cached: result.usage.cached_input_tokens,
+    },
+    'model call',
+  );
+  return {
+    text: result.text,
+    provider: route.provider,
+    model: route.model,
+    usage: { ...result.usage, llm_calls: 1 },
+    attempts: result.attempts,
+  };
+}
+
+/** Cheap: says whether the configured provider could be called, never calls it. */
+export function status(deps: Pick<LlmDeps, 'config' | 'providers'>): LlmStatusReply {
+  const name = deps.config.llm.provider;
+  const model = deps.config.llm[name].model;
+  try {
+    const s = providerFor(name, deps).status();
+    return { configured: s.configured, provider: name, model, ...(s.reason ? { reason: s.reason } : {}) };
+  } catch (err) {
+    return { configured: false, provider: name, model, reason: (err as Error).message };
+  }
+}

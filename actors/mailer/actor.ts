@@ -1,0 +1,45 @@
+/**
+ * The mailer actor: mail.send over the bus (handle.ts). Today's e-mail count lives in a
+ * JetStream KV bucket shared by every mailer copy; without JetStream it is counted in this
+ * process (warned).
+ */
+import type { ConnectionOptions } from 'node:tls';
+import { Actor, MailSend } from '../../protocol/subjects.js';
+import type { ActorDeps, RunningActor } from '../runtime/actor.js';
+import { KvCounter, MemoryCounter, send, Transports, type DailyCounter } from './handle.js';
+
+/** The KV bucket of the daily counts (one per bus prefix). */
+export function mailBucket(prefix: string): string {
+  return `${prefix.replace(/[^A-Za-z0-9]/g, '_')}_mail`;
+}
+
+export interface MailerOptions {
+  /** extra TLS socket options for the SMTP connection (a CA to trust); operators use NODE_EXTRA_CA_CERTS */
+  tls?: ConnectionOptions;
+}
+
+export async function startMailer(deps: ActorDeps, opts: MailerOptions = {}): Promise<RunningActor> {
+  const { bus, config, log } = deps;
+  let counter: DailyCounter;
+  try {
+    // two days: yesterday's count must not vanish at the stroke of midnight in another time zone's clock skew
+    counter = new KvCounter(await bus.kv(mailBucket(bus.prefix), { ttlMs: 2 * 24 * 3_600_000 }));
+  } catch (err) {
+    log.warn({ err: (err as Error).message }, 'no JetStream KV: max_emails_per_day is counted in this process only');
+    counter = new MemoryCounter();
+  }
+  const transports = new Transports(opts.tls);
+  bus.serve(MailSend, (input, ctx) => send(input, { bus, config, log, counter, transports }, ctx));
+  const smtp = config.email.smtp;
+  log.info({ enabled: config.email.enabled, host: smtp.host, port: smtp.port, tls: smtp.use_ssl ? 'ssl' : smtp.use_tls ? 'starttls' : 'none' }, 'mailer ready');
+  return {
+    name: Actor.Mailer,
+    async stop() {
+      transports.close();
+    },
+  };
+}
+
+export function start(deps: ActorDeps): Promise<RunningActor> {
+  return startMailer(deps);
+}

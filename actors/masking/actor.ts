@@ -1,0 +1,28 @@
+/**
+ * The masking actor: `ResultMask` over the bus. The active rules come from the identity actor's
+ * rule store (`MaskRulesList`, enabled rules only, cached a few seconds).
+ */
+import { Actor, MaskRulesList, ResultMask } from '../../protocol/subjects.js';
+import type { ActorDeps, RunningActor } from '../runtime/actor.js';
+import { prepareParsers } from './dialects.js';
+import { mask, RuleCache, type MaskingDeps } from './handle.js';
+import { createHasher } from './strategies.js';
+
+/** The longest a masking request waits for the rule store. */
+const RULES_TIMEOUT_MS = 5_000;
+
+export async function start(deps: ActorDeps): Promise<RunningActor> {
+  const { bus, config, log } = deps;
+  await prepareParsers();
+  const hasher = createHasher(config.config_db.encryption_key || undefined);
+  if (hasher.keySource === 'random') {
+    log.info('mask hashes use a random key of this process (set config_db.encryption_key for hashes that stay the same across restarts and processes)');
+  }
+  const rules = new RuleCache(async (ctx) => {
+    const reply = await bus.request(MaskRulesList, {}, ctx, { timeoutMs: RULES_TIMEOUT_MS });
+    return reply.rules.filter((r) => r.enabled).map((r) => ({ field_pattern: r.field_pattern, strategy: r.strategy }));
+  }, log);
+  const d: MaskingDeps = { rules, hasher, log };
+  bus.serve(ResultMask, (input, ctx) => mask(input, d, ctx));
+  return { name: Actor.Masking, stop: async () => undefined };
+}

@@ -1,0 +1,54 @@
+/**
+ * SQL generation: one model call that decides the intent and writes the SQL (or the chat
+ * reply) in the default `combined` mode; the SQL alone in `sql` mode (when routing splits
+ * intent detection onto another model). A previous attempt the database rejected is shown
+ * to the model with the database's error, so it can correct itself.
+ */
+import type { Bus, Ctx } from '../../protocol/bus.js';
+import { LlmComplete } from '../../protocol/subjects.js';
+import type { SqlGenerateReply, SqlGenerateRequest } from '../../protocol/schemas/sql.js';
+import type { LlmMessage } from '../../protocol/schemas/llm.js';
+import type { Config } from '../../config/schema.js';
+import { promptText, splitPrompt } from '../../config/prompts.js';
+import { DIALECT_NAMES, formatAnswer, historyMessages, today } from '../lib/prompting.js';
+import { parseSqlReply } from '../lib/reply-parse.js';
+
+export interface SqlGenDeps {
+  bus: Pick<Bus, 'request'>;
+  config: Config;
+  now?: () => Date;
+}
+
+export function buildSqlPrompt(input: SqlGenerateRequest, config: Config, now: Date): { system: string; messages: LlmMessage[] } {
+  const { system, user } = splitPrompt(promptText(config, 'sql_generation'), {
+    schema_info: input.schema_text,
+    business_context: input.business_context ? `\n${input.business_context}\n` : '',
+    dialect: DIALECT_NAMES[input.dialect],
+    today: today(now),
+    default_limit: String(config.query.default_limit),
+    personality: promptText(config, 'barista_personality'),
+    question: input.question,
+  });
+  const messages: LlmMessage[] = [...historyMessages(input.history)];
+  const ask = input.mode === 'sql' ? `${user}\n\n(This question needs the database: reply with INTENT: sql.)` : user;
+  messages.push({ role: 'user', content: ask });
+  if (input.previous) {
+    messages.push({ role: 'assistant', content: formatAnswer({ sql: input.previous.sql }) });
+    messages.push({
+      role: 'user',
+      content: `The database rejected that SQL with this error:\n${input.previous.error}\n\nWrite a corrected query for the same question, using only the tables and columns listed. Reply in the same format.`,
+    });
+  }
+  return { system, messages };
+}
+
+export async function generate(input: SqlGenerateRequest, deps: SqlGenDeps, ctx: Ctx): Promise<SqlGenerateReply> {
+  const { system, messages } = buildSqlPrompt(input, deps.config, deps.now?.() ?? new Date());
+  const reply = await deps.bus.request(LlmComplete, { task: 'sql', system, messages }, ctx);
+  const parsed = parseSqlReply(reply.text);
+  const out: SqlGenerateReply = { intent: parsed.intent, usage: reply.usage, model: `${reply.provider}:${reply.model}` };
+  if (parsed.sql !== undefined) out.sql = parsed.sql;
+  if (parsed.explanation !== undefined) out.explanation = parsed.explanation;
+  if (parsed.message !== undefined) out.message = parsed.message;
+  return out;
+}

@@ -1,0 +1,154 @@
+/**
+ * `npm run bench`: the full question pipeline over HTTP against the composed floor, in one run.
+ *
+ *   (a) pipeline: POST /api/query → assistant → catalog (cached) → sqlgen → llm (scripted
+ *       Anthropic server answering at once) → executor → insights → reply
+ *   (b) floor:    POST → one NATS request/reply to the same executor → the same query on the
+ *       same pool → reply
+ *
+ * Each at 1 and 32 concurrent keep-alive clients; prints req/s, p50, p90, p99 and the ratios
+ * the goal is stated in (p50 added ≤ 1 ms, throughput ≥ 50 % of the floor).
+ * Needs nats-server on PATH and a PostgreSQL (DATABASE_URL, else 127.0.0.1:5432).
+ *   BENCH_SECONDS=10 BENCH_WARMUP=2 npm run bench
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import YAML from 'yaml';
+import { ROOT } from '../config/load.js';
+import { testConfigObject } from '../test/helpers/config.js';
+import { startNats } from '../test/helpers/nats.js';
+import { createTestDb } from '../test/helpers/pg.js';
+import { load, type LoadResult } from './load.js';
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 2);
+const SQL = 'SELECT id, name, category, price FROM items WHERE id BETWEEN 500 AND 519 ORDER BY id';
+
+const children: ChildProcess[] = [];
+const cleanups: Array<() => Promise<void>> = [];
+
+async function freePort(): Promise<number> {
+  const srv = net.createServer();
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  const { port } = srv.address() as net.AddressInfo;
+  await new Promise((r) => srv.close(r));
+  return port;
+}
+
+/** Start a tsx script and wait for its first JSON line on stdout. */
+function child<T>(args: string[], env: Record<string, string> = {}): Promise<T> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  children.push(proc);
+  return new Promise((resolve, reject) => {
+    const lines = createInterface({ input: proc.stdout! });
+    lines.once('line', (line) => resolve(JSON.parse(line) as T));
+    proc.once('exit', (code) => reject(new Error(`${args[0]} exited with ${code}`)));
+  });
+}
+
+async function waitHealthy(url: string): Promise<void> {
+  const end = Date.now() + 60_000;
+  while (Date.now() < end) {
+    const ok = await fetch(`${url}/health`).then((r) => r.json() as Promise<{ database?: string }>).then((b) => b.database === 'ok', () => false);
+    if (ok) return;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error('cortado did not become healthy');
+}
+
+function row(name: string, c: number, r: LoadResult): string {
+  const f = (n: number) => n.toFixed(2).padStart(8);
+  return `| ${name.padEnd(8)} | ${String(c).padStart(5)} | ${r.rps.toFixed(0).padStart(7)} | ${f(r.p50)} | ${f(r.p90)} | ${f(r.p99)} | ${String(r.errors).padStart(6)} |`;
+}
+
+async function main(): Promise<void> {
+  const nats = await startNats();
+  cleanups.push(() => nats.stop());
+  const db = await createTestDb('bench');
+  cleanups.push(() => db.drop());
+  await db.pool.query(`CREATE TABLE items (id integer PRIMARY KEY, name text NOT NULL, category text NOT NULL, price numeric(8,2) NOT NULL);
+    INSERT INTO items SELECT i, 'item ' || i, (ARRAY['coffee','tea','pastry','beans'])[1 + i % 4], round((1 + i % 17) * 1.25, 2) FROM generate_series(1, 1000) AS i;
+    ANALYZE items;`);
+
+  const fake = await child<{ url: string }>(['bench/fake-llm.ts', SQL]);
+  const dir = mkdtempSync(path.join(tmpdir(), 'cortado-bench-'));
+  cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
+  const httpPort = await freePort();
+  const cfg = testConfigObject({
+    natsUrl: nats.url,
+    db: { host: db.host, port: db.port, name: db.name, user: db.user },
+    llmUrl: fake.url,
+    extra: {
+      app: { port: httpPort, log_level: 'warn' },
+      database: { postgresql: { min_connections: 4, max_connections: 10 } },
+      insights: { enabled: true, mode: 'statistical_only' },
+    },
+  });
+  const file = path.join(dir, 'bench.yaml');
+  writeFileSync(file, YAML.stringify(cfg));
+
+  // BENCH_CPU_PROF=<dir>: write a CPU profile of the cortado process there (open it in Chrome DevTools)
+  const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+  const cortado = spawn(process.execPath, [...prof, path.join(ROOT, 'bin/cortado.js'), '--config', file], { cwd: ROOT, env: { ...process.env, CORTADO_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'ignore', 'inherit'] });
+  children.push(cortado);
+  const pipelineUrl = `http://127.0.0.1:${httpPort}`;
+  await waitHealthy(pipelineUrl);
+  const floor = await child<{ port: number; kind: string }>(['bench/floor.ts', nats.url, '0', SQL]);
+  const floorUrl = `http://127.0.0.1:${floor.port}`;
+
+  // both paths return the same 20 rows before anything is measured
+  const check = (text: string) => (JSON.parse(text) as { rows?: unknown[] }).rows?.length === 20;
+  for (const url of [`${pipelineUrl}/api/query`, floorUrl]) {
+    const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ question: 'the twenty items from 500?' }) });
+    const text = await res.text();
+    if (res.status !== 200 || !check(text)) throw new Error(`${url} answered ${res.status}: ${text.slice(0, 300)}`);
+  }
+
+  // where the pipeline's time goes, one question at a time (the reply's own timing_ms)
+  const steps = new Map<string, number[]>();
+  for (let i = 0; i < 200; i++) {
+    const res = await fetch(`${pipelineUrl}/api/query`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ question: 'the twenty items from 500?' }) });
+    const body = (await res.json()) as { timing_ms: Record<string, number> };
+    if (i < 50) continue;
+    for (const [k, v] of Object.entries(body.timing_ms)) steps.set(k, [...(steps.get(k) ?? []), v]);
+  }
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
+  const breakdown = [...steps].map(([k, xs]) => `${k} ${median(xs).toFixed(2)}`).join(', ');
+
+  const results: Record<string, Record<number, LoadResult>> = { pipeline: {}, floor: {} };
+  for (const c of [1, 32]) {
+    for (const [name, url] of [['floor', floorUrl], ['pipeline', `${pipelineUrl}/api/query`]] as const) {
+      results[name]![c] = await load({ url, body: { question: 'the twenty items from 500?' }, connections: c, seconds: SECONDS, warmupSeconds: WARMUP, check: (_s, b) => check(b) });
+    }
+  }
+
+  console.log(`\nCortado benchmark — ${SECONDS} s per cell after ${WARMUP} s warm-up; edge server: ${floor.kind}; query: 20 rows by primary key\n`);
+  console.log('| path     | conns |   req/s |  p50 ms |  p90 ms |  p99 ms | errors |');
+  console.log('| -------- | ----: | ------: | ------: | ------: | ------: | -----: |');
+  for (const c of [1, 32]) {
+    console.log(row('floor', c, results.floor![c]!));
+    console.log(row('pipeline', c, results.pipeline![c]!));
+  }
+  console.log(`\npipeline steps at 1 client, median ms (inside the assistant): ${breakdown}`);
+  console.log('');
+  for (const c of [1, 32]) {
+    const p = results.pipeline![c]!;
+    const f = results.floor![c]!;
+    const added = p.p50 - f.p50;
+    const share = p.rps / f.rps;
+    console.log(`c=${c}: pipeline adds ${added.toFixed(2)} ms at p50 (goal ≤ 1 ms: ${added <= 1 ? 'met' : 'not met'}); keeps ${(share * 100).toFixed(0)} % of the floor's throughput (goal ≥ 50 %: ${share >= 0.5 ? 'met' : 'not met'})`);
+  }
+}
+
+try {
+  await main();
+} finally {
+  for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
+  await new Promise((r) => setTimeout(r, 500));
+  for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
+  for (const fn of cleanups.reverse()) await fn().catch(() => undefined);
+}

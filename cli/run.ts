@@ -1,0 +1,80 @@
+/**
+ * One Cortado process: connect the bus (starting nats-server if needed), make sure the
+ * event stream exists, start the chosen actors and the edge. `stop()` drains in order:
+ * the edge (503 for new requests, in-flight answers finish), then the actors, then the bus.
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import type { Bus } from '../protocol/bus.js';
+import type { Logger } from '../protocol/log.js';
+import type { Actor } from '../protocol/subjects.js';
+import { ROOT } from '../config/load.js';
+import type { Config } from '../config/schema.js';
+import { startActors, type ActorHost } from '../actors/runtime/host.js';
+import { startEdge, type Edge } from '../edge/app.js';
+import { loadStoredOverrides, startConfigSync } from './config-sync.js';
+import { connectBus, stopChild } from './nats.js';
+
+export const VERSION: string = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+
+export interface Roles {
+  edge: boolean;
+  actors: readonly Actor[];
+}
+
+export interface RunOptions {
+  config: Config;
+  roles: Roles;
+  log: Logger;
+  /** override the listen port (tests: 0) */
+  port?: number;
+  host?: string;
+  name?: string;
+}
+
+export interface Running {
+  bus: Bus;
+  edge?: Edge;
+  actors?: ActorHost;
+  stop(graceMs?: number): Promise<void>;
+}
+
+export async function runCortado(opts: RunOptions): Promise<Running> {
+  const { config, roles, log } = opts;
+  const { bus, child } = await connectBus(config, log, opts.name ?? `cortado-${roles.edge ? 'edge' : 'actors'}-${process.pid}`);
+  let actors: ActorHost | undefined;
+  let edge: Edge | undefined;
+  let stopSync: (() => void) | undefined;
+  try {
+    await bus.ensureEventStream({ maxAgeMs: config.bus.events_max_age_days * 24 * 3600_000 });
+    stopSync = startConfigSync(bus, config, log);
+    if (!roles.actors.includes('identity')) await loadStoredOverrides(bus, config, log);
+    if (roles.actors.length) actors = await startActors(roles.actors, { bus, config, log });
+    if (roles.edge) {
+      edge = await startEdge({ bus, config, log, version: VERSION, ...(opts.port !== undefined ? { port: opts.port } : {}), ...(opts.host ? { host: opts.host } : {}) });
+    }
+  } catch (err) {
+    await actors?.stop(Date.now() + 1_000).catch(() => undefined);
+    await bus.close().catch(() => undefined);
+    await stopChild(child);
+    throw err;
+  }
+  let stopping: Promise<void> | undefined;
+  const running: Running = {
+    bus,
+    ...(edge ? { edge } : {}),
+    ...(actors ? { actors } : {}),
+    stop(graceMs = config.app.shutdown_grace_seconds * 1_000) {
+      stopping ??= (async () => {
+        const deadline = Date.now() + graceMs;
+        await edge?.stop(deadline);
+        await actors?.stop(deadline);
+        stopSync?.();
+        await bus.close();
+        await stopChild(child);
+      })();
+      return stopping;
+    },
+  };
+  return running;
+}

@@ -1,0 +1,121 @@
+/**
+ * Cortado's default prompts, overridable key by key in the `prompts` section (and, later, at
+ * run time from the admin panel). Placeholders: {schema_info} and {question} (SPEC), plus
+ * {dialect}, {today}, {default_limit}, {business_context} and {personality}. Only these are
+ * replaced; any other brace text is left alone.
+ *
+ * The text before {question} is the stable prefix: it goes into the system prompt, where
+ * providers can cache it. The question and what follows it go into the user message.
+ */
+import type { Config } from './schema.js';
+
+export const PROMPT_KEYS = [
+  'intent_detection',
+  'barista_personality',
+  'sql_generation',
+  'insights_generation',
+  'ops_insights_generation',
+] as const;
+export type PromptKey = (typeof PROMPT_KEYS)[number];
+
+const BARISTA = `You are Cortado, the friendly data barista of this company's analytics team. You are warm, brief and precise: one or two sentences, plain words, no jargon, at most one coffee pun. You help people ask questions about their data. You never invent numbers: figures come only from query results.`;
+
+const SQL_GENERATION = `You turn business questions into one {dialect} query against the database described below.
+
+{schema_info}
+{business_context}
+Today is {today}.
+
+Rules for the SQL:
+- Write exactly ONE read-only statement: SELECT, or WITH ... SELECT. Never write INSERT, UPDATE, DELETE, MERGE, DDL, COPY, SET, or call administrative, file or sleep functions.
+- Use only the tables and columns listed above. Qualify columns with short table aliases when you join. Join along the foreign keys shown (->).
+- Resolve relative dates ("last month", "this year", "yesterday") against today's date, with half-open ranges on timestamps (>= start AND < end).
+- Give columns readable aliases (store_name, total_sales). Round money to 2 decimals. Order the rows so the answer comes first.
+- Return at most {default_limit} rows unless the question asks for a number of rows; aggregate rather than dumping raw rows.
+- If the conversation so far is relevant (a follow-up like "and by month?"), build on the previous query.
+
+Decide first whether the question needs the database.
+If it does, reply exactly in this form:
+INTENT: sql
+SQL:
+\`\`\`sql
+<the statement>
+\`\`\`
+EXPLANATION: <one or two sentences, for a business user, on what the query returns>
+
+If it does not (a greeting, thanks, a question about you or about how to use this tool), reply exactly in this form:
+INTENT: chat
+MESSAGE: <your short answer, in this persona: {personality}>
+
+Question: {question}`;
+
+const INTENT_DETECTION = `Classify the user's message for a data assistant that answers questions by querying the database described below.
+
+{schema_info}
+
+Reply "sql" when answering needs data from these tables (counts, totals, lists, trends, comparisons, lookups), even if the wording is casual. Reply "chat" for greetings, thanks, questions about the assistant, or anything the tables cannot answer.
+
+Reply exactly in this form, nothing else:
+INTENT: sql|chat
+CONFIDENCE: <a number between 0 and 1>
+
+Message: {question}`;
+
+const INSIGHTS_GENERATION = `You are a data analyst. Below are a business question, the SQL that answered it, and the first rows of its result.
+Write up to {max_insights} short, concrete insights a manager would act on: trends, leaders, outliers, risks. Use only numbers that appear in the data; never invent any.
+
+Reply with one insight per line, exactly in this form:
+TYPE: <trend|leader|outlier|risk|summary> | SEVERITY: <info|success|warning|critical> | MESSAGE: <one sentence>
+
+Question: {question}`;
+
+const OPS_INSIGHTS_GENERATION = `You are a cloud data-warehouse operations analyst. Read the operation result below and write up to {max_insights} short, concrete findings on cost, performance and risk, each with what to do next.
+
+Reply with one finding per line, exactly in this form:
+TYPE: <cost|performance|security|capacity> | SEVERITY: <info|warning|critical> | MESSAGE: <one sentence>
+
+Operation: {question}`;
+
+export const DEFAULT_PROMPTS: Readonly<Record<PromptKey, string>> = Object.freeze({
+  intent_detection: INTENT_DETECTION,
+  barista_personality: BARISTA,
+  sql_generation: SQL_GENERATION,
+  insights_generation: INSIGHTS_GENERATION,
+  ops_insights_generation: OPS_INSIGHTS_GENERATION,
+});
+
+/** The prompt text in force: the config's override, else the default. */
+export function promptText(config: Config, key: PromptKey): string {
+  const override = config.prompts[key];
+  return override !== undefined && override.trim() !== '' ? override : DEFAULT_PROMPTS[key];
+}
+
+const PLACEHOLDER = /\{(schema_info|question|dialect|today|default_limit|business_context|personality|max_insights)\}/g;
+
+export type PromptVars = Partial<Record<'schema_info' | 'question' | 'dialect' | 'today' | 'default_limit' | 'business_context' | 'personality' | 'max_insights', string>>;
+
+/** Replace the known placeholders; leave every other brace alone. */
+export function fillPrompt(template: string, vars: PromptVars): string {
+  return template.replace(PLACEHOLDER, (m, name: keyof PromptVars) => vars[name] ?? m);
+}
+
+/**
+ * Split a template at {question}: the part before is the stable, cacheable system prompt;
+ * the question and what follows form the user message. A template without {question}
+ * becomes the system prompt and the question is the user message.
+ */
+export function splitPrompt(template: string, vars: PromptVars): { system: string; user: string } {
+  const question = vars.question ?? '';
+  const at = template.indexOf('{question}');
+  if (at < 0) return { system: fillPrompt(template, vars).trim(), user: question };
+  const before = template.slice(0, at);
+  const after = template.slice(at);
+  // Keep the label that introduces the question ("Question: ") with the question itself.
+  const lastLine = before.lastIndexOf('\n');
+  const head = lastLine >= 0 ? before.slice(0, lastLine) : '';
+  const label = lastLine >= 0 ? before.slice(lastLine + 1) : before;
+  return {
+    system: fillPrompt(head, vars).trim(),
+    user: fillPrompt(label + after, vars).trim(),
+  };
+}

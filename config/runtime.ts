@@ -1,0 +1,100 @@
+/**
+ * Runtime overrides of the loaded config (the admin panel's edits): validated against the
+ * same schema as the file, applied in place to the config object every actor of the process
+ * holds, and reset to the file's value. Keys that only take effect at start-up, or that would
+ * let an admin session widen its own power, are refused.
+ */
+import { CortadoError } from '../protocol/errors.js';
+import { baselineOf, configProblems } from './load.js';
+import type { TSchema } from 'typebox';
+import { ConfigSchema, SECRET_KEYS, type Config } from './schema.js';
+
+type SchemaNode = TSchema & { properties?: Record<string, SchemaNode>; patternProperties?: Record<string, SchemaNode>; anyOf?: SchemaNode[] };
+
+/** Whether the config schema has this dotted key (records accept any name at their level). */
+export function schemaHasKey(key: string): boolean {
+  let node: SchemaNode | undefined = ConfigSchema as SchemaNode;
+  for (const part of key.split('.')) {
+    if (!node) return false;
+    const objects: SchemaNode[] = node.anyOf ? node.anyOf.filter((n) => n.properties || n.patternProperties) : [node];
+    let next: SchemaNode | undefined;
+    for (const o of objects) next ??= o.properties?.[part] ?? (o.patternProperties ? Object.values(o.patternProperties)[0] : undefined);
+    node = next;
+  }
+  return node !== undefined;
+}
+
+/** Sections and keys an override may not touch: read at start, or the keys to the kingdom. */
+const FIXED: readonly string[] = [
+  'app.host', 'app.port', 'app.http_server', 'app.max_body_kb', 'app.trusted_proxies',
+  'bus', 'database', 'config_db', 'admin.username', 'admin.password', 'plugins.auth.enabled',
+  'llm.provider',
+];
+
+export function isSecretKey(key: string): boolean {
+  return SECRET_KEYS.has(key.split('.').at(-1) ?? '');
+}
+
+export function overridable(key: string): boolean {
+  return !FIXED.some((f) => key === f || key.startsWith(`${f}.`));
+}
+
+function getPath(obj: unknown, parts: readonly string[]): unknown {
+  let cur = obj;
+  for (const p of parts) {
+    if (cur === null || typeof cur !== 'object' || !Object.hasOwn(cur, p)) return undefined;
+    cur = (cur as Record<string, unknown>)[p];
+  }
+  return cur;
+}
+
+function setPath(obj: Record<string, unknown>, parts: readonly string[], value: unknown): void {
+  let cur: Record<string, unknown> = obj;
+  for (const p of parts.slice(0, -1)) {
+    const next = cur[p];
+    if (next === null || typeof next !== 'object' || Array.isArray(next)) throw new CortadoError('VALIDATION_FAILED', `${parts.join('.')}: there is no such key`);
+    cur = next as Record<string, unknown>;
+  }
+  cur[parts.at(-1)!] = value;
+}
+
+/** The value of a key in force. */
+export function configValue(config: Config, key: string): unknown {
+  return getPath(config, key.split('.'));
+}
+
+/**
+ * Check that `key = value` makes a valid config (and is allowed at run time), without
+ * changing anything. Throws VALIDATION_FAILED naming the key, or FORBIDDEN.
+ */
+export function checkOverride(config: Config, key: string, value: unknown): void {
+  if (!overridable(key)) throw new CortadoError('FORBIDDEN', `${key} is read at start-up only: change it in config/config.yaml and restart`);
+  const parts = key.split('.');
+  if (!schemaHasKey(key)) throw new CortadoError('VALIDATION_FAILED', `${key}: there is no such key`);
+  const copy = structuredClone(config) as unknown as Record<string, unknown>;
+  setPath(copy, parts, value);
+  const problems = configProblems(copy);
+  if (problems.length) throw new CortadoError('VALIDATION_FAILED', problems.join('; '), { problems });
+}
+
+/** Apply `key = value` in place; `undefined` resets the key to the file's value. */
+export function applyOverride(config: Config, key: string, value: unknown): void {
+  const parts = key.split('.');
+  const next = value === undefined ? structuredClone(getPath(baselineOf(config), parts)) : value;
+  setPath(config as unknown as Record<string, unknown>, parts, next);
+}
+
+/** A deep copy with every secret replaced by "********" (empty secrets stay empty). */
+export function maskSecrets<T>(value: T): T {
+  const walk = (v: unknown, key: string): unknown => {
+    if (SECRET_KEYS.has(key) && v !== undefined && v !== null) return v === '' ? '' : '********';
+    if (Array.isArray(v)) return v.map((x) => walk(x, ''));
+    if (v !== null && typeof v === 'object') {
+      const out: Record<string, unknown> = {};
+      for (const [k, x] of Object.entries(v)) out[k] = walk(x, k);
+      return out;
+    }
+    return v;
+  };
+  return walk(value, '') as T;
+}

@@ -1,0 +1,387 @@
+/**
+ * One TypeBox schema for the whole config/config.yaml: every section and key of SPEC.md,
+ * with its type and reference default. Only `llm` and `database` are required.
+ * Keys marked (Cortado) are additions of ours, documented in README.md.
+ */
+import Type, { type Static, type TSchema } from 'typebox';
+
+const Str = (def = '', opts: Record<string, unknown> = {}) => Type.String({ default: def, ...opts });
+const Int = (def: number, opts: Record<string, unknown> = {}) => Type.Integer({ default: def, ...opts });
+const Num = (def: number, opts: Record<string, unknown> = {}) => Type.Number({ default: def, ...opts });
+const Bool = (def: boolean) => Type.Boolean({ default: def });
+const StrList = (def: string[] = []) => Type.Array(Type.String(), { default: def });
+/** A section: an object whose missing keys take their defaults. */
+const Section = <P extends Record<string, TSchema>>(props: P) => Type.Object(props, { default: {} });
+const Opt = <T extends TSchema>(t: T) => Type.Optional(t);
+
+/** Per-task model names inside one provider (SPEC llm.*.model_routing). */
+const TaskRouting = Section({
+  intent_detection: Opt(Type.String()),
+  chat: Opt(Type.String()),
+  sql: Opt(Type.String()),
+  insights: Opt(Type.String()),
+  ops_insights: Opt(Type.String()),
+});
+
+/** Shared by every LLM provider section. */
+const llmCommon = {
+  model: Str(''),
+  max_tokens: Int(4096, { minimum: 1 }),
+  temperature: Num(0, { minimum: 0, maximum: 2 }),
+  /** (Cortado) another endpoint: a gateway, a proxy, a local OpenAI-compatible server, a test */
+  base_url: Str(''),
+  /** (Cortado) seconds one model call may take */
+  timeout: Int(60, { minimum: 1 }),
+  /** (Cortado) retries on 429/5xx/network errors, with backoff and jitter */
+  max_retries: Int(2, { minimum: 0, maximum: 10 }),
+  model_routing: TaskRouting,
+};
+
+export const LlmProviderName = Type.Enum(['anthropic', 'gemini', 'vertexai', 'openai']);
+export type LlmProviderName = Static<typeof LlmProviderName>;
+
+export const LlmSection = Type.Object({
+  provider: LlmProviderName,
+  anthropic: Section({ api_key: Str(''), ...llmCommon, model: Str('claude-sonnet-4-5') }),
+  gemini: Section({ api_key: Str(''), ...llmCommon, model: Str('gemini-2.5-flash'), max_tokens: Int(1000, { minimum: 1 }) }),
+  vertexai: Section({
+    project_id: Str(''),
+    location: Str('us-central1'),
+    credentials_path: Str(''),
+    credentials_json: Str(''),
+    ...llmCommon,
+    model: Str('gemini-2.5-flash'),
+  }),
+  openai: Section({ api_key: Str(''), organization: Str(''), ...llmCommon, model: Str('gpt-4.1-mini') }),
+});
+export type LlmSection = Static<typeof LlmSection>;
+
+/** Top-level model_routing: a task → provider (and model), across providers. */
+const RouteTarget = Type.Union([
+  Type.String({ minLength: 1 }),
+  Type.Object({ provider: LlmProviderName, model: Opt(Type.String()) }),
+]);
+export const ModelRouting = Section({
+  intent_detection: Opt(RouteTarget),
+  chat: Opt(RouteTarget),
+  sql: Opt(RouteTarget),
+  insights: Opt(RouteTarget),
+  ops_insights: Opt(RouteTarget),
+});
+
+export const DbProviderName = Type.Enum(['trino', 'postgresql', 'mysql', 'bigquery']);
+export type DbProviderName = Static<typeof DbProviderName>;
+
+const OptSeconds = Opt(Type.Integer({ minimum: 1 }));
+
+export const DatabaseSection = Type.Object({
+  provider: DbProviderName,
+  /** (Cortado) refuse to start when the database role can write */
+  require_read_only: Bool(false),
+  trino: Section({
+    host: Str('localhost'),
+    port: Int(8080, { minimum: 1, maximum: 65535 }),
+    user: Str('cortado'),
+    password: Str(''),
+    catalog: Str(''),
+    schema: Str(''),
+    http_scheme: Type.Enum(['http', 'https'], { default: 'https' }),
+    timeout: OptSeconds,
+  }),
+  postgresql: Section({
+    host: Str('localhost'),
+    port: Int(5432, { minimum: 1, maximum: 65535 }),
+    database: Str('postgres'),
+    user: Str('postgres'),
+    password: Str(''),
+    schema: Str('public'),
+    min_connections: Int(1, { minimum: 0 }),
+    max_connections: Int(10, { minimum: 1 }),
+    timeout: OptSeconds,
+    /** (Cortado) run the demo database in-process (PGlite) instead of connecting to host/port */
+    embedded: Bool(false),
+    /** (Cortado) where the embedded database keeps its files */
+    embedded_dir: Str('data/demo-pg'),
+    /** (Cortado) require TLS to the server */
+    ssl: Bool(false),
+  }),
+  mysql: Section({
+    host: Str('localhost'),
+    port: Int(3306, { minimum: 1, maximum: 65535 }),
+    database: Str(''),
+    user: Str('root'),
+    password: Str(''),
+    autocommit: Bool(true),
+    timeout: OptSeconds,
+    /** (Cortado) pool size */
+    max_connections: Int(10, { minimum: 1 }),
+  }),
+  bigquery: Section({
+    project_id: Str(''),
+    dataset: Str(''),
+    location: Str('US'),
+    credentials_path: Str(''),
+    credentials_json: Str(''),
+    timeout: Int(300, { minimum: 1 }),
+    max_results: Int(10000, { minimum: 1 }),
+    price_per_tb_usd: Opt(Type.Number({ minimum: 0 })),
+    /** (Cortado) another API endpoint (tests, proxies) */
+    base_url: Str(''),
+  }),
+});
+export type DatabaseSection = Static<typeof DatabaseSection>;
+
+export const ConfigSchema = Type.Object({
+  app: Section({
+    name: Str('Cortado'),
+    host: Str('0.0.0.0'),
+    port: Int(8000, { minimum: 0, maximum: 65535 }),
+    debug: Bool(false),
+    log_level: Type.Enum(['trace', 'debug', 'info', 'warning', 'warn', 'error', 'fatal', 'silent'], { default: 'info' }),
+    /** (Cortado) auto: uWebSockets.js when it loads, else node:http */
+    http_server: Type.Enum(['auto', 'uws', 'node'], { default: 'auto' }),
+    /** (Cortado) largest accepted request body */
+    max_body_kb: Int(256, { minimum: 1 }),
+    /** (Cortado) seconds in-flight work may take to finish on SIGTERM */
+    shutdown_grace_seconds: Int(30, { minimum: 0 }),
+    /** (Cortado) peers whose X-Forwarded-For is believed */
+    trusted_proxies: StrList([]),
+  }),
+  /** (Cortado) the NATS bus */
+  bus: Section({
+    url: Str('nats://127.0.0.1:4222'),
+    prefix: Str('cortado', { pattern: '^[a-z][a-z0-9_-]*$' }),
+    /** start nats-server (from PATH) with the repo's nats.conf when none answers at url */
+    autostart: Bool(true),
+    /** days the event stream keeps events */
+    events_max_age_days: Int(7, { minimum: 1 }),
+    /** a request for an actor running in the same process skips the wire (see protocol/bus.ts) */
+    prefer_local: Bool(true),
+  }),
+  llm: LlmSection,
+  model_routing: ModelRouting,
+  database: DatabaseSection,
+  mcp: Section({
+    sse: Section({ enabled: Bool(true) }),
+    /** (Cortado) Streamable HTTP at /mcp */
+    streamable_http: Section({ enabled: Bool(true) }),
+    /** (Cortado) rows an MCP tool returns at most */
+    max_rows: Int(200, { minimum: 1 }),
+    security_alerts: Section({
+      enabled: Bool(false),
+      risk_threshold: Int(70, { minimum: 0, maximum: 100 }),
+      apply_to: StrList(['mcp']),
+      notify_emails: StrList([]),
+    }),
+  }),
+  admin: Section({
+    enabled: Bool(false),
+    username: Str('admin'),
+    password: Str(''),
+    /** (Cortado) admin session lifetime */
+    session_ttl_minutes: Int(480, { minimum: 1 }),
+  }),
+  ldap: Section({
+    enabled: Bool(false),
+    server: Str(''),
+    use_ssl: Bool(false),
+    connect_timeout: Int(5, { minimum: 1 }),
+    user_dn_template: Str(''),
+    bind_dn: Str(''),
+    bind_password: Str(''),
+    base_dn: Str(''),
+    user_search_filter: Str('(uid={username})'),
+    required_group_dn: Str(''),
+    group_member_attr: Type.Enum(['member', 'memberOf', 'memberUid'], { default: 'member' }),
+  }),
+  plugins: Section({
+    assistant_login: Section({ enabled: Bool(false), ttl_hours: Int(8, { minimum: 1 }) }),
+    auth: Section({
+      enabled: Bool(false),
+      session_ttl_minutes: Int(480, { minimum: 1 }),
+      max_workers: Int(40, { minimum: 1 }),
+      db_provider: Str(''),
+      db_host: Str(''),
+      db_port: Opt(Type.Integer({ minimum: 1, maximum: 65535 })),
+      allowed_catalogs: Type.Array(
+        Type.Object({ name: Type.String({ minLength: 1 }), allowed_schemas: Type.Array(Type.String(), { default: [] }) }),
+        { default: [] },
+      ),
+      allowed_db_types: StrList([]),
+      enforce_catalog_lock: Bool(true),
+      enable_discovery_tokens: Bool(false),
+      /** (Cortado) longest lifetime an API token may be given */
+      token_max_ttl_hours: Int(720, { minimum: 1 }),
+      auto_session: Section({
+        enabled: Bool(false),
+        ttl_hours: Int(1, { minimum: 1 }),
+        label: Str('auto-session'),
+        allowed_origins: StrList([]),
+      }),
+    }),
+  }),
+  config_db: Section({
+    enabled: Bool(false),
+    type: Type.Enum(['postgresql'], { default: 'postgresql' }),
+    postgresql: Section({
+      host: Str('localhost'),
+      port: Int(5432, { minimum: 1, maximum: 65535 }),
+      database: Str('cortado'),
+      user: Str('postgres'),
+      password: Str(''),
+    }),
+    encryption_key: Str(''),
+  }),
+  analytics: Section({
+    enabled: Bool(false),
+    backend: Str('postgresql'),
+    /** the installation guide's alias of backend */
+    storage: Opt(Type.String()),
+    postgresql: Section({
+      host: Str('localhost'),
+      port: Int(5432, { minimum: 1, maximum: 65535 }),
+      database: Str('cortado'),
+      user: Str('postgres'),
+      password: Str(''),
+    }),
+  }),
+  scheduler: Section({
+    enabled: Bool(false),
+    timezone: Str('UTC'),
+    max_concurrent_jobs: Int(10, { minimum: 1 }),
+    job_timeout_seconds: Int(300, { minimum: 1 }),
+    keep_history_days: Int(30, { minimum: 1 }),
+    max_executions_per_schedule: Int(100, { minimum: 1 }),
+  }),
+  email: Section({
+    enabled: Bool(false),
+    provider: Type.Enum(['smtp'], { default: 'smtp' }),
+    smtp: Section({
+      host: Str(''),
+      port: Int(587, { minimum: 1, maximum: 65535 }),
+      user: Str(''),
+      password: Str(''),
+      from_email: Str(''),
+      from_name: Str('Cortado'),
+      use_tls: Bool(true),
+      use_ssl: Bool(false),
+      custom_headers: Type.Record(Type.String(), Type.String(), { default: {} }),
+      reply_to: Str(''),
+    }),
+    templates: Section({
+      success_subject: Str('Report: {{schedule_name}} ({{date}})'),
+      failure_subject: Str('Failed: {{schedule_name}} ({{date}})'),
+      success_body: Str('The scheduled report "{{schedule_name}}" ran on {{date}} at {{time}}.\nThe {{format}} report is attached.'),
+      failure_body: Str('The scheduled report "{{schedule_name}}" failed on {{date}} at {{time}}.\n\nError: {{error_message}}'),
+    }),
+    max_emails_per_day: Int(1000, { minimum: 0 }),
+    max_recipients_per_email: Int(10, { minimum: 1 }),
+  }),
+  export: Section({
+    formats: Type.Array(Type.Enum(['csv', 'excel', 'html']), { default: ['csv', 'excel', 'html'] }),
+    max_rows: Int(10000, { minimum: 1 }),
+    max_file_size_mb: Int(25, { minimum: 1 }),
+    filename_template: Str('{{schedule_name}}_{{date}}_{{time}}'),
+  }),
+  insights: Section({
+    enabled: Bool(true),
+    mode: Type.Enum(['llm_only', 'statistical_only', 'hybrid'], { default: 'statistical_only' }),
+    max_insights: Int(3, { minimum: 0 }),
+    include_statistical: Bool(true),
+  }),
+  ops_agent: Section({
+    enabled: Bool(false),
+    ai_insights: Bool(false),
+    ai_insights_max: Int(5, { minimum: 0 }),
+    provider: Str('bigquery_ops'),
+    config: Section({
+      projects: Type.Array(
+        Type.Object({ project_id: Type.String(), region: Type.String({ default: 'US' }), credentials_path: Type.String({ default: '' }) }),
+        { default: [] },
+      ),
+      allowed_operations: StrList([]),
+    }),
+  }),
+  alarms: Section({
+    enabled: Bool(false),
+    storage_path: Str('data/alarms.json'),
+    default_recipients: StrList([]),
+  }),
+  jira: Section({
+    enabled: Bool(false),
+    url: Str(''),
+    email: Str(''),
+    api_token: Str(''),
+    project_key: Str(''),
+    issue_type: Str('Bug'),
+    priority: Str('High'),
+  }),
+  rate_limiting: Section({
+    enabled: Bool(false),
+    strategy: Type.Enum(['sliding_window', 'token_bucket', 'fixed_window'], { default: 'sliding_window' }),
+    key_type: Type.Enum(['session_id', 'ip', 'user_id'], { default: 'ip' }),
+    requests_per_window: Int(30, { minimum: 1 }),
+    window_seconds: Int(60, { minimum: 1 }),
+    protected_paths: StrList(['/query', '/auth/query']),
+    exclude_paths: StrList(['/health', '/static', '/admin']),
+    path_overrides: Type.Record(
+      Type.String(),
+      Type.Object({ requests_per_window: Type.Integer({ minimum: 1 }), window_seconds: Type.Integer({ minimum: 1 }) }),
+      { default: {} },
+    ),
+  }),
+  query: Section({
+    default_limit: Int(100, { minimum: 1 }),
+    max_limit: Int(1000, { minimum: 1 }),
+    timeout: Int(300, { minimum: 1 }),
+    require_session: Bool(false),
+    execute_generated_sql: Bool(true),
+    confirm_before_execute: Bool(false),
+    /** (Cortado) times the model may rewrite SQL the database rejected */
+    max_corrections: Int(1, { minimum: 0, maximum: 5 }),
+  }),
+  cors: Section({
+    allow_origins: StrList(['*']),
+    allow_credentials: Bool(true),
+    allow_methods: StrList(['*']),
+    allow_headers: StrList(['*']),
+  }),
+  ui: Section({
+    sections: Section({
+      assistant: Bool(true),
+      demo: Bool(true),
+      analytics: Bool(true),
+      schedules: Bool(true),
+      dashboards: Bool(true),
+      bigquery_ops: Opt(Type.Boolean()),
+      'bigquery-ops': Opt(Type.Boolean()),
+      admin: Bool(true),
+      tokens: Bool(true),
+    }),
+  }),
+  prompts: Section({
+    intent_detection: Opt(Type.String()),
+    barista_personality: Opt(Type.String()),
+    sql_generation: Opt(Type.String()),
+    insights_generation: Opt(Type.String()),
+    ops_insights_generation: Opt(Type.String()),
+  }),
+  /** (Cortado) conversation memory for follow-up questions */
+  conversation: Section({
+    max_turns: Int(5, { minimum: 0, maximum: 50 }),
+    ttl_minutes: Int(60, { minimum: 1 }),
+  }),
+  /** (Cortado) schema cache and retrieval */
+  catalog: Section({
+    cache_ttl_seconds: Int(300, { minimum: 0 }),
+    /** tables put in a prompt at most (the most relevant ones) */
+    max_tables_in_prompt: Int(12, { minimum: 1 }),
+  }),
+});
+
+export type Config = Static<typeof ConfigSchema>;
+
+/** Key names whose values are secrets: never printed, never returned. */
+export const SECRET_KEYS: ReadonlySet<string> = new Set([
+  'password', 'api_key', 'api_token', 'bind_password', 'credentials_json', 'encryption_key', 'token', 'secret',
+]);

@@ -1,0 +1,176 @@
+/**
+ * The edge: HTTP in, bus requests out. Request ids, CORS, 503 while closing, one log line
+ * per request, errors in one JSON shape. No business logic lives here.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Bus } from '../protocol/bus.js';
+import { CortadoError, toCortadoError } from '../protocol/errors.js';
+import { HTTP_REQUEST_ID } from '../protocol/headers.js';
+import { redactUrl, type Logger } from '../protocol/log.js';
+import type { Config } from '../config/schema.js';
+import { createHttpServer, type HttpRequest, type HttpResponse, type HttpServer } from './http/server.js';
+import { sendError, SECURITY_HEADERS } from './http/reply.js';
+import { Router } from './http/router.js';
+import { corsPolicy } from './http/cors.js';
+import { createRateLimiter } from './http/ratelimit.js';
+import { healthRoutes } from './http/routes/health.js';
+import { pageRoutes } from './http/routes/pages.js';
+import { adminRoutes } from './http/routes/admin.js';
+import { queryRoutes } from './http/routes/query.js';
+import { tableRoutes } from './http/routes/tables.js';
+import { authRoutes } from './http/routes/auth.js';
+import { mcpRoutes } from './mcp/routes.js';
+
+export interface EdgeOptions {
+  bus: Bus;
+  config: Config;
+  log: Logger;
+  version: string;
+  /** override app.host / app.port (tests: port 0) */
+  host?: string;
+  port?: number;
+}
+
+export interface Edge {
+  readonly port: number;
+  readonly kind: 'uws' | 'node';
+  readonly inFlight: number;
+  /** 503 for new requests, wait for in-flight ones (up to the deadline), close the socket */
+  stop(deadline: number): Promise<void>;
+}
+
+const RID = /^[A-Za-z0-9_.:-]{1,64}$/;
+
+export async function startEdge(opts: EdgeOptions): Promise<Edge> {
+  const { bus, config, log } = opts;
+  let closing = false;
+  let inFlight = 0;
+  let idle: (() => void) | undefined;
+
+  const router = new Router();
+  healthRoutes(router, { bus, version: opts.version, closing: () => closing });
+  queryRoutes(router, { bus, config });
+  adminRoutes(router, { bus, config });
+  tableRoutes(router, { bus });
+  authRoutes(router, { bus, config });
+  mcpRoutes(router, { bus, config, log, version: opts.version });
+  pageRoutes(router, { appName: config.app.name });
+
+  const cors = corsPolicy(config, log);
+  const limiter = createRateLimiter({ bus, config, log });
+
+  const handler = (req: HttpRequest, res: HttpResponse): void => {
+    const started = performance.now();
+    const given = req.headers[HTTP_REQUEST_ID];
+    const rid = given && RID.test(given) ? given : randomUUID();
+    const corsHeaders = cors.response(req.headers.origin);
+    const reqLog = log.child({ rid });
+    inFlight++;
+    const finish = (status: number, code?: string): void => {
+      inFlight--;
+      reqLog.info({ method: req.method, path: redactUrl(req.path + (req.rawQuery ? `?${req.rawQuery}` : '')), status, ...(code ? { code } : {}), ms: Math.round((performance.now() - started) * 100) / 100 }, 'http');
+      if (closing && inFlight === 0) idle?.();
+    };
+    if (closing) {
+      const e = sendError(res, new CortadoError('SHUTTING_DOWN', 'the service is restarting; try again shortly'), rid, { ...corsHeaders, connection: 'close', 'retry-after': '5' });
+      finish(e.httpStatus, e.code);
+      return;
+    }
+    if (req.method === 'OPTIONS' && req.headers['access-control-request-method']) {
+      res.send(204, { ...cors.preflight(req.headers.origin, req.headers['access-control-request-headers']), [HTTP_REQUEST_ID]: rid, ...SECURITY_HEADERS });
+      finish(204);
+      return;
+    }
+    // rate limit (edge/http/ratelimit.ts): no promise at all when no rule applies to the path
+    const limited = limiter.check(req, rid);
+    if (!limited) {
+      route(corsHeaders);
+      return;
+    }
+    limited.then(
+      (verdict) => {
+        if (!verdict.error) return route({ ...corsHeaders, ...verdict.headers });
+        const e = sendError(res, verdict.error, rid, { ...corsHeaders, ...verdict.headers });
+        finish(e.httpStatus, e.code);
+      },
+      (err: unknown) => {
+        reqLog.error({ err }, 'rate limit check failed');
+        route(corsHeaders);
+      },
+    );
+
+    function route(headers: Record<string, string>): void {
+      const match = router.match(req.method, req.path);
+      if ('notFound' in match || 'allowed' in match) {
+        const e = 'allowed' in match
+          ? new CortadoError('METHOD_NOT_ALLOWED', `${req.method} is not allowed on ${req.path}`)
+          : new CortadoError('NOT_FOUND', `no route for ${req.method} ${req.path}`);
+        sendError(res, e, rid, { ...headers, ...('allowed' in match ? { allow: match.allowed.join(', ') } : {}) });
+        finish(e.httpStatus, e.code);
+        return;
+      }
+      req.params = match.params;
+      const wrapped = wrapResponse(res, headers);
+      Promise.resolve()
+        .then(() => match.handler(req, wrapped, { rid, log: reqLog }))
+        .then(
+          () => finish(wrapped.status),
+          (err: unknown) => {
+            const e = toCortadoError(err);
+            if (e.code === 'INTERNAL') reqLog.error({ err: e.cause ?? e }, 'unhandled failure');
+            if (!res.started) sendError(wrapped, e, rid);
+            else res.end();
+            finish(e.httpStatus, e.code);
+          },
+        );
+    }
+  };
+
+  const server: HttpServer = await createHttpServer({
+    kind: config.app.http_server,
+    maxBodyBytes: config.app.max_body_kb * 1024,
+    handler,
+  });
+  const host = opts.host ?? config.app.host;
+  const port = await server.listen(host, opts.port ?? config.app.port);
+  log.info({ host, port, server: server.kind }, `listening on http://${host === '0.0.0.0' ? 'localhost' : host}:${port}`);
+
+  return {
+    port,
+    kind: server.kind,
+    get inFlight() { return inFlight; },
+    async stop(deadline: number) {
+      closing = true;
+      if (inFlight > 0) {
+        await new Promise<void>((resolve) => {
+          idle = resolve;
+          const left = deadline - Date.now();
+          setTimeout(resolve, Math.max(0, left)).unref();
+        });
+      }
+      if (inFlight > 0) log.warn({ unfinished: inFlight }, 'closing with requests still running');
+      await server.close();
+    },
+  };
+}
+
+/** Adds CORS headers to whatever the route sends, and remembers the status for the log. */
+function wrapResponse(res: HttpResponse, extra: Record<string, string>): HttpResponse & { status: number } {
+  let status = 200;
+  return {
+    get aborted() { return res.aborted; },
+    get started() { return res.started; },
+    get status() { return status; },
+    onAbort: (cb) => res.onAbort(cb),
+    send(s, headers, body) {
+      status = s;
+      res.send(s, { ...headers, ...extra }, body);
+    },
+    stream(s, headers) {
+      status = s;
+      res.stream(s, { ...headers, ...extra });
+    },
+    write: (chunk) => res.write(chunk),
+    end: () => res.end(),
+  };
+}

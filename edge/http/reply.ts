@@ -1,0 +1,56 @@
+/** Writing answers and errors, and reading JSON bodies, the same way on every route. */
+import type { Validator } from 'typebox/compile';
+import { describeErrors } from '../../protocol/define.js';
+import { CortadoError, toCortadoError } from '../../protocol/errors.js';
+import { HTTP_REQUEST_ID } from '../../protocol/headers.js';
+import type { HttpRequest, HttpResponse } from './server.js';
+
+export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+};
+
+export function sendJson(res: HttpResponse, status: number, body: unknown, rid: string, extra: Record<string, string> = {}): void {
+  res.send(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'cache-control': 'no-store',
+    [HTTP_REQUEST_ID]: rid,
+    ...SECURITY_HEADERS,
+    ...extra,
+  }, JSON.stringify(body));
+}
+
+/** `{"error": {"code", "message", "request_id"}}` with the code's HTTP status. */
+export function errorBody(err: CortadoError, rid: string): { error: Record<string, unknown> } {
+  const error: Record<string, unknown> = { code: err.code, message: err.message, request_id: rid };
+  if (err.code === 'VALIDATION_FAILED' && err.details?.errors) error.details = { errors: err.details.errors };
+  if (err.code === 'SQL_REJECTED' && err.details?.kind) error.details = { kind: err.details.kind };
+  return { error };
+}
+
+export function sendError(res: HttpResponse, err: unknown, rid: string, extra: Record<string, string> = {}): CortadoError {
+  const e = toCortadoError(err);
+  sendJson(res, e.httpStatus, errorBody(e, rid), rid, extra);
+  return e;
+}
+
+/** Content type → 415, size → 413, syntax → 400, schema → 400 with the failing paths. */
+export async function readJson<T>(req: HttpRequest, check: Validator): Promise<T> {
+  const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
+  if (type !== 'application/json') {
+    throw new CortadoError('UNSUPPORTED_MEDIA_TYPE', 'send the body as application/json');
+  }
+  const raw = await req.body();
+  let value: unknown;
+  try {
+    value = JSON.parse(raw.toString('utf8'));
+  } catch {
+    throw new CortadoError('MALFORMED_BODY', 'the body is not valid JSON');
+  }
+  if (!check.Check(value)) {
+    const errors = describeErrors(check, value);
+    const first = errors[0];
+    throw new CortadoError('VALIDATION_FAILED', first ? `${first.path}: ${first.message}` : 'the body does not match the expected shape', { errors });
+  }
+  return value as T;
+}

@@ -1,0 +1,38 @@
+/**
+ * GET /health: status, version, database, llm. Cheap by design: the database is pinged
+ * through the executor's pool with a short timeout; the LLM is only asked whether it is
+ * configured — never a paid model call.
+ */
+import type { Bus } from '../../../protocol/bus.js';
+import { LlmStatus, SqlPing } from '../../../protocol/subjects.js';
+import { sendJson } from '../reply.js';
+import type { Router } from '../router.js';
+
+export function healthRoutes(router: Router, deps: { bus: Bus; version: string; closing: () => boolean }): void {
+  router.get('/health', async (_req, res, ctx) => {
+    const c = { requestId: ctx.rid };
+    const [db, llm] = await Promise.allSettled([
+      deps.bus.request(SqlPing, {}, c, { timeoutMs: 2_000 }),
+      deps.bus.request(LlmStatus, {}, c, { timeoutMs: 1_000 }),
+    ]);
+    const details: Record<string, unknown> = {};
+    let database: string;
+    if (db.status === 'fulfilled') {
+      database = db.value.ok ? 'ok' : 'unavailable';
+      details.database = { provider: db.value.provider, latency_ms: db.value.latency_ms, ...(db.value.error ? { error: db.value.error } : {}) };
+    } else {
+      database = 'unavailable';
+      details.database = { error: (db.reason as Error).message };
+    }
+    let llmState: string;
+    if (llm.status === 'fulfilled') {
+      llmState = llm.value.configured ? 'ok' : 'not_configured';
+      details.llm = { provider: llm.value.provider, model: llm.value.model, ...(llm.value.reason ? { reason: llm.value.reason } : {}) };
+    } else {
+      llmState = 'unavailable';
+      details.llm = { error: (llm.reason as Error).message };
+    }
+    const status = deps.closing() ? 'shutting_down' : database === 'ok' && llmState === 'ok' ? 'ok' : 'degraded';
+    sendJson(res, deps.closing() ? 503 : 200, { status, version: deps.version, database, llm: llmState, details }, ctx.rid);
+  });
+}

@@ -1,0 +1,66 @@
+/** The browser pages and their static files, read once at start. */
+import { readFileSync, readdirSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CortadoError } from '../../../protocol/errors.js';
+import { HTTP_REQUEST_ID } from '../../../protocol/headers.js';
+import { SECURITY_HEADERS } from '../reply.js';
+import type { Router } from '../router.js';
+
+const WEB = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../web');
+
+const TYPES: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.ico': 'image/x-icon',
+  '.json': 'application/json; charset=utf-8',
+};
+
+const PAGE_CSP = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self'; connect-src 'self'; frame-ancestors 'self'";
+
+function loadDir(dir: string, prefix = ''): Map<string, Buffer> {
+  const files = new Map<string, Buffer>();
+  let names: string[] = [];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return files;
+  }
+  for (const name of names) {
+    const full = path.join(dir, name);
+    if (statSync(full).isDirectory()) for (const [k, v] of loadDir(full, `${prefix}${name}/`)) files.set(k, v);
+    else files.set(`${prefix}${name}`, readFileSync(full));
+  }
+  return files;
+}
+
+export function pageRoutes(router: Router, opts: { appName: string }): void {
+  const files = loadDir(WEB);
+  const page = (file: string) => {
+    const html = files.get(file)?.toString('utf8').replaceAll('{{app_name}}', escapeHtml(opts.appName));
+    return (_req: unknown, res: import('../server.js').HttpResponse, ctx: { rid: string }) => {
+      if (html === undefined) throw new CortadoError('NOT_FOUND', `page ${file} is missing`);
+      res.send(200, { 'content-type': TYPES['.html']!, 'cache-control': 'no-cache', 'content-security-policy': PAGE_CSP, [HTTP_REQUEST_ID]: ctx.rid, ...SECURITY_HEADERS }, html);
+    };
+  };
+  router.get('/', page('index.html'));
+  router.get('/admin', page('admin.html'));
+  router.get('/static/*', (req, res, ctx) => {
+    const rel = req.params['*'] ?? '';
+    const body = rel.includes('..') ? undefined : files.get(`static/${rel}`);
+    if (!body) throw new CortadoError('NOT_FOUND', `no static file ${rel}`);
+    res.send(200, {
+      'content-type': TYPES[path.extname(rel)] ?? 'application/octet-stream',
+      'cache-control': 'public, max-age=300',
+      [HTTP_REQUEST_ID]: ctx.rid,
+      ...SECURITY_HEADERS,
+    }, body);
+  });
+}
+
+function escapeHtml(s: string): string {
+  return s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}

@@ -1,0 +1,174 @@
+// The first page: ask a question, watch the steps stream in, see SQL, rows and insights.
+const $ = (sel, root = document) => root.querySelector(sel);
+const form = $('#ask');
+const question = $('#question');
+const go = $('#go');
+const answers = $('#answers');
+
+const STEP_LABELS = { started: 'Question received', context: 'Schema', intent: 'Understood', sql: 'SQL written', rows: 'Query ran', insights: 'Insights' };
+
+function conversationId() {
+  let id = sessionStorage.getItem('cortado.conversation');
+  if (!id) {
+    id = crypto.randomUUID();
+    sessionStorage.setItem('cortado.conversation', id);
+  }
+  return id;
+}
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === 'class') node.className = v;
+    else if (k === 'text') node.textContent = v;
+    else node.setAttribute(k, v);
+  }
+  for (const c of children) if (c != null) node.append(c);
+  return node;
+}
+
+async function health() {
+  const pill = $('#health');
+  try {
+    const r = await fetch('/health');
+    const h = await r.json();
+    pill.textContent = h.status === 'ok' ? `ready · v${h.version}` : `database: ${h.database} · LLM: ${h.llm.replace('_', ' ')}`;
+    pill.className = `pill ${h.status === 'ok' ? 'ok' : 'degraded'}`;
+    pill.title = JSON.stringify(h.details ?? {}, null, 1);
+  } catch {
+    pill.textContent = 'unreachable';
+    pill.className = 'pill down';
+  }
+}
+
+async function loadTables() {
+  const box = $('#tables');
+  try {
+    const r = await fetch('/api/tables');
+    const body = await r.json();
+    if (!r.ok) throw new Error(body.error?.message ?? r.statusText);
+    box.replaceChildren(...body.tables.map((t) => el('label', { title: t.comment ?? '' }, el('input', { type: 'checkbox', value: t.name }), t.name)));
+    $('#tables-count').textContent = `(${body.tables.length}; none ticked = let Cortado choose)`;
+  } catch (e) {
+    box.replaceChildren(el('span', { class: 'muted', text: `cannot list tables: ${e.message}` }));
+  }
+}
+
+function selectedTables() {
+  return [...document.querySelectorAll('#tables input:checked')].map((i) => i.value);
+}
+
+function renderError(body, err) {
+  body.replaceChildren(el('div', { class: 'error' },
+    el('code', { text: err.code ?? 'ERROR' }), ` ${err.message ?? 'something went wrong'}`,
+    err.request_id ? el('div', { class: 'muted', text: `request id ${err.request_id}` }) : null));
+}
+
+function renderSql(sql) {
+  const copy = el('button', { type: 'button', text: 'Copy' });
+  copy.addEventListener('click', () => navigator.clipboard?.writeText(sql).then(() => { copy.textContent = 'Copied'; }));
+  return el('pre', { class: 'sql' }, sql, copy);
+}
+
+function renderRows(columns, rows) {
+  const numeric = columns.map((c) => /int|numeric|decimal|float|double|real|money/i.test(c.type));
+  const head = el('tr', {}, ...columns.map((c, i) => el('th', { title: c.type, text: c.name, class: numeric[i] ? 'num' : '' })));
+  const body = rows.map((r) => el('tr', {}, ...r.map((v, i) => {
+    if (v === null) return el('td', { class: 'null', text: 'null' });
+    const text = typeof v === 'number' && numeric[i] ? v.toLocaleString() : String(v);
+    return el('td', { class: numeric[i] ? 'num' : '', text });
+  })));
+  return el('div', { class: 'grid' }, el('table', {}, el('thead', {}, head), el('tbody', {}, ...body)));
+}
+
+function renderResult(body, r) {
+  const parts = [];
+  if (r.intent === 'chat') {
+    parts.push(el('div', { class: 'message', text: r.message ?? '' }));
+  } else {
+    if (r.explanation) parts.push(el('div', { class: 'explanation', text: r.explanation }));
+    if (r.sql) parts.push(renderSql(r.sql));
+    if (r.executed === false) parts.push(el('p', { class: 'muted', text: 'The SQL was generated but not run (query.execute_generated_sql is off).' }));
+    if (r.columns) {
+      parts.push(r.rows.length ? renderRows(r.columns, r.rows) : el('p', { class: 'muted', text: 'No rows.' }));
+      const note = `${r.row_count} row${r.row_count === 1 ? '' : 's'}${r.truncated ? ' (cut at the row limit)' : ''}`;
+      parts.push(el('div', { class: 'meta muted', text: note }));
+    }
+    if (r.insights?.length) parts.push(el('ul', { class: 'insights' }, ...r.insights.map((i) => el('li', { class: i.severity, text: `${i.icon ? i.icon + ' ' : ''}${i.message}` }))));
+  }
+  const t = r.timing_ms?.total;
+  const tokens = r.usage ? r.usage.input_tokens + r.usage.output_tokens : 0;
+  parts.push(el('div', { class: 'meta muted', text: `${t !== undefined ? `${Math.round(t)} ms` : ''}${tokens ? ` · ${tokens} tokens` : ''}${r.corrections ? ` · corrected ${r.corrections}×` : ''}` }));
+  body.replaceChildren(...parts);
+}
+
+// Reads an SSE response body; calls onEvent(name, data) per event.
+async function readSse(response, onEvent) {
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let buf = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buf += decoder.decode(value, { stream: true });
+    let cut;
+    while ((cut = buf.indexOf('\n\n')) >= 0) {
+      const block = buf.slice(0, cut);
+      buf = buf.slice(cut + 2);
+      let event = 'message';
+      const data = [];
+      for (const line of block.split('\n')) {
+        if (line.startsWith('event:')) event = line.slice(6).trim();
+        else if (line.startsWith('data:')) data.push(line.slice(5).trimStart());
+      }
+      if (data.length) onEvent(event, JSON.parse(data.join('\n')));
+    }
+  }
+}
+
+async function ask(text) {
+  const card = $('#answer-tpl').content.firstElementChild.cloneNode(true);
+  $('.q', card).textContent = text;
+  const steps = $('.steps', card);
+  const body = $('.body', card);
+  body.append(el('span', { class: 'muted', text: 'Thinking…' }));
+  answers.prepend(card);
+  go.disabled = true;
+  const payload = { question: text, conversation_id: conversationId() };
+  const tables = selectedTables();
+  if (tables.length) payload.tables = tables;
+  try {
+    const res = await fetch('/api/query', { method: 'POST', headers: { 'content-type': 'application/json', accept: 'text/event-stream' }, body: JSON.stringify(payload) });
+    if (!res.ok || !(res.headers.get('content-type') ?? '').includes('event-stream')) {
+      const err = await res.json().catch(() => ({ error: { code: `HTTP_${res.status}`, message: res.statusText } }));
+      renderError(body, err.error ?? {});
+      return;
+    }
+    await readSse(res, (event, data) => {
+      if (STEP_LABELS[event]) steps.append(el('li', { class: 'done', text: STEP_LABELS[event] }));
+      if (event === 'sql') body.replaceChildren(...(data.explanation ? [el('div', { class: 'explanation', text: data.explanation })] : []), renderSql(data.sql), el('span', { class: 'muted', text: 'Running…' }));
+      if (event === 'result') renderResult(body, data);
+      if (event === 'error') renderError(body, data.error ?? {});
+    });
+  } catch (e) {
+    renderError(body, { code: 'NETWORK', message: e.message });
+  } finally {
+    go.disabled = false;
+  }
+}
+
+form.addEventListener('submit', (e) => {
+  e.preventDefault();
+  const text = question.value.trim();
+  if (text) void ask(text);
+});
+question.addEventListener('keydown', (e) => {
+  if (e.key === 'Enter' && !e.shiftKey) { e.preventDefault(); form.requestSubmit(); }
+});
+for (const chip of document.querySelectorAll('#examples .chip')) {
+  chip.addEventListener('click', () => { question.value = chip.textContent; form.requestSubmit(); });
+}
+$('#new-conv').addEventListener('click', () => { sessionStorage.removeItem('cortado.conversation'); answers.replaceChildren(); question.focus(); });
+
+void health();
+void loadTables();

@@ -1,0 +1,550 @@
+/**
+ * The bus: the ONLY importer of the NATS client.
+ *
+ * - `request(def, input, ctx)`: typed request/reply with one wildcard inbox of our own
+ *   (one subscription, a map of pending replies) instead of the client's per-request
+ *   machinery; no responders → ACTOR_UNAVAILABLE, no answer in time → TIMEOUT.
+ * - `serve(def, handler)`: queue group = the owning actor; input validated with the
+ *   compiled schema; anything thrown is normalised into the reply envelope; in-flight
+ *   handlers are tracked so a stop can wait for them.
+ * - `publish(event, payload, ctx)`: facts, captured by the JetStream stream.
+ * - request id, user, deadline, hop count and database scope travel in headers.
+ * - `preferLocal`: a request whose actor is served by this very process is handed to the
+ *   handler directly (same validation, deadline, in-flight tracking and error model, no
+ *   serialisation and no network hop); only requests for actors that live elsewhere cross
+ *   NATS. Questions from the edge always cross it (`remote: true`), so every process running
+ *   an assistant shares them through the queue group; the steps of one question then stay in
+ *   the process that took it when it runs those actors too.
+ */
+import { randomUUID } from 'node:crypto';
+import { connect, headers as natsHeaders, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, RetentionPolicy, StorageType, DiscardPolicy, type ConsumerMessages } from '@nats-io/jetstream';
+import { Kvm, type KV } from '@nats-io/kv';
+import type { Static, TSchema } from 'typebox';
+import { describeErrors, type EventDef, type PayloadOf, type ReplyOf, type RequestDef, type RequestOf } from './define.js';
+import { CortadoError, toCortadoError, type WireError } from './errors.js';
+import { Header, MAX_HOPS } from './headers.js';
+import type { Logger } from './log.js';
+import { eventsStreamName, EVENTS_WILDCARD } from './subjects.js';
+
+/** What travels with every message: who asked, for which request, until when. */
+export interface Ctx {
+  requestId: string;
+  user?: string;
+  /** epoch ms; nobody waits for an answer after it */
+  deadline?: number;
+  hop?: number;
+  /**
+   * whose database connection the work runs on: `s:<id>` (an /auth/login session) or
+   * `t:<id>` (an API token with a db_config); absent: the server's own database config
+   */
+  scope?: string;
+}
+
+export type Handler<D extends RequestDef> = (input: RequestOf<D>, ctx: Ctx) => Promise<ReplyOf<D>>;
+
+type Envelope = { ok: true; data: unknown } | { ok: false; error: WireError };
+
+interface Pending {
+  resolve: (value: unknown) => void;
+  reject: (err: CortadoError) => void;
+  timer: NodeJS.Timeout;
+  def: RequestDef;
+}
+
+export interface BusOptions {
+  url: string;
+  prefix: string;
+  /** connection name, visible in the NATS monitor */
+  name: string;
+  log: Logger;
+  /** validate replies against their schema too (tests, development) */
+  strict?: boolean;
+  /** how long a connect attempt may take */
+  connectTimeoutMs?: number;
+  /** call handlers served by this process directly instead of over NATS (config bus.prefer_local) */
+  preferLocal?: boolean;
+}
+
+interface LocalRoute {
+  def: RequestDef;
+  handler: (input: never, ctx: Ctx) => Promise<unknown>;
+  owner: string;
+  stats: ServeStats;
+}
+
+type Outcome = { ok: true; data: unknown } | { ok: false; error: CortadoError };
+
+export interface ServeStats {
+  subject: string;
+  handled: number;
+  errors: number;
+  totalMs: number;
+}
+
+const enc = new TextEncoder();
+const dec = new TextDecoder();
+
+export class Bus {
+  readonly prefix: string;
+  readonly log: Logger;
+  private readonly nc: NatsConnection;
+  private readonly strict: boolean;
+  private readonly inbox: string;
+  private readonly pending = new Map<string, Pending>();
+  private seq = 0;
+  private readonly served: Array<{ sub: Subscription; owner: string; stats: ServeStats }> = [];
+  private readonly inFlight = new Map<string, Set<Promise<unknown>>>();
+  private readonly local = new Map<string, LocalRoute>();
+  private readonly preferLocal: boolean;
+  private closed = false;
+
+  private constructor(nc: NatsConnection, opts: BusOptions) {
+    this.nc = nc;
+    this.prefix = opts.prefix;
+    this.log = opts.log;
+    this.strict = opts.strict ?? false;
+    this.preferLocal = opts.preferLocal ?? false;
+    this.inbox = `_INBOX.${randomUUID().replace(/-/g, '')}`;
+    this.nc.subscribe(`${this.inbox}.*`, { callback: (err, msg) => { this.onReply(err, msg); } });
+  }
+
+  static async connect(opts: BusOptions): Promise<Bus> {
+    const nc = await connect({
+      servers: opts.url,
+      name: opts.name,
+      timeout: opts.connectTimeoutMs ?? 2_000,
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 500,
+      noAsyncTraces: true,
+    });
+    return new Bus(nc, opts);
+  }
+
+  /** `cortado.sql.execute` for `sql.execute`. */
+  subject(relative: string): string {
+    return `${this.prefix}.${relative}`;
+  }
+
+  get server(): string {
+    return this.nc.getServer();
+  }
+
+  // ---- request/reply ------------------------------------------------------------------
+
+  /**
+   * `remote: true` always crosses NATS, even when this process serves the actor: the edge
+   * sends questions that way, so every process with an assistant shares them.
+   */
+  request<D extends RequestDef>(def: D, input: RequestOf<D>, ctx: Ctx, opts: { timeoutMs?: number; remote?: boolean } = {}): Promise<ReplyOf<D>> {
+    if (this.closed) return Promise.reject(new CortadoError('SHUTTING_DOWN', 'the bus connection is closed'));
+    const hop = (ctx.hop ?? 0) + 1;
+    if (hop > MAX_HOPS) return Promise.reject(new CortadoError('INTERNAL', `too many hops (${hop}) for ${def.subject}`));
+    let timeoutMs = opts.timeoutMs ?? def.timeoutMs;
+    if (ctx.deadline !== undefined) timeoutMs = Math.min(timeoutMs, Math.max(1, ctx.deadline - Date.now()));
+    const route = opts.remote ? undefined : this.local.get(def.subject);
+    if (route) return this.callLocal(route, input, { ...ctx, hop }, timeoutMs) as Promise<ReplyOf<D>>;
+    const id = (++this.seq).toString(36);
+    const headers = this.headersFor({ ...ctx, hop });
+    let payload: Uint8Array;
+    try {
+      payload = enc.encode(JSON.stringify(input));
+    } catch (err) {
+      return Promise.reject(new CortadoError('INTERNAL', `cannot encode ${def.subject} request`, undefined, { cause: err }));
+    }
+    return new Promise<ReplyOf<D>>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        reject(new CortadoError('TIMEOUT', `${def.owner} did not answer ${def.subject} within ${timeoutMs} ms`, { subject: def.subject }));
+      }, timeoutMs);
+      this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject, timer, def });
+      try {
+        this.nc.publish(this.subject(def.subject), payload, { reply: `${this.inbox}.${id}`, headers });
+      } catch (err) {
+        clearTimeout(timer);
+        this.pending.delete(id);
+        reject(new CortadoError('ACTOR_UNAVAILABLE', `cannot reach the bus: ${(err as Error).message}`));
+      }
+    });
+  }
+
+  private onReply(err: Error | null, msg: Msg): void {
+    if (err) {
+      this.log.error({ err }, 'reply inbox failed');
+      return;
+    }
+    const id = msg.subject.slice(this.inbox.length + 1);
+    const p = this.pending.get(id);
+    if (!p) return; // late reply after a timeout
+    this.pending.delete(id);
+    clearTimeout(p.timer);
+    if (msg.headers?.code === 503 && msg.data.length === 0) {
+      p.reject(new CortadoError('ACTOR_UNAVAILABLE', `no ${p.def.owner} actor is running (${p.def.subject})`, { actor: p.def.owner }));
+      return;
+    }
+    let env: Envelope;
+    try {
+      env = JSON.parse(dec.decode(msg.data)) as Envelope;
+    } catch {
+      p.reject(new CortadoError('INTERNAL', `unreadable reply on ${p.def.subject}`));
+      return;
+    }
+    if (env.ok) {
+      const bad = this.replyMismatch(p.def, env.data);
+      if (bad) p.reject(bad);
+      else p.resolve(env.data);
+    } else {
+      p.reject(CortadoError.fromWire(env.error));
+    }
+  }
+
+  /** In strict mode, a reply that breaks its contract is an INTERNAL error (both paths). */
+  private replyMismatch(def: RequestDef, data: unknown): CortadoError | undefined {
+    if (!this.strict || def.checkReply.Check(data)) return undefined;
+    const errors = describeErrors(def.checkReply, data);
+    this.log.error({ subj: def.subject, errors }, 'reply does not match its contract');
+    return new CortadoError('INTERNAL', `reply on ${def.subject} does not match its contract`, { errors });
+  }
+
+  /** A request for an actor served in this process: the handler, directly, with the same rules. */
+  private callLocal(route: LocalRoute, input: unknown, ctx: Ctx, timeoutMs: number): Promise<unknown> {
+    const work = this.handle(route.def, route.handler, input, ctx, route.stats);
+    const tracked = this.inFlight.get(route.owner);
+    tracked?.add(work);
+    void work.finally(() => tracked?.delete(work));
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        reject(new CortadoError('TIMEOUT', `${route.def.owner} did not answer ${route.def.subject} within ${timeoutMs} ms`, { subject: route.def.subject }));
+      }, timeoutMs);
+      void work.then((out) => {
+        clearTimeout(timer);
+        if (!out.ok) return reject(out.error);
+        const bad = this.replyMismatch(route.def, out.data);
+        if (bad) reject(bad);
+        else resolve(out.data);
+      });
+    });
+  }
+
+  // ---- serving ------------------------------------------------------------------------
+
+  serve<D extends RequestDef>(def: D, handler: Handler<D>, opts: { queue?: string } = {}): void {
+    const owner = opts.queue ?? def.owner;
+    const stats: ServeStats = { subject: def.subject, handled: 0, errors: 0, totalMs: 0 };
+    let set = this.inFlight.get(owner);
+    if (!set) this.inFlight.set(owner, (set = new Set()));
+    const tracked = set;
+    const sub = this.nc.subscribe(this.subject(def.subject), {
+      queue: owner,
+      callback: (err, msg) => {
+        if (err) {
+          this.log.error({ err, subj: def.subject }, 'subscription failed');
+          return;
+        }
+        const work = this.dispatch(def, handler, msg, stats);
+        tracked.add(work);
+        void work.finally(() => tracked.delete(work));
+      },
+    });
+    this.served.push({ sub, owner, stats });
+    if (this.preferLocal) this.local.set(def.subject, { def, handler: handler as LocalRoute['handler'], owner, stats });
+  }
+
+  private async dispatch<D extends RequestDef>(def: D, handler: Handler<D>, msg: Msg, stats: ServeStats): Promise<void> {
+    const ctx = this.ctxFrom(msg.headers);
+    let input: unknown;
+    let out: Outcome;
+    try {
+      input = msg.data.length ? JSON.parse(dec.decode(msg.data)) : {};
+      out = await this.handle(def, handler, input, ctx, stats);
+    } catch {
+      out = { ok: false, error: new CortadoError('VALIDATION_FAILED', `${def.subject}: the message is not JSON`) };
+    }
+    if (!msg.reply) return;
+    const env: Envelope = out.ok ? out : { ok: false, error: out.error.toWire() };
+    let body: Uint8Array;
+    try {
+      body = enc.encode(JSON.stringify(env));
+    } catch (err) {
+      this.log.error({ err, subj: def.subject }, 'cannot encode reply');
+      body = enc.encode(JSON.stringify({ ok: false, error: new CortadoError('INTERNAL', 'cannot encode reply').toWire() }));
+    }
+    const max = this.nc.info?.max_payload;
+    if (max !== undefined && body.length > max) {
+      this.log.warn({ rid: ctx.requestId, subj: def.subject, bytes: body.length, max }, 'reply over the bus payload limit');
+      const e = new CortadoError('LIMIT_EXCEEDED', `the answer (${mb(body.length)}) is over the bus message limit (${mb(max)}): ask for fewer rows or raise max_payload in the NATS server config`);
+      body = enc.encode(JSON.stringify({ ok: false, error: e.toWire() }));
+    }
+    try {
+      msg.respond(body);
+    } catch (err) {
+      this.log.warn({ err, subj: def.subject }, 'cannot send reply');
+    }
+  }
+
+  /** Validate, check the deadline, run the handler, normalise what it throws, count and log. Never rejects. */
+  private async handle(def: RequestDef, handler: LocalRoute['handler'], input: unknown, ctx: Ctx, stats: ServeStats): Promise<Outcome> {
+    const started = performance.now();
+    let out: Outcome;
+    try {
+      if (!def.checkRequest.Check(input)) {
+        throw new CortadoError('VALIDATION_FAILED', `${def.subject}: the message does not match its contract`, {
+          errors: describeErrors(def.checkRequest, input),
+        });
+      }
+      if (ctx.deadline !== undefined && ctx.deadline < Date.now()) {
+        throw new CortadoError('TIMEOUT', `${def.subject}: the deadline passed before the work started`);
+      }
+      const data = await handler(input as never, ctx);
+      out = { ok: true, data };
+    } catch (err) {
+      const e = toCortadoError(err);
+      out = { ok: false, error: e };
+      stats.errors++;
+      const line = { rid: ctx.requestId, subj: def.subject, code: e.code, ms: round(performance.now() - started) };
+      if (e.httpStatus >= 500) this.log.error({ ...line, err: e.cause ?? e }, e.message);
+      else this.log.info(line, e.message);
+    }
+    const ms = performance.now() - started;
+    stats.handled++;
+    stats.totalMs += ms;
+    if (out.ok && this.log.isLevelEnabled('info')) this.log.info({ rid: ctx.requestId, subj: def.subject, code: 'OK', ms: round(ms) }, 'handled');
+    return out;
+  }
+
+  /** Per-subject counters of what this process served. */
+  stats(): ServeStats[] {
+    return this.served.map((s) => ({ ...s.stats }));
+  }
+
+  /** How many handlers of these owners (or all) are running now. */
+  busy(owners?: readonly string[]): number {
+    let n = 0;
+    for (const [owner, set] of this.inFlight) if (!owners || owners.includes(owner)) n += set.size;
+    return n;
+  }
+
+  /**
+   * Stop taking new messages for these owners (others keep serving), then wait for their
+   * in-flight handlers, up to the deadline. Returns how many were still running.
+   */
+  async stopServing(owners: readonly string[], deadline: number): Promise<number> {
+    for (const [subject, route] of this.local) if (owners.includes(route.owner)) this.local.delete(subject);
+    const mine = this.served.filter((s) => owners.includes(s.owner));
+    await Promise.all(mine.map((s) => s.sub.drain().catch(() => s.sub.unsubscribe())));
+    for (;;) {
+      const running = owners.flatMap((o) => [...(this.inFlight.get(o) ?? [])]);
+      if (running.length === 0) return 0;
+      const left = deadline - Date.now();
+      if (left <= 0) return running.length;
+      await Promise.race([Promise.allSettled(running), sleep(left)]);
+    }
+  }
+
+  // ---- events and raw subjects --------------------------------------------------------
+
+  /** Publish a fact. The JetStream stream keeps it; duplicates (same id) are dropped. */
+  publish<E extends EventDef>(def: E, payload: PayloadOf<E>, ctx: Ctx): void {
+    if (this.closed) return;
+    if (this.strict && !def.checkPayload.Check(payload)) {
+      this.log.error({ subj: def.subject, errors: describeErrors(def.checkPayload, payload) }, 'event does not match its contract');
+      return;
+    }
+    const h = this.headersFor(ctx);
+    const id = (payload as { id?: unknown }).id;
+    if (typeof id === 'string') h.set(Header.MsgId, id);
+    try {
+      this.nc.publish(this.subject(def.subject), enc.encode(JSON.stringify(payload)), { headers: h });
+    } catch (err) {
+      this.log.warn({ err, subj: def.subject }, 'cannot publish event');
+    }
+  }
+
+  /** Publish JSON on a subject built in protocol/ (progress streams). */
+  publishTo(relativeSubject: string, data: unknown): void {
+    if (this.closed) return;
+    try {
+      this.nc.publish(this.subject(relativeSubject), enc.encode(JSON.stringify(data)));
+    } catch (err) {
+      this.log.warn({ err, subj: relativeSubject }, 'cannot publish');
+    }
+  }
+
+  /** Subscribe to a subject (or wildcard) built in protocol/. Returns the unsubscribe. */
+  listen(relativeSubject: string, onMessage: (data: unknown, subject: string, ctx: Ctx) => void): () => void {
+    const sub = this.nc.subscribe(this.subject(relativeSubject), {
+      callback: (err, msg) => {
+        if (err) return;
+        let data: unknown;
+        try {
+          data = JSON.parse(dec.decode(msg.data));
+        } catch {
+          return;
+        }
+        onMessage(data, msg.subject.slice(this.prefix.length + 1), this.ctxFrom(msg.headers));
+      },
+    });
+    return () => sub.unsubscribe();
+  }
+
+  /** Round trip to the server: everything published before is on the server after it. */
+  async flush(): Promise<void> {
+    await this.nc.flush();
+  }
+
+  // ---- JetStream ----------------------------------------------------------------------
+
+  /** Create the event stream if missing. Without JetStream, events still flow (warned). */
+  async ensureEventStream(opts: { maxAgeMs?: number; maxBytes?: number } = {}): Promise<boolean> {
+    const name = eventsStreamName(this.prefix);
+    try {
+      const jsm = await jetstreamManager(this.nc, { timeout: 2_000 });
+      try {
+        await jsm.streams.info(name);
+      } catch {
+        await jsm.streams.add({
+          name,
+          subjects: [this.subject(EVENTS_WILDCARD)],
+          retention: RetentionPolicy.Limits,
+          storage: StorageType.File,
+          discard: DiscardPolicy.Old,
+          max_age: (opts.maxAgeMs ?? 7 * 24 * 3600_000) * 1_000_000,
+          max_bytes: opts.maxBytes ?? 1024 * 1024 * 1024,
+          duplicate_window: 120 * 1_000_000_000,
+        });
+        this.log.info({ stream: name }, 'created the event stream');
+      }
+      return true;
+    } catch (err) {
+      this.log.warn({ err: (err as Error).message, stream: name }, 'JetStream is not available: events are not kept');
+      return false;
+    }
+  }
+
+  /**
+   * Read every event of the stream through a durable consumer (`durable` names it; copies in
+   * several processes share it, each event going to one of them). An event is acknowledged
+   * only after `handler` resolved; a handler that throws has it redelivered after a pause, so
+   * a consumer killed mid-stream loses nothing (handlers must be idempotent: dedup by id).
+   * `subject` is relative to the prefix (`evt.query.executed`).
+   */
+  async consumeEvents(
+    durable: string,
+    handler: (subject: string, data: unknown, ctx: Ctx) => Promise<void>,
+    opts: { ackWaitMs?: number; retryDelayMs?: number } = {},
+  ): Promise<{ stop(): Promise<void> }> {
+    const stream = eventsStreamName(this.prefix);
+    const jsm = await jetstreamManager(this.nc, { timeout: 5_000 });
+    try {
+      await jsm.consumers.info(stream, durable);
+    } catch {
+      await jsm.consumers.add(stream, {
+        durable_name: durable,
+        ack_policy: AckPolicy.Explicit,
+        deliver_policy: DeliverPolicy.All,
+        ack_wait: (opts.ackWaitMs ?? 10_000) * 1_000_000,
+        max_ack_pending: 1_000,
+      });
+    }
+    const consumer = await jetstream(this.nc).consumers.get(stream, durable);
+    const messages: ConsumerMessages = await consumer.consume({ max_messages: 64 });
+    const strip = this.prefix.length + 1;
+    const loop = (async () => {
+      for await (const m of messages) {
+        let data: unknown;
+        try {
+          data = JSON.parse(dec.decode(m.data));
+        } catch {
+          this.log.warn({ subj: m.subject, seq: m.seq }, 'an event that is not JSON: skipped');
+          m.term();
+          continue;
+        }
+        try {
+          await handler(m.subject.slice(strip), data, this.ctxFrom(m.headers));
+          m.ack();
+        } catch (err) {
+          this.log.warn({ subj: m.subject, seq: m.seq, err: (err as Error).message }, 'event handler failed: it comes again');
+          m.nak(opts.retryDelayMs ?? 2_000);
+        }
+      }
+    })();
+    return {
+      async stop() {
+        await messages.close().catch(() => undefined);
+        await loop.catch(() => undefined);
+      },
+    };
+  }
+
+  /** Open (or create) a KV bucket. */
+  async kv(bucket: string, opts: { ttlMs?: number; history?: number; maxBytes?: number } = {}): Promise<KV> {
+    const kvm = new Kvm(this.nc);
+    return kvm.create(bucket, {
+      ...(opts.ttlMs !== undefined ? { ttl: opts.ttlMs } : {}),
+      history: opts.history ?? 1,
+      ...(opts.maxBytes !== undefined ? { max_bytes: opts.maxBytes } : {}),
+    });
+  }
+
+  // ---- lifecycle ----------------------------------------------------------------------
+
+  /** Flush and close. Pending requests fail with SHUTTING_DOWN. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const [id, p] of this.pending) {
+      clearTimeout(p.timer);
+      p.reject(new CortadoError('SHUTTING_DOWN', 'the bus connection closed'));
+      this.pending.delete(id);
+    }
+    try {
+      await this.nc.drain();
+    } catch {
+      await this.nc.close().catch(() => undefined);
+    }
+  }
+
+  /** Resolves when the connection is closed for good (server gone and no reconnect). */
+  closedPromise(): Promise<void | Error> {
+    return this.nc.closed();
+  }
+
+  // ---- headers ------------------------------------------------------------------------
+
+  private headersFor(ctx: Ctx): MsgHdrs {
+    const h = natsHeaders();
+    h.set(Header.RequestId, ctx.requestId);
+    if (ctx.user) h.set(Header.User, ctx.user);
+    if (ctx.deadline !== undefined) h.set(Header.Deadline, String(ctx.deadline));
+    if (ctx.hop !== undefined) h.set(Header.Hop, String(ctx.hop));
+    if (ctx.scope) h.set(Header.Scope, ctx.scope);
+    return h;
+  }
+
+  private ctxFrom(h: MsgHdrs | undefined): Ctx {
+    const ctx: Ctx = { requestId: h?.get(Header.RequestId) || randomUUID() };
+    const user = h?.get(Header.User);
+    if (user) ctx.user = user;
+    const deadline = Number(h?.get(Header.Deadline));
+    if (Number.isFinite(deadline) && deadline > 0) ctx.deadline = deadline;
+    const hop = Number(h?.get(Header.Hop));
+    if (Number.isFinite(hop) && hop > 0) ctx.hop = hop;
+    const scope = h?.get(Header.Scope);
+    if (scope) ctx.scope = scope;
+    return ctx;
+  }
+}
+
+function mb(bytes: number): string {
+  return `${(bytes / 1024 / 1024).toFixed(1)} MB`;
+}
+
+function round(ms: number): number {
+  return Math.round(ms * 100) / 100;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms).unref());
+}
+
+export type { KV, Static, TSchema };

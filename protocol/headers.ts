@@ -1,0 +1,21 @@
+/** Header names carried by every bus message (and echoed on HTTP responses). */
+export const Header = {
+  /** set at the edge, passed on by every hop */
+  RequestId: 'cortado-request-id',
+  /** the user, where one is known */
+  User: 'cortado-user',
+  /** absolute deadline (epoch ms) after which nobody waits for the answer */
+  Deadline: 'cortado-deadline',
+  /** incremented per forward; capped to stop loops */
+  Hop: 'cortado-hop',
+  /** the database scope of the request (`s:<auth session id>`, `t:<token id>`); absent: the server's own config */
+  Scope: 'cortado-scope',
+  /** event id, used by JetStream to drop duplicates */
+  MsgId: 'Nats-Msg-Id',
+} as const;
+export type Header = (typeof Header)[keyof typeof Header];
+
+/** The HTTP header that carries the request id, in and out. */
+export const HTTP_REQUEST_ID = 'x-request-id';
+
+export const MAX_HOPS = 16;

@@ -1,0 +1,52 @@
+import Type, { type Static } from 'typebox';
+
+/** Token accounting, summed over every model call of one question. */
+export const Usage = Type.Object({
+  input_tokens: Type.Integer({ minimum: 0 }),
+  output_tokens: Type.Integer({ minimum: 0 }),
+  cached_input_tokens: Type.Integer({ minimum: 0 }),
+  llm_calls: Type.Integer({ minimum: 0 }),
+});
+export type Usage = Static<typeof Usage>;
+
+export const ZERO_USAGE: Usage = Object.freeze({ input_tokens: 0, output_tokens: 0, cached_input_tokens: 0, llm_calls: 0 });
+
+export function addUsage(a: Usage, b: Usage): Usage {
+  return {
+    input_tokens: a.input_tokens + b.input_tokens,
+    output_tokens: a.output_tokens + b.output_tokens,
+    cached_input_tokens: a.cached_input_tokens + b.cached_input_tokens,
+    llm_calls: a.llm_calls + b.llm_calls,
+  };
+}
+
+export const Column = Type.Object({
+  name: Type.String(),
+  /** the database's type name, e.g. integer, numeric, text, timestamp with time zone */
+  type: Type.String(),
+});
+export type Column = Static<typeof Column>;
+
+/** A result cell: JSON scalars only (dates as ISO-like strings, big numbers as strings). */
+export const Cell = Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null()]);
+export type Cell = Static<typeof Cell>;
+
+export const Channel = Type.Enum(['api', 'legacy', 'auth', 'mcp', 'schedule', 'web']);
+export type Channel = Static<typeof Channel>;
+
+export const Intent = Type.Enum(['sql', 'chat']);
+export type Intent = Static<typeof Intent>;
+
+export const Dialect = Type.Enum(['postgresql', 'mysql', 'trino', 'bigquery']);
+export type Dialect = Static<typeof Dialect>;
+
+export const Turn = Type.Object({
+  question: Type.String(),
+  /** the SQL that answered it, when there was one */
+  sql: Type.Optional(Type.String()),
+  /** a short answer: the chat message or the explanation */
+  answer: Type.Optional(Type.String()),
+});
+export type Turn = Static<typeof Turn>;
+
+export const Empty = Type.Object({});

@@ -1,0 +1,54 @@
+import Type, { type Static } from 'typebox';
+import { Channel, Usage } from './common.js';
+
+/** Fields every event carries. */
+const Base = {
+  /** unique per event; JetStream drops duplicates by it */
+  id: Type.String(),
+  /** ISO time */
+  ts: Type.String(),
+  request_id: Type.String(),
+  user: Type.Optional(Type.String()),
+  channel: Type.Optional(Channel),
+};
+
+export const QueryGenerated = Type.Object({
+  ...Base,
+  question: Type.String(),
+  sql: Type.String(),
+  model: Type.String(),
+  usage: Usage,
+  /** 0 for the first attempt, then 1.. for self-corrections */
+  attempt: Type.Integer({ minimum: 0 }),
+});
+export type QueryGenerated = Static<typeof QueryGenerated>;
+
+export const QueryExecuted = Type.Object({
+  ...Base,
+  sql: Type.String(),
+  duration_ms: Type.Number(),
+  row_count: Type.Integer({ minimum: 0 }),
+  truncated: Type.Boolean(),
+  usage: Usage,
+  /** attempt that succeeded */
+  attempt: Type.Integer({ minimum: 0 }),
+});
+export type QueryExecuted = Static<typeof QueryExecuted>;
+
+export const QueryRejected = Type.Object({
+  ...Base,
+  sql: Type.String(),
+  /** SQL_REJECTED (guard) or DB_QUERY_FAILED / DB_TIMEOUT (database) */
+  code: Type.String(),
+  reason: Type.String(),
+  /** the assistant's attempt number; absent when the executor reports it (it does not know it) */
+  attempt: Type.Optional(Type.Integer({ minimum: 0 })),
+});
+export type QueryRejected = Static<typeof QueryRejected>;
+
+export const QueryFailed = Type.Object({
+  ...Base,
+  code: Type.String(),
+  message: Type.String(),
+});
+export type QueryFailed = Static<typeof QueryFailed>;

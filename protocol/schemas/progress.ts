@@ -1,0 +1,12 @@
+import Type, { type Static } from 'typebox';
+
+/**
+ * One step of a question, published on progress.<request id> while it happens.
+ * `data` is the step's own payload (the AskReply fields it produced).
+ */
+export const ProgressEvent = Type.Object({
+  step: Type.Enum(['started', 'context', 'intent', 'sql', 'rows', 'insights', 'done', 'error']),
+  seq: Type.Integer({ minimum: 0 }),
+  data: Type.Record(Type.String(), Type.Unknown()),
+});
+export type ProgressEvent = Static<typeof ProgressEvent>;

@@ -1,0 +1,148 @@
+import Type, { type Static } from 'typebox';
+import { Cell, Column, Dialect, Turn, Usage } from './common.js';
+
+// ---- sqlgen -------------------------------------------------------------------------------
+
+export const SqlGenerateRequest = Type.Object({
+  question: Type.String({ minLength: 1 }),
+  history: Type.Array(Turn),
+  schema_text: Type.String(),
+  business_context: Type.String(),
+  dialect: Dialect,
+  /** combined: decide intent and write SQL (or the chat reply) in one call; sql: SQL only */
+  mode: Type.Enum(['combined', 'sql']),
+  /** a previous attempt the database rejected: the model gets its error and tries once more */
+  previous: Type.Optional(Type.Object({ sql: Type.String(), error: Type.String() })),
+});
+export type SqlGenerateRequest = Static<typeof SqlGenerateRequest>;
+
+export const SqlGenerateReply = Type.Object({
+  intent: Type.Enum(['sql', 'chat']),
+  sql: Type.Optional(Type.String()),
+  explanation: Type.Optional(Type.String()),
+  message: Type.Optional(Type.String()),
+  usage: Usage,
+  model: Type.String(),
+});
+export type SqlGenerateReply = Static<typeof SqlGenerateReply>;
+
+// ---- intent -------------------------------------------------------------------------------
+
+export const IntentDetectRequest = Type.Object({
+  question: Type.String({ minLength: 1 }),
+  history: Type.Array(Turn),
+  schema_text: Type.String(),
+});
+export type IntentDetectRequest = Static<typeof IntentDetectRequest>;
+
+export const IntentDetectReply = Type.Object({
+  intent: Type.Enum(['sql', 'chat']),
+  confidence: Type.Number({ minimum: 0, maximum: 1 }),
+  usage: Usage,
+});
+export type IntentDetectReply = Static<typeof IntentDetectReply>;
+
+export const ChatReplyRequest = Type.Object({
+  question: Type.String({ minLength: 1 }),
+  history: Type.Array(Turn),
+  schema_text: Type.String(),
+});
+export type ChatReplyRequest = Static<typeof ChatReplyRequest>;
+
+export const ChatReplyReply = Type.Object({ message: Type.String(), usage: Usage });
+export type ChatReplyReply = Static<typeof ChatReplyReply>;
+
+// ---- executor -----------------------------------------------------------------------------
+
+export const SqlExecuteRequest = Type.Object({
+  sql: Type.String({ minLength: 1 }),
+  /** rows when the SQL has no LIMIT (defaults to query.default_limit) */
+  default_limit: Type.Optional(Type.Integer({ minimum: 1 })),
+  /** hard cap (defaults to query.max_limit) */
+  max_limit: Type.Optional(Type.Integer({ minimum: 1 })),
+  /** per-query timeout; defaults to the provider's or query.timeout */
+  timeout_ms: Type.Optional(Type.Integer({ minimum: 1 })),
+});
+export type SqlExecuteRequest = Static<typeof SqlExecuteRequest>;
+
+export const SqlExecuteReply = Type.Object({
+  /** the statement as it ran (LIMIT added or clamped) */
+  sql: Type.String(),
+  columns: Type.Array(Column),
+  rows: Type.Array(Type.Array(Cell)),
+  row_count: Type.Integer({ minimum: 0 }),
+  /** true when Cortado's row cap cut the result */
+  truncated: Type.Boolean(),
+  /** the row cap that applied */
+  limit: Type.Integer({ minimum: 1 }),
+  duration_ms: Type.Number({ minimum: 0 }),
+  /** bytes the engine scanned or will scan (BigQuery) */
+  bytes_processed: Type.Optional(Type.Number({ minimum: 0 })),
+  /** bytes_processed priced with price_per_tb_usd */
+  estimated_cost_usd: Type.Optional(Type.Number({ minimum: 0 })),
+});
+export type SqlExecuteReply = Static<typeof SqlExecuteReply>;
+
+export const SqlCheckRequest = Type.Object({ sql: Type.String({ minLength: 1 }) });
+export type SqlCheckRequest = Static<typeof SqlCheckRequest>;
+
+export const SqlCheckReply = Type.Object({
+  ok: Type.Boolean(),
+  reason: Type.Optional(Type.String()),
+  /** the statement as it would run */
+  sql: Type.Optional(Type.String()),
+});
+export type SqlCheckReply = Static<typeof SqlCheckReply>;
+
+/** The guard, then the engine's own estimate where it has one (BigQuery's dry run); nothing runs. */
+export const SqlEstimateReply = Type.Object({
+  /** the statement as it would run */
+  sql: Type.String(),
+  bytes_processed: Type.Optional(Type.Number({ minimum: 0 })),
+  estimated_cost_usd: Type.Optional(Type.Number({ minimum: 0 })),
+});
+export type SqlEstimateReply = Static<typeof SqlEstimateReply>;
+
+export const DbColumn = Type.Object({
+  name: Type.String(),
+  type: Type.String(),
+  nullable: Type.Boolean(),
+  comment: Type.Optional(Type.String()),
+});
+export type DbColumn = Static<typeof DbColumn>;
+
+export const DbTable = Type.Object({
+  schema: Type.String(),
+  name: Type.String(),
+  kind: Type.Enum(['table', 'view']),
+  comment: Type.Optional(Type.String()),
+  columns: Type.Array(DbColumn),
+  /** the planner's estimate, where the engine has one */
+  row_estimate: Type.Optional(Type.Number()),
+  /** foreign keys to other tables the role can read, where the engine knows them */
+  foreign_keys: Type.Optional(Type.Array(Type.Object({
+    columns: Type.Array(Type.String()),
+    ref_schema: Type.String(),
+    ref_table: Type.String(),
+    ref_columns: Type.Array(Type.String()),
+  }))),
+});
+export type DbTable = Static<typeof DbTable>;
+
+export const SqlIntrospectReply = Type.Object({
+  dialect: Dialect,
+  provider: Type.String(),
+  /** the default schema unqualified names resolve in */
+  default_schema: Type.String(),
+  tables: Type.Array(DbTable),
+});
+export type SqlIntrospectReply = Static<typeof SqlIntrospectReply>;
+
+export const SqlPingReply = Type.Object({
+  provider: Type.String(),
+  dialect: Dialect,
+  ok: Type.Boolean(),
+  latency_ms: Type.Number(),
+  error: Type.Optional(Type.String()),
+});
+export type SqlPingReply = Static<typeof SqlPingReply>;

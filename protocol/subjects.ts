@@ -1,0 +1,226 @@
+/**
+ * THE registry: every request and event of the bus. Subjects are relative to the
+ * configured prefix (`bus.prefix`, default `cortado`). Nothing outside protocol/ names a
+ * subject string (a test greps for strays).
+ */
+import { defineEvent, defineRequest, assertSubject } from './define.js';
+import { AskConfirmRequest, AskReply, AskRequest } from './schemas/ask.js';
+import {
+  SchemaContextReply,
+  SchemaContextRequest,
+  SchemaDescribeReply,
+  SchemaDescribeRequest,
+  SchemaTablesReply,
+  SchemaTablesRequest,
+} from './schemas/catalog.js';
+import { Empty } from './schemas/common.js';
+import { QueryExecuted, QueryFailed, QueryGenerated, QueryRejected } from './schemas/events.js';
+import { InsightsGenerateReply, InsightsGenerateRequest } from './schemas/insights.js';
+import * as I from './schemas/identity.js';
+import * as P from './schemas/policy.js';
+import * as Sc from './schemas/scope.js';
+import { LlmCompleteReply, LlmCompleteRequest, LlmStatusReply } from './schemas/llm.js';
+import {
+  ChatReplyReply,
+  ChatReplyRequest,
+  IntentDetectReply,
+  IntentDetectRequest,
+  SqlCheckReply,
+  SqlCheckRequest,
+  SqlEstimateReply,
+  SqlExecuteReply,
+  SqlExecuteRequest,
+  SqlGenerateReply,
+  SqlGenerateRequest,
+  SqlIntrospectReply,
+  SqlPingReply,
+} from './schemas/sql.js';
+
+/** The actors, by name. The name is also the queue group. */
+export const Actor = {
+  Assistant: 'assistant',
+  Intent: 'intent',
+  SqlGen: 'sqlgen',
+  Executor: 'executor',
+  Catalog: 'catalog',
+  Llm: 'llm',
+  Insights: 'insights',
+  Identity: 'identity',
+  Audit: 'audit',
+  Masking: 'masking',
+  Alerts: 'alerts',
+  Mailer: 'mailer',
+} as const;
+export type Actor = (typeof Actor)[keyof typeof Actor];
+export const ALL_ACTORS: readonly Actor[] = Object.values(Actor);
+
+// ---- requests -----------------------------------------------------------------------------
+
+export const Ask = defineRequest({
+  subject: 'ask', owner: Actor.Assistant, timeoutMs: 330_000, request: AskRequest, reply: AskReply,
+});
+export const AskConfirm = defineRequest({
+  subject: 'ask.confirm', owner: Actor.Assistant, timeoutMs: 330_000, request: AskConfirmRequest, reply: AskReply,
+});
+
+export const IntentDetect = defineRequest({
+  subject: 'intent.detect', owner: Actor.Intent, timeoutMs: 90_000, request: IntentDetectRequest, reply: IntentDetectReply,
+});
+export const ChatReply = defineRequest({
+  subject: 'intent.chat', owner: Actor.Intent, timeoutMs: 90_000, request: ChatReplyRequest, reply: ChatReplyReply,
+});
+
+export const SqlGenerate = defineRequest({
+  subject: 'sql.generate', owner: Actor.SqlGen, timeoutMs: 120_000, request: SqlGenerateRequest, reply: SqlGenerateReply,
+});
+
+export const SqlExecute = defineRequest({
+  subject: 'sql.execute', owner: Actor.Executor, timeoutMs: 310_000, request: SqlExecuteRequest, reply: SqlExecuteReply,
+});
+export const SqlCheck = defineRequest({
+  subject: 'sql.check', owner: Actor.Executor, timeoutMs: 5_000, request: SqlCheckRequest, reply: SqlCheckReply,
+});
+export const SqlEstimate = defineRequest({
+  subject: 'sql.estimate', owner: Actor.Executor, timeoutMs: 60_000, request: SqlCheckRequest, reply: SqlEstimateReply,
+});
+export const SqlIntrospect = defineRequest({
+  subject: 'sql.introspect', owner: Actor.Executor, timeoutMs: 60_000, request: Empty, reply: SqlIntrospectReply,
+});
+export const SqlPing = defineRequest({
+  subject: 'sql.ping', owner: Actor.Executor, timeoutMs: 3_000, request: Empty, reply: SqlPingReply,
+});
+
+export const SchemaTables = defineRequest({
+  subject: 'schema.tables', owner: Actor.Catalog, timeoutMs: 60_000, request: SchemaTablesRequest, reply: SchemaTablesReply,
+});
+export const SchemaDescribe = defineRequest({
+  subject: 'schema.describe', owner: Actor.Catalog, timeoutMs: 60_000, request: SchemaDescribeRequest, reply: SchemaDescribeReply,
+});
+export const SchemaContext = defineRequest({
+  subject: 'schema.context', owner: Actor.Catalog, timeoutMs: 60_000, request: SchemaContextRequest, reply: SchemaContextReply,
+});
+
+export const LlmComplete = defineRequest({
+  subject: 'llm.complete', owner: Actor.Llm, timeoutMs: 120_000, request: LlmCompleteRequest, reply: LlmCompleteReply,
+});
+export const LlmStatus = defineRequest({
+  subject: 'llm.status', owner: Actor.Llm, timeoutMs: 2_000, request: Empty, reply: LlmStatusReply,
+});
+
+export const InsightsGenerate = defineRequest({
+  subject: 'insights.generate', owner: Actor.Insights, timeoutMs: 60_000, request: InsightsGenerateRequest, reply: InsightsGenerateReply,
+});
+
+// ---- identity and audit ------------------------------------------------------------------
+
+const identity = <Q extends import('typebox').TSchema, R extends import('typebox').TSchema>(subject: string, request: Q, reply: R, timeoutMs = 15_000) =>
+  defineRequest({ subject: `identity.${subject}`, owner: Actor.Identity, timeoutMs, request, reply });
+
+export const IdentityLogin = identity('login', I.LoginRequest, I.LoginReply);
+export const IdentitySession = identity('session', I.SessionRequest, I.SessionInfo);
+export const IdentityLogout = identity('logout', I.LogoutRequest, I.Ok);
+export const TokenIssue = identity('token.issue', I.TokenIssueRequest, I.TokenIssueReply);
+export const TokenCheck = identity('token.check', I.TokenCheckRequest, I.TokenCheckReply);
+export const TokenList = identity('token.list', I.TokenListRequest, I.TokenListReply);
+export const TokenRevoke = identity('token.revoke', I.TokenIdRequest, I.Ok);
+export const TokenDelete = identity('token.delete', I.TokenIdRequest, I.Ok);
+export const ConfigView = identity('config.view', Empty, I.ConfigViewReply);
+export const ConfigUpdate = identity('config.update', I.ConfigUpdateRequest, I.ConfigChangeReply);
+export const ConfigReset = identity('config.reset', I.ConfigResetRequest, I.ConfigChangeReply);
+export const ConfigHistory = identity('config.history', I.ConfigHistoryRequest, I.ConfigHistoryReply);
+export const ConfigStored = identity('config.stored', Empty, I.StoredOverridesReply, 5_000);
+export const PromptsList = identity('prompts.list', Empty, I.PromptsReply);
+export const MaskRulesList = identity('mask.list', Empty, I.MaskRulesReply);
+export const MaskRuleCreate = identity('mask.create', I.MaskRuleCreate, I.MaskRuleSchema);
+export const MaskRuleUpdate = identity('mask.update', I.MaskRuleUpdate, I.MaskRuleSchema);
+export const MaskRuleDelete = identity('mask.delete', I.TokenIdRequest, I.Ok);
+export const LdapView = identity('ldap.view', Empty, I.LdapSettingsView);
+export const LdapUpdate = identity('ldap.update', I.LdapUpdateRequest, I.LdapSettingsView);
+export const LdapTest = identity('ldap.test', I.LdapTestRequest, I.LdapTestReply, 30_000);
+// multi-user sessions (plugins.auth) and database scopes
+export const AuthLogin = identity('auth.login', I.AuthLoginRequest, I.LoginReply, 30_000);
+export const AuthAutoSession = identity('auth.auto', I.AutoSessionRequest, I.LoginReply);
+export const AuthLogout = identity('auth.logout', I.LogoutRequest, I.Ok);
+export const AuthToken = identity('auth.token', I.AuthTokenRequest, I.TokenIssueReply);
+export const ScopeResolve = identity('scope.resolve', Sc.ScopeResolveRequest, Sc.ScopeInfo, 5_000);
+export const SqlConnectTest = defineRequest({
+  subject: 'sql.connect.test', owner: Actor.Executor, timeoutMs: 20_000, request: Sc.SqlConnectTestRequest, reply: Sc.SqlConnectTestReply,
+});
+export const AuditQuery = defineRequest({ subject: 'audit.query', owner: Actor.Audit, timeoutMs: 30_000, request: I.AuditQueryRequest, reply: I.AuditQueryReply });
+
+// ---- masking, alerts, mail, discovery -----------------------------------------------------
+
+export const ResultMask = defineRequest({ subject: 'result.mask', owner: Actor.Masking, timeoutMs: 30_000, request: P.ResultMaskRequest, reply: P.ResultMaskReply });
+export const MailSend = defineRequest({ subject: 'mail.send', owner: Actor.Mailer, timeoutMs: 60_000, request: P.MailSendRequest, reply: P.MailSendReply });
+export const SchemaDiscover = defineRequest({ subject: 'schema.discover', owner: Actor.Catalog, timeoutMs: 60_000, request: P.SchemaDiscoverRequest, reply: P.SchemaDiscoverReply });
+
+// ---- events -------------------------------------------------------------------------------
+
+export const QueryGeneratedEvt = defineEvent({ subject: 'evt.query.generated', payload: QueryGenerated });
+export const QueryExecutedEvt = defineEvent({ subject: 'evt.query.executed', payload: QueryExecuted });
+export const QueryRejectedEvt = defineEvent({ subject: 'evt.query.rejected', payload: QueryRejected });
+export const QueryFailedEvt = defineEvent({ subject: 'evt.query.failed', payload: QueryFailed });
+export const ConfigChangedEvt = defineEvent({ subject: 'evt.config.changed', payload: I.ConfigChanged });
+export const LoginEvt = defineEvent({ subject: 'evt.identity.login', payload: I.LoginAttempt });
+export const TokenEvt = defineEvent({ subject: 'evt.identity.token', payload: I.TokenEvent });
+export const AlertRaisedEvt = defineEvent({ subject: 'evt.alert.raised', payload: P.AlertRaised });
+export const MailSentEvt = defineEvent({ subject: 'evt.mail.sent', payload: P.MailSent });
+export const ScopeEndedEvt = defineEvent({ subject: 'evt.identity.scope.ended', payload: Sc.ScopeEnded });
+
+export const REQUESTS = [
+  Ask, AskConfirm, SqlEstimate, IntentDetect, ChatReply, SqlGenerate, SqlExecute, SqlCheck, SqlIntrospect, SqlPing,
+  SchemaTables, SchemaDescribe, SchemaContext, LlmComplete, LlmStatus, InsightsGenerate,
+  IdentityLogin, IdentitySession, IdentityLogout, TokenIssue, TokenCheck, TokenList, TokenRevoke, TokenDelete,
+  ConfigView, ConfigUpdate, ConfigReset, ConfigHistory, ConfigStored, PromptsList, MaskRulesList, MaskRuleCreate, MaskRuleUpdate,
+  MaskRuleDelete, LdapView, LdapUpdate, LdapTest, AuditQuery, ResultMask, MailSend, SchemaDiscover,
+  AuthLogin, AuthAutoSession, AuthLogout, AuthToken, ScopeResolve, SqlConnectTest,
+] as const;
+export const EVENTS = [
+  QueryGeneratedEvt, QueryExecutedEvt, QueryRejectedEvt, QueryFailedEvt, ConfigChangedEvt, LoginEvt, TokenEvt, AlertRaisedEvt, MailSentEvt,
+  ScopeEndedEvt,
+] as const;
+
+/** The durable consumer the alerts actor scores queries with. */
+export const ALERTS_CONSUMER = 'alerts';
+
+// ---- subjects built from parameters -------------------------------------------------------
+
+/** Every event, for the stream and for `cortado tap`. */
+export const EVENTS_WILDCARD = 'evt.>';
+
+/** Progress of one question, for SSE/WS streaming. */
+export function progressSubject(requestId: string): string {
+  const token = requestId.replace(/[^a-zA-Z0-9_-]/g, '_').toLowerCase();
+  const subject = `progress.${token}`;
+  assertSubject(subject);
+  return subject;
+}
+
+/** The JetStream stream that keeps every event. */
+export function eventsStreamName(prefix: string): string {
+  return `${prefix.replace(/[^A-Za-z0-9]/g, '_').toUpperCase()}_EVENTS`;
+}
+
+/** The KV bucket holding login sessions and lockout counters. */
+export function sessionsBucket(prefix: string): string {
+  return `${prefix.replace(/[^A-Za-z0-9]/g, '_')}_sessions`;
+}
+
+/** The KV bucket holding rate-limit counters, shared by every edge. */
+export function ratelimitBucket(prefix: string): string {
+  return `${prefix.replace(/[^A-Za-z0-9]/g, '_')}_ratelimit`;
+}
+
+/** The KV bucket holding SQL that waits for the user's confirmation (confirm_before_execute). */
+export function confirmationsBucket(prefix: string): string {
+  return `${prefix.replace(/[^A-Za-z0-9]/g, '_')}_confirmations`;
+}
+
+/** The durable consumer the audit actor reads the event stream with. */
+export const AUDIT_CONSUMER = 'audit';
+
+/** The KV bucket holding conversation turns. */
+export function conversationsBucket(prefix: string): string {
+  return `${prefix.replace(/[^A-Za-z0-9]/g, '_')}_conversations`;
+}
+

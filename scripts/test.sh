@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The test command (npm test): type-check, start private test servers, run every test
+# file with tap, and end with one plain "N passed, N failed" line.
+#   npm test                      all tests
+#   npm test -- test/foo.test.ts  some files
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export METADATA_SERVER_DETECTION=none CORTADO_STRICT=1 CORTADO_LOG_LEVEL=${CORTADO_LOG_LEVEL:-silent}
+
+echo "# type-check"
+if ! npx tsc --noEmit -p tsconfig.json; then echo "0 passed, 1 failed (type-check)"; exit 1; fi
+
+started_here=0
+if [ -z "${DATABASE_URL:-}" ]; then
+  eval "$(bash scripts/services-up.sh)" || { echo "0 passed, 1 failed (test services did not start)"; exit 1; }
+  started_here=1
+  trap 'bash scripts/services-down.sh "$SVC_DIR"' EXIT
+fi
+
+files=("$@")
+if [ ${#files[@]} -eq 0 ]; then mapfile -t files < <(find test -name '*.test.ts' | sort); fi
+out=$(mktemp)
+npx tap --reporter=tap --jobs="${TEST_JOBS:-2}" --timeout="${TEST_TIMEOUT:-180}" "${files[@]}" 2>&1 | tee "$out"
+rc=${PIPESTATUS[0]}
+node -e '
+  const s = require("fs").readFileSync(process.argv[1], "utf8");
+  const m = s.match(/^# \{ (total: .*) \}$/m);
+  const c = Object.fromEntries((m ? m[1] : "").split(", ").filter(Boolean).map((kv) => kv.split(": ")).map(([k, v]) => [k, +v]));
+  const failed = (c.fail ?? 0) + (m ? 0 : 1);
+  const skipped = (c.skip ?? 0) + (c.todo ?? 0);
+  console.log(`${c.pass ?? 0} passed, ${failed} failed` + (skipped ? `, ${skipped} skipped` : ""));
+' "$out"
+rm -f "$out"
+[ $started_here = 1 ] && true
+exit $rc

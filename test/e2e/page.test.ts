@@ -1,0 +1,73 @@
+/**
+ * The first page in a real browser: ask a question, see the steps, the SQL, the explanation,
+ * the rows and the insights; a failure shows its code and message readably.
+ */
+import t from 'tap';
+import { GUARD_SCHEMA_SQL } from '../fixtures/guard-cases.js';
+import { launchBrowser } from '../helpers/browser.js';
+import { testConfig } from '../helpers/config.js';
+import { chatAnswer, sqlAnswer, startFakeLlm } from '../helpers/fake-llm.js';
+import { startNats } from '../helpers/nats.js';
+import { createTestDb } from '../helpers/pg.js';
+import { startStack } from '../helpers/stack.js';
+
+const nats = await startNats();
+const db = await createTestDb('page');
+await db.pool.query(GUARD_SCHEMA_SQL);
+const fake = await startFakeLlm();
+const stack = await startStack(testConfig({ natsUrl: nats.url, db: { host: db.host, port: db.port, name: db.name, user: db.user }, llmUrl: fake.url }));
+const browser = await launchBrowser();
+t.teardown(async () => {
+  await browser.close();
+  await stack.stop();
+  await fake.close();
+  await db.drop();
+  await nats.stop();
+});
+
+t.test('a question shows its SQL, explanation, rows and insights', async (t) => {
+  const page = await browser.newPage();
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  await page.goto(stack.url);
+  await page.waitForSelector('#health.ok');
+  await page.waitForSelector('#tables input[value="orders"]', { state: 'attached' });
+
+  fake.script({ text: sqlAnswer('SELECT c.name AS customer, sum(o.amount) AS revenue FROM orders o JOIN customers c ON c.id = o.customer_id GROUP BY c.name ORDER BY revenue DESC', 'Revenue per customer, best first.') });
+  await page.fill('#question', 'Which customer brought the most revenue?');
+  await page.click('#go');
+  await page.waitForSelector('.answer .grid table tbody tr');
+
+  const answer = page.locator('.answer').first();
+  t.equal(await answer.locator('.q').textContent(), 'Which customer brought the most revenue?');
+  t.equal(await answer.locator('.explanation').textContent(), 'Revenue per customer, best first.');
+  t.match(await answer.locator('pre.sql').textContent(), /sum\(o\.amount\)[\s\S]*LIMIT 100/);
+  t.same(await answer.locator('thead th').allTextContents(), ['customer', 'revenue']);
+  t.equal(await answer.locator('tbody tr').count(), 5);
+  t.match(await answer.locator('.meta').first().textContent(), /5 rows/);
+  t.ok((await answer.locator('.insights li').count()) > 0, 'insights listed');
+  const steps = await answer.locator('.steps li').allTextContents();
+  t.ok(steps.includes('SQL written') && steps.includes('Query ran'), `steps streamed: ${steps.join(', ')}`);
+  t.same(errors, [], 'no script errors');
+  await page.close();
+});
+
+t.test('a chat answer and an error are shown readably', async (t) => {
+  const page = await browser.newPage();
+  await page.goto(stack.url);
+  fake.script({ text: chatAnswer('Hello! Ask me about orders.') });
+  await page.fill('#question', 'hi');
+  await page.click('#go');
+  await page.waitForSelector('.answer .message');
+  t.equal(await page.locator('.answer .message').first().textContent(), 'Hello! Ask me about orders.');
+
+  fake.fallback(() => ({ text: sqlAnswer('DELETE FROM orders') }));
+  await page.fill('#question', 'delete everything');
+  await page.click('#go');
+  await page.waitForSelector('.answer .error');
+  const error = page.locator('.answer .error').first();
+  t.equal(await error.locator('code').textContent(), 'SQL_REJECTED');
+  t.match(await error.textContent(), /DELETE/);
+  t.match(await error.textContent(), /request id/);
+  await page.close();
+});

@@ -1,0 +1,123 @@
+/**
+ * The interactive query flows: SQL generated but not run (execute_generated_sql: false), SQL
+ * held for confirmation (single use, bound to the session that asked, kept in KV), and
+ * query.require_session on the legacy endpoint.
+ */
+import t from 'tap';
+import { createLogger } from '../../protocol/log.js';
+import { Bus } from '../../protocol/bus.js';
+import { TokenIssue, confirmationsBucket } from '../../protocol/subjects.js';
+import { Confirmations } from '../../actors/assistant/confirmations.js';
+import { GUARD_SCHEMA_SQL } from '../fixtures/guard-cases.js';
+import { testConfig } from '../helpers/config.js';
+import { sqlAnswer, startFakeLlm } from '../helpers/fake-llm.js';
+import { startNats } from '../helpers/nats.js';
+import { createTestDb } from '../helpers/pg.js';
+import { call, startStack } from '../helpers/stack.js';
+
+const nats = await startNats();
+const db = await createTestDb('flows');
+await db.pool.query(GUARD_SCHEMA_SQL);
+const fake = await startFakeLlm();
+const dbRef = { host: db.host, port: db.port, name: db.name, user: db.user };
+const confirmStack = await startStack(testConfig({ natsUrl: nats.url, db: dbRef, llmUrl: fake.url, extra: { query: { confirm_before_execute: true } } }));
+t.teardown(async () => {
+  await confirmStack.stop();
+  await fake.close();
+  await db.drop();
+  await nats.stop();
+});
+const COUNT = 'SELECT count(*) AS n FROM orders';
+
+t.test('confirm_before_execute: the SQL is held; confirming runs exactly it, once, for the same session', async (t) => {
+  fake.script({ text: sqlAnswer(COUNT, 'Counts the orders.') });
+  const asked = await call(`${confirmStack.url}/query`, { body: { question: 'how many orders?', session_id: 'widget-1' } });
+  t.equal(asked.status, 200, asked.text);
+  t.equal(asked.body.requires_confirmation, true);
+  t.equal(asked.body.executed, false);
+  t.same(asked.body.data, [], 'nothing ran');
+  t.equal(asked.body.sql, `${COUNT}\nLIMIT 100`, 'the SQL as it would run, guarded');
+  const id = asked.body.confirmation_id as string;
+  t.match(id, /^cf_/);
+
+  const stranger = await call(`${confirmStack.url}/query/confirm-execute`, { body: { confirmation_id: id, session_id: 'widget-2' } });
+  t.equal(stranger.status, 403, 'another session cannot confirm it');
+
+  const ran = await call(`${confirmStack.url}/query/confirm-execute`, { body: { confirmation_id: id, session_id: 'widget-1' } });
+  t.equal(ran.status, 200, ran.text);
+  t.same(ran.body.data, [[40]]);
+  t.equal(ran.body.sql, `${COUNT}\nLIMIT 100`);
+  t.equal(ran.body.executed, true);
+
+  const again = await call(`${confirmStack.url}/query/confirm-execute`, { body: { confirmation_id: id, session_id: 'widget-1' } });
+  t.equal(again.status, 404, 'single use');
+  const bogus = await call(`${confirmStack.url}/query/confirm-execute`, { body: { confirmation_id: 'cf_nope', session_id: 'widget-1' } });
+  t.equal(bogus.status, 404);
+  t.equal(fake.requests.length, 1, 'confirming asks the model nothing');
+});
+
+t.test('confirm_before_execute: a guard refusal comes at once, never as a confirmation', async (t) => {
+  fake.script({ text: sqlAnswer('DELETE FROM orders') });
+  const asked = await call(`${confirmStack.url}/query`, { body: { question: 'delete', session_id: 'widget-1' } });
+  t.equal(asked.status, 422);
+  t.equal(asked.body.error.code, 'SQL_REJECTED');
+});
+
+t.test('confirm_before_execute does not apply to /api/query (not an interactive widget)', async (t) => {
+  fake.script({ text: sqlAnswer(COUNT) });
+  const r = await call(`${confirmStack.url}/api/query`, { body: { question: 'how many orders?' } });
+  t.equal(r.status, 200);
+  t.same(r.body.rows, [[40]]);
+  t.notOk(r.body.confirmation);
+});
+
+t.test('confirmations expire, and a second edge sees them (KV)', async (t) => {
+  const bus = await Bus.connect({ url: nats.url, prefix: 'cortado', name: 'conf-test', log: createLogger({ svc: 'test', level: 'silent' }) });
+  t.teardown(() => bus.close());
+  const c = new Confirmations(await bus.kv(confirmationsBucket('cortado'), { ttlMs: 600_000 }));
+  const now = Date.parse('2026-11-23T10:00:00Z');
+  const base = { sql: 'SELECT 1', question: 'q', owner: 'o', channel: 'legacy' as const, dialect: 'postgresql' as const, tables: [] };
+  const a = await c.hold(base, now);
+  await t.rejects(c.take(a.id, 'o', now + 11 * 60_000), { code: 'NOT_FOUND' }, 'expired');
+  const b = await c.hold(base, Date.now());
+  const other = new Confirmations(await bus.kv(confirmationsBucket('cortado'), { ttlMs: 600_000 }));
+  const [x, y] = await Promise.allSettled([c.take(b.id, 'o'), other.take(b.id, 'o')]);
+  t.equal([x, y].filter((r) => r.status === 'fulfilled').length, 1, 'two takers at once: exactly one runs it');
+});
+
+t.test('execute_generated_sql: false returns the SQL without running it (interactive only)', async (t) => {
+  const nats2 = await startNats();
+  const s = await startStack(testConfig({ natsUrl: nats2.url, db: dbRef, llmUrl: fake.url, extra: { query: { execute_generated_sql: false } } }));
+  t.teardown(async () => {
+    await s.stop();
+    await nats2.stop();
+  });
+  fake.script({ text: sqlAnswer(COUNT) });
+  const legacy = await call(`${s.url}/query`, { body: { question: 'how many orders?' } });
+  t.equal(legacy.status, 200);
+  t.equal(legacy.body.executed, false);
+  t.equal(legacy.body.sql, COUNT);
+  t.same(legacy.body.data, []);
+  fake.script({ text: sqlAnswer(COUNT) });
+  const api = await call(`${s.url}/api/query`, { body: { question: 'how many orders?' } });
+  t.same(api.body.rows, [[40]], '/api/query still executes');
+});
+
+t.test('require_session: the legacy endpoint needs a session or an API token', async (t) => {
+  const nats3 = await startNats();
+  const s = await startStack(testConfig({ natsUrl: nats3.url, db: dbRef, llmUrl: fake.url, extra: { query: { require_session: true } } }));
+  t.teardown(async () => {
+    await s.stop();
+    await nats3.stop();
+  });
+  const anon = await call(`${s.url}/query`, { body: { question: 'how many orders?' } });
+  t.equal(anon.status, 401);
+  t.equal(anon.body.error.code, 'UNAUTHORIZED');
+  const bad = await call(`${s.url}/query`, { body: { question: 'how many orders?' }, headers: { authorization: 'Bearer ctd_invalid' } });
+  t.equal(bad.status, 401);
+  const { token } = await s.running.bus.request(TokenIssue, { username: 'widget-user', ttl_hours: 1 }, { requestId: 't' });
+  fake.script({ text: sqlAnswer(COUNT) });
+  const ok = await call(`${s.url}/query`, { body: { question: 'how many orders?' }, headers: { authorization: `Bearer ${token}` } });
+  t.equal(ok.status, 200, ok.text);
+  t.same(ok.body.data, [[40]]);
+});

@@ -1,0 +1,45 @@
+/**
+ * A throwaway PostgreSQL database per test file, on the server the test run uses:
+ * DATABASE_URL (scripts/test.sh starts a private cluster and sets it), else the
+ * machine's server on 127.0.0.1:5432.
+ */
+import pg from 'pg';
+
+export const ADMIN_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
+export interface TestDb {
+  url: string;
+  name: string;
+  host: string;
+  port: number;
+  user: string;
+  /** a small pool for the test's own setup and assertions */
+  pool: pg.Pool;
+  drop(): Promise<void>;
+}
+
+export async function createTestDb(prefix = 't'): Promise<TestDb> {
+  const admin = new pg.Client({ connectionString: ADMIN_URL });
+  await admin.connect();
+  const name = `${prefix}_${process.pid}_${Date.now().toString(36)}_${Math.floor(Math.random() * 1e6)}`.toLowerCase();
+  await admin.query(`CREATE DATABASE ${name} TEMPLATE template0`);
+  await admin.end();
+  const u = new URL(ADMIN_URL);
+  u.pathname = `/${name}`;
+  const pool = new pg.Pool({ connectionString: u.toString(), max: 4 });
+  return {
+    url: u.toString(),
+    name,
+    host: u.hostname,
+    port: Number(u.port || 5432),
+    user: decodeURIComponent(u.username || 'postgres'),
+    pool,
+    async drop() {
+      await pool.end().catch(() => undefined);
+      const a = new pg.Client({ connectionString: ADMIN_URL });
+      await a.connect();
+      await a.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => undefined);
+      await a.end();
+    },
+  };
+}
