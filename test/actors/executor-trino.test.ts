@@ -20,7 +20,7 @@ import { REJECTED_TRINO } from '../fixtures/guard-cases-trino.js';
 import { testConfig } from '../helpers/config.js';
 import { startFakeTrino } from '../helpers/fake-trino.js';
 import { startNats } from '../helpers/nats.js';
-import { createTestDb } from '../helpers/pg.js';
+import { backendsStillRunning, createTestDb } from '../helpers/pg.js';
 
 const nats = await startNats();
 const db = await createTestDb('trino');
@@ -66,10 +66,6 @@ async function fails(sql: string, extra: Record<string, unknown> = {}, user?: st
 
 const last = () => fake.statements.at(-1)!;
 
-async function backendsRunning(pattern: string): Promise<number> {
-  const r = await db.pool.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE query LIKE $1 AND state = 'active' AND pid <> pg_backend_pid()`, [`%${pattern}%`]);
-  return r.rows[0].n;
-}
 
 t.test('every rejected case is refused over the bus, nothing reaches the coordinator, one event each', async (t) => {
   const before = fake.statements.length;
@@ -203,7 +199,7 @@ t.test('a query past its timeout is stopped by the coordinator, and the query be
   t.equal(last().session.query_max_execution_time, '600ms');
   t.equal(last().error?.errorName, 'EXCEEDED_TIME_LIMIT', 'the coordinator\'s own limit stopped it');
   await fake.settled(last().id);
-  t.equal(await backendsRunning('generate_series(1, 200001)'), 0, 'nothing of it still runs on PostgreSQL');
+  t.equal(await backendsStillRunning(db, 'generate_series(1, 200001)'), 0, 'nothing of it still runs on PostgreSQL');
 });
 
 t.test('when the coordinator does not stop it, the client cancels it by its id', async (t) => {
@@ -223,7 +219,7 @@ t.test('when the coordinator does not stop it, the client cancels it by its id',
   t.equal(del?.user, 'carol', 'by its owner');
   await fake.settled(s.id);
   t.equal(s.error?.errorName, 'USER_CANCELED');
-  t.equal(await backendsRunning('generate_series(1, 200002)'), 0, 'nothing of it still runs on PostgreSQL');
+  t.equal(await backendsStillRunning(db, 'generate_series(1, 200002)'), 0, 'nothing of it still runs on PostgreSQL');
   const ok = await client.request(SqlExecute, { sql: 'SELECT 1 AS one' }, ctx());
   t.same(ok.rows, [[1]], 'and the next query runs');
 });

@@ -43,3 +43,21 @@ export async function createTestDb(prefix = 't'): Promise<TestDb> {
     },
   };
 }
+
+/**
+ * How many backends of this test's database still run a statement containing `fragment`,
+ * looked at until none does or `withinMs` passes (a loaded machine takes a moment to reap a
+ * cancelled backend; other test files share the cluster, so only this database counts).
+ */
+export async function backendsStillRunning(db: TestDb, fragment: string, withinMs = 3_000): Promise<number> {
+  const until = Date.now() + withinMs;
+  for (;;) {
+    const r = await db.pool.query(
+      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query LIKE $1 AND state = 'active' AND pid <> pg_backend_pid()`,
+      [`%${fragment}%`],
+    );
+    const n = (r.rows[0] as { n: number }).n;
+    if (n === 0 || Date.now() >= until) return n;
+    await new Promise((res) => setTimeout(res, 100));
+  }
+}
