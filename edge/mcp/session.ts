@@ -15,6 +15,7 @@ import type { Dialect } from '../../protocol/schemas/common.js';
 import type { MaskRuleLite } from '../../protocol/schemas/policy.js';
 import { MaskRulesList, SqlPing, TokenEvt } from '../../protocol/subjects.js';
 import type { Config } from '../../config/schema.js';
+import { tokenScope } from '../scope.js';
 import type { Caller } from './auth.js';
 
 export type McpTransportKind = 'sse' | 'streamable_http';
@@ -148,7 +149,7 @@ export class McpSessionRegistry {
    * executor answers, the configured provider names it.
    */
   async describe(caller: Caller, id: string, transport: McpTransportKind, rid: string): Promise<McpSessionInfo> {
-    const ctx: Ctx = { requestId: rid, user: caller.info.username };
+    const ctx: Ctx = { requestId: rid, user: caller.info.username, ...tokenScope(caller.info) };
     const [rules, dialect] = await Promise.all([
       this.deps.bus.request(MaskRulesList, {}, ctx),
       this.resolveDialect(ctx),

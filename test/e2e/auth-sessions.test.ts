@@ -15,6 +15,7 @@ import { testConfig } from '../helpers/config.js';
 import { sqlAnswer, startFakeLlm } from '../helpers/fake-llm.js';
 import { startNats } from '../helpers/nats.js';
 import { createTestDb } from '../helpers/pg.js';
+import { closeClient, connectClient, type TransportKind } from '../helpers/mcp.js';
 import { call, startStack } from '../helpers/stack.js';
 
 const nats = await startNats();
@@ -284,6 +285,23 @@ t.test('a session mints an API token scoped to its own db_config; revoking it cl
   const ok = await bus.request(SqlExecute, { sql: 'SELECT count(*) AS n FROM beta_customers' }, { requestId: 'tok-1', scope });
   t.same(ok.rows, [[2]], 'the token runs as its session\'s role');
   await t.rejects(bus.request(SqlExecute, { sql: 'SELECT count(*) FROM alpha_orders' }, { requestId: 'tok-2', scope }), { code: 'DB_QUERY_FAILED', message: /permission denied/ });
+  // the same scope when the token is used where a user would use it: MCP and the legacy /query
+  for (const kind of ['http', 'sse'] as TransportKind[]) {
+    const client = await connectClient(stack.url, kind, mint.body.token as string);
+    const beta = (await client.callTool({ name: 'ask_database', arguments: { question: 'question-beta' } })) as { isError?: boolean; structuredContent: { rows?: unknown[] } };
+    t.notOk(beta.isError, `${kind}: ask_database answers`);
+    t.same(beta.structuredContent.rows, [[2]], `${kind}: MCP runs as the token's role`);
+    const alpha = (await client.callTool({ name: 'ask_database', arguments: { question: 'question-alpha' } })) as { isError?: boolean; structuredContent: { error?: { code: string; message: string } } };
+    t.equal(alpha.isError, true, `${kind}: not with the server's credentials`);
+    t.match(alpha.structuredContent.error, { code: 'DB_QUERY_FAILED', message: /permission denied/ });
+    await closeClient(client);
+  }
+  const bearer = { headers: { authorization: `Bearer ${mint.body.token as string}` } };
+  const legacyBeta = await call(`${stack.url}/query`, { ...bearer, body: { question: 'question-beta' } });
+  t.same(legacyBeta.body.data, [[2]], 'the legacy /query with the token runs as its role');
+  const legacyAlpha = await call(`${stack.url}/query`, { ...bearer, body: { question: 'question-alpha' } });
+  t.equal(legacyAlpha.status, 422, legacyAlpha.text);
+  t.match(legacyAlpha.body.error.message, /permission denied/);
   await bus.request(TokenRevoke, { id }, { requestId: 'tok-3' });
   await t.rejects(bus.request(SqlExecute, { sql: 'SELECT 1' }, { requestId: 'tok-4', scope }), { code: 'UNAUTHORIZED' }, 'a revoked token\'s scope is refused');
 });

@@ -11,6 +11,7 @@ import { Ask, AskConfirm, IdentitySession, progressSubject, TokenCheck } from '.
 import type { AskReply, AskRequest } from '../../../protocol/schemas/ask.js';
 import { ApiQueryBody, LegacyQueryBody } from '../../../protocol/schemas/http.js';
 import type { ProgressEvent } from '../../../protocol/schemas/progress.js';
+import { tokenScope } from '../../scope.js';
 import { openSse } from '../../sse/stream.js';
 import { errorBody, readJson, sendJson } from '../reply.js';
 import type { Router, RouteContext } from '../router.js';
@@ -39,9 +40,9 @@ async function runAsk(
   ctx: RouteContext,
   ask: AskRequest,
   render: (reply: AskReply) => unknown,
-  user?: string,
+  caller: { user?: string; scope?: string } = {},
 ): Promise<void> {
-  const busCtx: Ctx = { requestId: ctx.rid, ...(user ? { user } : {}) };
+  const busCtx: Ctx = { requestId: ctx.rid, ...(caller.user ? { user: caller.user } : {}), ...(caller.scope ? { scope: caller.scope } : {}) };
   if (!wantsStream(req)) {
     const reply = await deps.bus.request(Ask, ask, busCtx, { remote: true });
     sendJson(res, 200, render(reply), ctx.rid);
@@ -87,14 +88,14 @@ const checkConfirm = Compile(ConfirmBody);
  * neither query.require_session nor the login gate demands one) the widget's session_id and
  * the client address.
  */
-async function legacyCaller(bus: Bus, config: Config, req: HttpRequest, rid: string, sessionId: string | undefined): Promise<{ user?: string; owner: string }> {
+async function legacyCaller(bus: Bus, config: Config, req: HttpRequest, rid: string, sessionId: string | undefined): Promise<{ user?: string; owner: string; scope?: string }> {
   const user = await assistantUser(bus, config, req, rid);
   const cookie = sessionToken(req, 'assistant');
   if (user && cookie) return { user, owner: `a:${digest(cookie)}` };
   const bearer = /^Bearer\s+(ctd_\S+)$/i.exec(req.headers.authorization ?? '')?.[1];
   if (bearer) {
     const { info } = await bus.request(TokenCheck, { token: bearer }, { requestId: rid });
-    return { user: info.username, owner: `t:${info.id}` };
+    return { user: info.username, owner: `t:${info.id}`, ...tokenScope(info) };
   }
   if (cookie && !config.plugins.assistant_login.enabled) {
     const s = await bus.request(IdentitySession, { token: cookie, kind: 'assistant' }, { requestId: rid }).catch(() => undefined);
@@ -152,7 +153,7 @@ export function queryRoutes(router: Router, deps: QueryRouteDeps): void {
     const ask: AskRequest = { question: body.question, channel: 'legacy', owner: caller.owner };
     if (tables.length) ask.tables = tables;
     if (sessionId) ask.conversation_id = sessionId;
-    await runAsk(deps, req, res, ctx, ask, (r) => legacyShape(r, sessionId), caller.user);
+    await runAsk(deps, req, res, ctx, ask, (r) => legacyShape(r, sessionId), caller);
   });
 
   // run exactly the SQL a /query answer held for confirmation (query.confirm_before_execute)
@@ -160,7 +161,7 @@ export function queryRoutes(router: Router, deps: QueryRouteDeps): void {
     const body = await readJson<ConfirmBody>(req, checkConfirm);
     const sessionId = body.session_id ?? undefined;
     const caller = await legacyCaller(deps.bus, deps.config, req, ctx.rid, sessionId);
-    const reply = await deps.bus.request(AskConfirm, { confirmation_id: body.confirmation_id, owner: caller.owner, channel: 'legacy' }, { requestId: ctx.rid, ...(caller.user ? { user: caller.user } : {}) }, { remote: true });
+    const reply = await deps.bus.request(AskConfirm, { confirmation_id: body.confirmation_id, owner: caller.owner, channel: 'legacy' }, { requestId: ctx.rid, ...(caller.user ? { user: caller.user } : {}), ...(caller.scope ? { scope: caller.scope } : {}) }, { remote: true });
     sendJson(res, 200, legacyShape(reply, sessionId), ctx.rid);
   });
 }
