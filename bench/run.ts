@@ -93,7 +93,9 @@ async function main(): Promise<void> {
 
   // BENCH_CPU_PROF=<dir>: write a CPU profile of the cortado process there (open it in Chrome DevTools)
   const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-  const cortado = spawn(process.execPath, [...prof, path.join(ROOT, 'bin/cortado.js'), '--config', file], { cwd: ROOT, env: { ...process.env, CORTADO_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'ignore', 'inherit'] });
+  // BENCH_ROLES="edge actors:a,b": run only these roles (to see what an actor costs)
+  const roles = (process.env.BENCH_ROLES ?? '').split(/\s+/).filter(Boolean).flatMap((r) => ['--role', r]);
+  const cortado = spawn(process.execPath, [...prof, path.join(ROOT, 'bin/cortado.js'), '--config', file, ...roles], { cwd: ROOT, env: { ...process.env, CORTADO_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'ignore', 'inherit'] });
   children.push(cortado);
   const pipelineUrl = `http://127.0.0.1:${httpPort}`;
   await waitHealthy(pipelineUrl);

@@ -1,0 +1,95 @@
+/**
+ * keepAliveFetch: the fetch the LLM SDKs use. Against a real node:http server on loopback:
+ * what it sends, what it answers, aborts, failures, and what it hands to the built-in fetch.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import t from 'tap';
+import { keepAliveFetch } from '../../actors/llm/providers/keepalive-fetch.js';
+
+interface Seen { method: string; url: string; headers: http.IncomingHttpHeaders; body: string; socket: string }
+const seen: Seen[] = [];
+const server = http.createServer((req, res) => {
+  const chunks: Buffer[] = [];
+  req.on('data', (c: Buffer) => chunks.push(c));
+  req.on('end', () => {
+    seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString(), socket: `${req.socket.remotePort}` });
+    if (req.url === '/slow') return void setTimeout(() => res.end('late'), 2_000);
+    if (req.url === '/trickle') {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.write('first ');
+      return void setTimeout(() => res.end('second'), 1_500);
+    }
+    if (req.url === '/empty') return void res.writeHead(204).end();
+    res.writeHead(req.url === '/missing' ? 404 : 200, [['content-type', 'application/json'], ['set-cookie', 'a=1'], ['set-cookie', 'b=2'], ['x-request-id', 'r-1']]);
+    res.end(JSON.stringify({ ok: true, path: req.url }));
+  });
+});
+await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+t.teardown(() => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }));
+
+t.test('a JSON POST: method, path, headers and body arrive; the reply is a real Response', async (t) => {
+  const res = await keepAliveFetch(`${base}/v1/messages?beta=true`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': 'k' }, body: JSON.stringify({ q: 'é' }) });
+  t.equal(res.status, 200);
+  t.ok(res.ok);
+  t.same(await res.json(), { ok: true, path: '/v1/messages?beta=true' });
+  t.equal(res.headers.get('x-request-id'), 'r-1');
+  t.same(res.headers.getSetCookie(), ['a=1', 'b=2'], 'repeated headers kept apart');
+  const last = seen.at(-1)!;
+  t.equal(last.method, 'POST');
+  t.equal(last.headers['x-api-key'], 'k');
+  t.equal(last.headers['content-length'], String(Buffer.byteLength(JSON.stringify({ q: 'é' }))), 'byte length, not characters');
+  t.same(JSON.parse(last.body), { q: 'é' });
+});
+
+t.test('sockets are kept alive between calls', async (t) => {
+  await (await keepAliveFetch(`${base}/a`)).text();
+  await (await keepAliveFetch(`${base}/b`)).text();
+  t.equal(seen.at(-1)!.socket, seen.at(-2)!.socket, 'the second call reused the first one\'s connection');
+});
+
+t.test('statuses: an error status is a Response, 204 has no body', async (t) => {
+  const missing = await keepAliveFetch(`${base}/missing`);
+  t.equal(missing.status, 404);
+  t.notOk(missing.ok);
+  const empty = await keepAliveFetch(`${base}/empty`, { method: 'DELETE' });
+  t.equal(empty.status, 204);
+  t.equal(empty.body, null);
+});
+
+t.test('abort: before the call, while waiting for the answer, while reading the body', async (t) => {
+  const before = new AbortController();
+  before.abort();
+  await t.rejects(keepAliveFetch(`${base}/x`, { signal: before.signal }), { name: 'AbortError' });
+
+  const waiting = new AbortController();
+  const started = Date.now();
+  setTimeout(() => waiting.abort(), 100);
+  await t.rejects(keepAliveFetch(`${base}/slow`, { signal: waiting.signal }), { name: 'AbortError' });
+  t.ok(Date.now() - started < 1_000, 'at once, not when the server answers');
+
+  const reading = new AbortController();
+  const res = await keepAliveFetch(`${base}/trickle`, { signal: reading.signal });
+  setTimeout(() => reading.abort(), 100);
+  await t.rejects(res.text(), { name: 'AbortError' });
+});
+
+t.test('a refused connection is a TypeError with the socket error as its cause, like fetch', async (t) => {
+  const closed = http.createServer();
+  await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+  const port = (closed.address() as AddressInfo).port;
+  await new Promise<void>((r) => closed.close(() => r()));
+  const err = await keepAliveFetch(`http://127.0.0.1:${port}/`).then(() => undefined, (e: unknown) => e);
+  t.type(err, TypeError);
+  t.match((err as TypeError & { cause: { code: string } }).cause, { code: 'ECONNREFUSED' });
+});
+
+t.test('what it does not handle itself goes to the built-in fetch', async (t) => {
+  const res = await keepAliveFetch(new Request(`${base}/request-object`, { method: 'PUT', body: 'x' }));
+  t.same(await res.json(), { ok: true, path: '/request-object' });
+  t.equal(seen.at(-1)!.method, 'PUT');
+  const streamed = await keepAliveFetch(`${base}/streamed`, { method: 'POST', body: new Blob(['blob body']) });
+  t.equal(streamed.status, 200);
+  t.equal(seen.at(-1)!.body, 'blob body');
+});
