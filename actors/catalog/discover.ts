@@ -18,30 +18,34 @@ import { compareNames, type Catalog, type CatalogEntry, type CatalogSource } fro
 export const DISCOVER_DEFAULT_LIMIT = 100;
 
 /** The catalog and schema a table lives in, as discovery names them. */
-export function placeOf(entry: CatalogEntry, catalog: Pick<Catalog, 'provider'>, config: Config): { catalog: string; schema: string } {
+export function placeOf(entry: CatalogEntry, catalog: Pick<Catalog, 'provider'>, config: Config, own = ''): { catalog: string; schema: string } {
   const schema = entry.table.schema;
   const db = config.database;
   switch (catalog.provider) {
     case 'trino': {
+      // a scope with its own catalog introspects only that one: its tables live there
+      if (own) return { catalog: own, schema };
       if (db.trino.catalog) return { catalog: db.trino.catalog, schema };
       const dot = schema.indexOf('.');
       return dot > 0 ? { catalog: schema.slice(0, dot), schema: schema.slice(dot + 1) } : { catalog: '', schema };
     }
     case 'postgresql':
-      return { catalog: db.postgresql.database, schema };
+      return { catalog: own || db.postgresql.database, schema };
     case 'mysql':
-      return { catalog: db.mysql.database || schema, schema };
+      return { catalog: own || db.mysql.database || schema, schema };
     case 'bigquery':
-      return { catalog: db.bigquery.project_id, schema };
+      return { catalog: own || db.bigquery.project_id, schema };
     default:
       return { catalog: '', schema };
   }
 }
 
 function allowedIn(place: { catalog: string; schema: string }, spec: SchemaDiscoverRequest['catalogs'][number], trino: boolean): boolean {
-  if (place.catalog && place.catalog === spec.name) return spec.allowed_schemas.length === 0 || spec.allowed_schemas.includes(place.schema);
+  // names compare as login and the catalog lock compare them: case-insensitively
+  const same = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
+  if (place.catalog && same(place.catalog, spec.name)) return spec.allowed_schemas.length === 0 || spec.allowed_schemas.some((s) => same(s, place.schema));
   // outside Trino, a catalog may also name the schema level itself
-  return !trino && place.schema === spec.name;
+  return !trino && same(place.schema, spec.name);
 }
 
 /** The tables of a loaded catalog whose name contains the query, within the allowed catalogs. */
@@ -53,7 +57,7 @@ export function discoverIn(catalog: Catalog, input: SchemaDiscoverRequest, confi
   if (!query || input.catalogs.length === 0) return { tables: [], truncated: false };
   for (const entry of catalog.entries) {
     if (!entry.table.name.toLowerCase().includes(query)) continue;
-    const place = placeOf(entry, catalog, config);
+    const place = placeOf(entry, catalog, config, input.own_catalog?.trim() ?? '');
     const spec = input.catalogs.find((c) => allowedIn(place, c, trino));
     if (!spec) continue;
     found.push({ catalog: place.catalog || spec.name, schema: place.schema, name: entry.table.name, kind: entry.table.kind });

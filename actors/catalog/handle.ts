@@ -450,6 +450,12 @@ export interface CatalogCacheOptions {
   /** 0: load on every call (concurrent calls still share one load) */
   ttlSeconds: number;
   now?: () => number;
+  /**
+   * What the loaded tables depend on besides the database: a cached catalog made under another
+   * value is not used (the executor hides tables outside plugins.auth.allowed_catalogs, which an
+   * admin may change at run time).
+   */
+  epoch?: () => string;
 }
 
 /**
@@ -463,7 +469,7 @@ export function createCatalogCache(opts: CatalogCacheOptions): CatalogSource {
   const now = opts.now ?? Date.now;
   const ttlMs = opts.ttlSeconds * 1000;
   // one cache per database scope (ctx.scope: a plugins.auth session or token sees its own tables); '' = the server's
-  const slots = new Map<string, { cached?: { catalog: Catalog; at: number }; inFlight?: Promise<Catalog> }>();
+  const slots = new Map<string, { cached?: { catalog: Catalog; at: number; epoch: string }; inFlight?: Promise<Catalog> }>();
 
   return {
     get(ctx: Ctx, refresh = false): Promise<Catalog> {
@@ -477,7 +483,8 @@ export function createCatalogCache(opts: CatalogCacheOptions): CatalogSource {
         slots.set(key, (slot = {}));
       }
       const s = slot;
-      if (!refresh && s.cached && ttlMs > 0 && now() - s.cached.at < ttlMs) return Promise.resolve(s.cached.catalog);
+      const epoch = opts.epoch?.() ?? '';
+      if (!refresh && s.cached && ttlMs > 0 && now() - s.cached.at < ttlMs && s.cached.epoch === epoch) return Promise.resolve(s.cached.catalog);
       if (s.inFlight) return s.inFlight;
       const shared: Ctx = { requestId: ctx.requestId };
       if (ctx.user !== undefined) shared.user = ctx.user;
@@ -486,7 +493,7 @@ export function createCatalogCache(opts: CatalogCacheOptions): CatalogSource {
       const load = (async () => {
         try {
           const catalog = buildCatalog(await opts.load(shared));
-          if (ttlMs > 0) s.cached = { catalog, at: now() };
+          if (ttlMs > 0) s.cached = { catalog, at: now(), epoch };
           else delete s.cached;
           return catalog;
         } finally {
@@ -514,7 +521,24 @@ export function busCatalogSource(bus: Pick<Bus, 'request'>, config: Config): Cat
   return createCatalogCache({
     load: (ctx) => bus.request(SqlIntrospect, {}, ctx),
     ttlSeconds: config.catalog.cache_ttl_seconds,
+    epoch: visibilityEpoch(config),
   });
+}
+
+/** The settings that decide which tables the executor shows (see CatalogCacheOptions.epoch), as a string that changes with them. */
+export function visibilityEpoch(config: Config): () => string {
+  let seen: unknown;
+  let key = '';
+  return () => {
+    const auth = config.plugins.auth;
+    if (!auth.enabled) return '';
+    // a runtime override replaces the array, so the string is made again only then
+    if (auth.allowed_catalogs !== seen) {
+      seen = auth.allowed_catalogs;
+      key = JSON.stringify(auth.allowed_catalogs);
+    }
+    return key;
+  };
 }
 
 export function summarize(entry: CatalogEntry): TableSummary {

@@ -15,6 +15,7 @@ import type { Dialect } from '../../protocol/schemas/common.js';
 import type { MaskRuleLite } from '../../protocol/schemas/policy.js';
 import { MaskRulesList, SqlPing, TokenEvt } from '../../protocol/subjects.js';
 import type { Config } from '../../config/schema.js';
+import { discoveryEnabled } from '../discovery.js';
 import { tokenScope } from '../scope.js';
 import type { Caller } from './auth.js';
 
@@ -30,7 +31,7 @@ export interface McpSessionInfo {
   /** the enabled mask rules when the session opened */
   readonly maskRules: readonly MaskRuleLite[];
   readonly dialect: Dialect;
-  /** discover_tables is advertised (plugins.auth.enable_discovery_tokens when the session opened) */
+  /** discover_tables is advertised (discovery was on when the session opened: edge/discovery.ts) */
   readonly discovery: boolean;
   readonly createdAt: string;
   readonly expiresAt: string;
@@ -162,7 +163,7 @@ export class McpSessionRegistry {
       dbConfig: caller.info.db_config,
       maskRules: rules.rules.filter((r) => r.enabled).map((r) => ({ field_pattern: r.field_pattern, strategy: r.strategy })),
       dialect,
-      discovery: this.deps.config.plugins.auth.enable_discovery_tokens,
+      discovery: discoveryEnabled(this.deps.config),
       createdAt: new Date().toISOString(),
       expiresAt: caller.info.expires_at,
     };

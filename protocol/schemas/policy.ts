@@ -113,6 +113,8 @@ export const SchemaDiscoverRequest = Type.Object({
   /** the catalogs to search (the token's allowed_catalogs); each with the schemas allowed, empty = all */
   catalogs: Type.Array(Type.Object({ name: Type.String(), allowed_schemas: Type.Array(Type.String()) })),
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500 })),
+  /** the catalog the caller's scope is connected to (its tables are named in it); default: the server's */
+  own_catalog: Type.Optional(Type.String({ maxLength: 200 })),
 });
 export type SchemaDiscoverRequest = Static<typeof SchemaDiscoverRequest>;
 

@@ -9,13 +9,13 @@
 import t from 'tap';
 import { Bus } from '../../protocol/bus.js';
 import { createLogger } from '../../protocol/log.js';
-import { SqlExecute, TokenRevoke } from '../../protocol/subjects.js';
+import { ConfigReset, ConfigUpdate, SqlExecute, TokenRevoke } from '../../protocol/subjects.js';
 import { generateFernetKey } from '../../actors/lib/fernet.js';
 import { testConfig } from '../helpers/config.js';
 import { sqlAnswer, startFakeLlm } from '../helpers/fake-llm.js';
 import { startNats } from '../helpers/nats.js';
 import { createTestDb } from '../helpers/pg.js';
-import { closeClient, connectClient, type TransportKind } from '../helpers/mcp.js';
+import { closeClient, connectClient, until, type TransportKind } from '../helpers/mcp.js';
 import { call, startStack } from '../helpers/stack.js';
 
 const nats = await startNats();
@@ -328,4 +328,28 @@ t.test('confirm over /auth/query/confirm is bound to the session that asked', as
   const denied = await call(`${confirmStack.url}/auth/query/confirm`, as(s1.session!, { body: { confirmation_id: heldAlpha.body.confirmation_id } }));
   t.equal(denied.status, 422);
   t.match(denied.body.error.message, /permission denied/);
+});
+
+t.test('/auth/discover: off by default; on, the session\'s own database, as its role sees it, never rows', async (t) => {
+  const s = await login(stack.url, roleB, PASS_B);
+  t.equal(s.status, 200);
+  const off = await call(`${stack.url}/auth/discover?q=beta`, as(s.session!));
+  t.equal(off.status, 404, off.text);
+  t.equal((await call(`${stack.url}/auth/config`)).body.discovery_enabled, false);
+
+  await bus.request(ConfigUpdate, { key: 'plugins.auth.enable_discovery_tokens', value: true, by: 'admin' }, { requestId: 'disc-on' });
+  t.teardown(() => bus.request(ConfigReset, { key: 'plugins.auth.enable_discovery_tokens', by: 'admin' }, { requestId: 'disc-off' }));
+  await until(() => config.plugins.auth.enable_discovery_tokens, 5_000, 'discovery to be on');
+  t.equal((await call(`${stack.url}/auth/config`)).body.discovery_enabled, true);
+
+  const found = await call(`${stack.url}/auth/discover?q=CUSTOM`, as(s.session!));
+  t.equal(found.status, 200, found.text);
+  t.same(found.body, { tables: [{ catalog: db.name, schema: 'public', name: 'beta_customers', kind: 'table' }], truncated: false });
+  t.notOk(found.text.includes('Grace'), 'names only');
+  const hidden = await call(`${stack.url}/auth/discover?q=alpha`, as(s.session!));
+  t.same(hidden.body.tables, [], 'a table the role may not read is not found');
+  const bad = await call(`${stack.url}/auth/discover`, as(s.session!));
+  t.equal(bad.status, 400);
+  const anonymous = await call(`${stack.url}/auth/discover?q=beta`);
+  t.equal(anonymous.status, 401);
 });

@@ -33,7 +33,7 @@ const config = testConfig({
   natsUrl: nats.url,
   db: { host: db.host, port: db.port, name: db.name, user: db.user },
   llmUrl: fake.url,
-  extra: { mcp: { max_rows: MAX_ROWS }, config_db: { encryption_key: generateFernetKey() } },
+  extra: { mcp: { max_rows: MAX_ROWS }, config_db: { encryption_key: generateFernetKey() }, plugins: { auth: { enabled: true } } },
 });
 const stack = await startStack(config);
 const bus = stack.running.bus;
@@ -207,8 +207,10 @@ t.test('the MCP Inspector CLI lists and calls tools over SSE and Streamable HTTP
 });
 
 t.test('discover_tables: advertised only with discovery tokens on; names across the allowed catalogs, never rows', async (t) => {
+  // a discovery token: no catalog of its own, so it searches every allowed catalog
+  const { token: discovery } = await issueToken(bus, 'alice');
   const set = (key: string, value: unknown) => bus.request(ConfigUpdate, { key, value, by: 'admin' }, { requestId: randomUUID() });
-  const earlier = await connectClient(stack.url, 'http', token);
+  const earlier = await connectClient(stack.url, 'http', discovery);
   await set('plugins.auth.allowed_catalogs', [{ name: db.name, allowed_schemas: ['public'] }]);
   await set('plugins.auth.enable_discovery_tokens', true);
   t.teardown(async () => {
@@ -223,7 +225,7 @@ t.test('discover_tables: advertised only with discovery tokens on; names across 
   await closeClient(earlier);
 
   for (const kind of ['sse', 'http'] as TransportKind[]) {
-    const client = await connectClient(stack.url, kind, token);
+    const client = await connectClient(stack.url, kind, discovery);
     const { tools } = await client.listTools();
     t.same(tools.map((x) => x.name), ['ask_database', 'list_tables', 'get_schema', 'discover_tables'], `${kind}: discover_tables is advertised`);
     if (kind === 'http') t.comment(`tools/list with discover_tables: ${JSON.stringify({ tools }).length} characters ≈ ${Math.ceil(JSON.stringify({ tools }).length / 4)} tokens`);
@@ -243,8 +245,15 @@ t.test('discover_tables: advertised only with discovery tokens on; names across 
 
   await set('plugins.auth.allowed_catalogs', [{ name: db.name, allowed_schemas: [] }, { name: 'other_catalog', allowed_schemas: [] }]);
   await until(() => config.plugins.auth.allowed_catalogs.length === 2, 5_000, 'the new catalogs');
-  const client = await connectClient(stack.url, 'sse', token);
+  const client = await connectClient(stack.url, 'sse', discovery);
   const all = (await client.callTool({ name: 'discover_tables', arguments: { query: 'target' } })) as ToolResult;
   t.same(all.structuredContent.tables, [{ catalog: db.name, schema: 'sales', name: 'targets', kind: 'table' }], 'every schema of a catalog without allowed_schemas');
   await closeClient(client);
+  // a token bound to its own database searches that one only, under its own name
+  const { token: own } = await issueToken(bus, 'alice', { db_config: { database: db.name } });
+  const ownClient = await connectClient(stack.url, 'http', own);
+  const mine = (await ownClient.callTool({ name: 'discover_tables', arguments: { query: 'target' } })) as ToolResult;
+  t.same(mine.structuredContent.tables, [{ catalog: db.name, schema: 'sales', name: 'targets', kind: 'table' }], 'its own catalog, with that catalog\'s allowed_schemas');
+  await closeClient(ownClient);
 });
+

@@ -25,6 +25,7 @@ import { readJson, sendJson } from '../reply.js';
 import type { Router } from '../router.js';
 import type { HttpRequest } from '../server.js';
 import { clearCookie, clientAddress, CSRF_HEADER, overTls, sessionCookie, sessionToken } from '../session.js';
+import { discoverTargets, discoveryEnabled, scopeCatalog } from '../../discovery.js';
 import { legacyShape } from './query.js';
 
 /** The header SQLatte's auth widget sends its session in. */
@@ -113,7 +114,7 @@ export function authConfigView(config: Config): Record<string, unknown> {
   const provider = auth.db_provider || config.database.provider;
   return {
     enabled: auth.enabled,
-    discovery_enabled: auth.enabled && auth.enable_discovery_tokens && provider === 'trino',
+    discovery_enabled: discoveryEnabled(config),
     allowed_db_types: [...auth.allowed_db_types],
     allowed_catalogs: auth.allowed_catalogs.map((c) => ({ name: c.name, allowed_schemas: [...c.allowed_schemas] })),
     db_provider: provider,
@@ -123,13 +124,10 @@ export function authConfigView(config: Config): Record<string, unknown> {
   };
 }
 
-/** The catalogs a session's discovery may search: all allowed ones (catalog-less session), else its own. */
-function discoverCatalogs(config: Config, s: SessionInfo): Array<{ name: string; allowed_schemas: string[] }> {
-  const allowed = config.plugins.auth.allowed_catalogs.map((c) => ({ name: c.name, allowed_schemas: [...c.allowed_schemas] }));
-  const own = s.db?.catalog ?? s.db?.database ?? (s.auto ? (config.database.provider === 'trino' ? config.database.trino.catalog : '') : '');
-  if (!own) return allowed;
-  const spec = allowed.find((c) => c.name.toLowerCase() === own.toLowerCase());
-  return [spec ?? { name: own, allowed_schemas: [] }];
+/** The catalog a session's own tables live in: its scope's, or for an auto session (the server's database) the server's Trino catalog. */
+function sessionCatalog(config: Config, s: SessionInfo): string {
+  if (s.db) return scopeCatalog(config, s.db);
+  return s.auto && config.database.provider === 'trino' ? config.database.trino.catalog : '';
 }
 
 export function authRoutes(router: Router, deps: AuthRouteDeps): void {
@@ -212,14 +210,12 @@ export function authRoutes(router: Router, deps: AuthRouteDeps): void {
 
   router.get('/auth/discover', async (req, res, ctx) => {
     const caller = await requireAuth(deps, req, ctx.rid);
-    if (!(authConfigView(config).discovery_enabled as boolean)) {
-      throw new CortadoError('NOT_FOUND', 'table discovery is off (plugins.auth.enable_discovery_tokens, Trino only)');
-    }
+    if (!discoveryEnabled(config)) throw new CortadoError('NOT_FOUND', 'table discovery is off (plugins.auth.enable_discovery_tokens)');
     const q = (req.query.get('q') ?? req.query.get('search_term') ?? '').trim();
     if (!q || q.length > 200) throw new CortadoError('VALIDATION_FAILED', 'q: part of a table name (1 to 200 characters)');
     const limit = Number(req.query.get('limit') ?? '');
     const found = await bus.request(SchemaDiscover, {
-      query: q, catalogs: discoverCatalogs(config, caller.session), ...(Number.isInteger(limit) && limit >= 1 && limit <= 500 ? { limit } : {}),
+      query: q, ...discoverTargets(config, sessionCatalog(config, caller.session)), ...(Number.isInteger(limit) && limit >= 1 && limit <= 500 ? { limit } : {}),
     }, caller.ctx);
     sendJson(res, 200, found, ctx.rid);
   });
