@@ -1,8 +1,7 @@
 /**
  * The one error type of Cortado and its table of stable codes.
  *
- * Every code has one HTTP status, one MCP mapping and a retryable flag. A code that is
- * `wire: false` never crosses the bus or HTTP (it ends the process at start-up instead).
+ * Every code has one HTTP status, one MCP mapping and a retryable flag.
  * README.md carries one line per code (a test checks it).
  */
 
@@ -20,14 +19,12 @@ export interface ErrorSpec {
   readonly http: number;
   readonly mcp: McpMapping;
   readonly retryable: boolean;
-  /** false: a local-only error (start-up), never put on the wire */
-  readonly wire: boolean;
   /** one line for people: when it happens */
   readonly doc: string;
 }
 
-function spec(http: number, mcp: McpMapping, retryable: boolean, doc: string, wire = true): ErrorSpec {
-  return { http, mcp, retryable, wire, doc };
+function spec(http: number, mcp: McpMapping, retryable: boolean, doc: string): ErrorSpec {
+  return { http, mcp, retryable, doc };
 }
 
 export const ERRORS = {
@@ -53,7 +50,7 @@ export const ERRORS = {
   SHUTTING_DOWN: spec(503, McpMapping.ToolError, true, 'The process is draining and takes no new work.'),
   TIMEOUT: spec(504, McpMapping.ToolError, true, 'A step did not answer in time.'),
   DB_TIMEOUT: spec(504, McpMapping.ToolError, true, 'The query ran past its timeout and was cancelled on the server.'),
-  CONFIG_INVALID: spec(500, McpMapping.InternalError, false, 'The configuration file is invalid (start-up only).', false),
+  CONFIG_INVALID: spec(500, McpMapping.InternalError, false, 'The configuration is invalid, or lacks a setting the operation needs; the message names the setting, never its value. At start-up the process exits with code 2.'),
 } as const satisfies Record<string, ErrorSpec>;
 
 export type ErrorCode = keyof typeof ERRORS;
