@@ -65,6 +65,9 @@ function row(name: string, c: number, r: LoadResult): string {
   return `| ${name.padEnd(8)} | ${String(c).padStart(5)} | ${r.rps.toFixed(0).padStart(7)} | ${f(r.p50)} | ${f(r.p90)} | ${f(r.p99)} | ${String(r.errors).padStart(6)} |`;
 }
 
+/** BENCH_CONNS="1,32": the client counts measured */
+const CONNS = (process.env.BENCH_CONNS ?? '1,32').split(',').map(Number).filter((n) => Number.isInteger(n) && n > 0);
+
 async function main(): Promise<void> {
   const nats = await startNats();
   cleanups.push(() => nats.stop());
@@ -122,7 +125,7 @@ async function main(): Promise<void> {
   const breakdown = [...steps].map(([k, xs]) => `${k} ${median(xs).toFixed(2)}`).join(', ');
 
   const results: Record<string, Record<number, LoadResult>> = { pipeline: {}, floor: {} };
-  for (const c of [1, 32]) {
+  for (const c of CONNS) {
     for (const [name, url] of [['floor', floorUrl], ['pipeline', `${pipelineUrl}/api/query`]] as const) {
       results[name]![c] = await load({ url, body: { question: 'the twenty items from 500?' }, connections: c, seconds: SECONDS, warmupSeconds: WARMUP, check: (_s, b) => check(b) });
     }
@@ -131,13 +134,13 @@ async function main(): Promise<void> {
   console.log(`\nCortado benchmark — ${SECONDS} s per cell after ${WARMUP} s warm-up; edge server: ${floor.kind}; query: 20 rows by primary key\n`);
   console.log('| path     | conns |   req/s |  p50 ms |  p90 ms |  p99 ms | errors |');
   console.log('| -------- | ----: | ------: | ------: | ------: | ------: | -----: |');
-  for (const c of [1, 32]) {
+  for (const c of CONNS) {
     console.log(row('floor', c, results.floor![c]!));
     console.log(row('pipeline', c, results.pipeline![c]!));
   }
   console.log(`\npipeline steps at 1 client, median ms (inside the assistant): ${breakdown}`);
   console.log('');
-  for (const c of [1, 32]) {
+  for (const c of CONNS) {
     const p = results.pipeline![c]!;
     const f = results.floor![c]!;
     const added = p.p50 - f.p50;
