@@ -85,11 +85,17 @@ export function statisticalInsights(input: InsightsGenerateRequest): Insight[] {
   const found: Insight[] = [];
   if (roles.measure) {
     const m = roles.measure;
-    const trend = roles.date ? trendInsight(rows, m, roles.date) : null;
-    const outlier = outlierInsight(rows, m, roles.label, roles.date);
-    const top = roles.label ? topInsight(rows, m, roles.label, input.truncated) : null;
-    const total = totalInsight(rows, m, input.truncated);
-    for (const i of [trend, outlier, top, total]) if (i) found.push(i);
+    // every insight reads the measure column: parse each cell once
+    decimals = new Map();
+    try {
+      const trend = roles.date ? trendInsight(rows, m, roles.date) : null;
+      const outlier = outlierInsight(rows, m, roles.label, roles.date);
+      const top = roles.label ? topInsight(rows, m, roles.label, input.truncated) : null;
+      const total = totalInsight(rows, m, input.truncated);
+      for (const i of [trend, outlier, top, total]) if (i) found.push(i);
+    } finally {
+      decimals = undefined;
+    }
   }
   return input.truncated ? [summary, ...found] : [...found, summary];
 }
@@ -341,8 +347,18 @@ export interface Decimal {
 const ZERO: Decimal = { units: 0n, scale: 0 };
 const DECIMAL_TEXT = /^([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?$/;
 
+/** While one statisticalInsights() runs: the cells already parsed (cells are strings and numbers). */
+let decimals: Map<Cell | undefined, Decimal | null> | undefined;
+
 /** A numeric cell (a JSON number or a numeric string) as an exact decimal; null otherwise. */
 export function parseDecimal(cell: Cell | undefined): Decimal | null {
+  if (!decimals) return parseDecimalText(cell);
+  let d = decimals.get(cell);
+  if (d === undefined) decimals.set(cell, (d = parseDecimalText(cell)));
+  return d;
+}
+
+function parseDecimalText(cell: Cell | undefined): Decimal | null {
   let text: string;
   if (typeof cell === 'number') {
     if (!Number.isFinite(cell)) return null;
@@ -365,6 +381,7 @@ export function parseDecimal(cell: Cell | undefined): Decimal | null {
 }
 
 function addDecimal(a: Decimal, b: Decimal): Decimal {
+  if (a.scale === b.scale) return { units: a.units + b.units, scale: a.scale };
   const scale = Math.max(a.scale, b.scale);
   return { units: a.units * 10n ** BigInt(scale - a.scale) + b.units * 10n ** BigInt(scale - b.scale), scale };
 }
@@ -383,7 +400,11 @@ function decimalText(d: Decimal): `${number}` {
   return `${neg ? '-' : ''}${int}${frac ? `.${frac}` : ''}` as `${number}`;
 }
 
+const SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+
+/** The nearest double: an exact integer over an exact power of ten is rounded once, like parsing the text. */
 function toNumber(d: Decimal): number {
+  if (d.scale <= 22 && d.units <= SAFE && d.units >= -SAFE) return Number(d.units) / 10 ** d.scale;
   return Number(decimalText(d));
 }
 
