@@ -113,7 +113,15 @@ async function main(): Promise<void> {
     if (res.status !== 200 || !check(text)) throw new Error(`${url} answered ${res.status}: ${text.slice(0, 300)}`);
   }
 
-  // where the pipeline's time goes, one question at a time (the reply's own timing_ms)
+  const results: Record<string, Record<number, LoadResult>> = { pipeline: {}, floor: {} };
+  for (const c of CONNS) {
+    for (const [name, url] of [['floor', floorUrl], ['pipeline', `${pipelineUrl}/api/query`]] as const) {
+      results[name]![c] = await load({ url, body: { question: 'the twenty items from 500?' }, connections: c, seconds: SECONDS, warmupSeconds: WARMUP, check: (_s, b) => check(b) });
+    }
+  }
+
+  // where the pipeline's time goes, one question at a time (the reply's own timing_ms), warm:
+  // after the load cells, so the JIT has settled
   const steps = new Map<string, number[]>();
   for (let i = 0; i < 200; i++) {
     const res = await fetch(`${pipelineUrl}/api/query`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ question: 'the twenty items from 500?' }) });
@@ -123,13 +131,6 @@ async function main(): Promise<void> {
   }
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
   const breakdown = [...steps].map(([k, xs]) => `${k} ${median(xs).toFixed(2)}`).join(', ');
-
-  const results: Record<string, Record<number, LoadResult>> = { pipeline: {}, floor: {} };
-  for (const c of CONNS) {
-    for (const [name, url] of [['floor', floorUrl], ['pipeline', `${pipelineUrl}/api/query`]] as const) {
-      results[name]![c] = await load({ url, body: { question: 'the twenty items from 500?' }, connections: c, seconds: SECONDS, warmupSeconds: WARMUP, check: (_s, b) => check(b) });
-    }
-  }
 
   console.log(`\nCortado benchmark — ${SECONDS} s per cell after ${WARMUP} s warm-up; edge server: ${floor.kind}; query: 20 rows by primary key\n`);
   console.log('| path     | conns |   req/s |  p50 ms |  p90 ms |  p99 ms | errors |');
