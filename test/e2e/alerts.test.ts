@@ -48,13 +48,19 @@ const jsm = await jetstreamManager(nc);
 
 t.teardown(async () => {
   unlisten();
-  await watcher.close();
-  await nc.close();
-  await stack.stop();
-  await fake.close();
-  await smtp.close();
-  await db.drop();
-  await nats.stop();
+  // every step runs; a failing one is named on stderr (tap prints only "error thrown in teardown")
+  const steps: Array<[string, () => Promise<unknown>]> = [
+    ['watcher', () => watcher.close()], ['nats client', () => nc.close()], ['stack', () => stack.stop()],
+    ['fake llm', () => fake.close()], ['smtp', () => smtp.close()], ['database', () => db.drop()], ['nats-server', () => nats.stop()],
+  ];
+  const failed: unknown[] = [];
+  for (const [name, step] of steps) {
+    await step().catch((err: unknown) => {
+      console.error(`teardown: ${name} failed:`, err);
+      failed.push(err);
+    });
+  }
+  if (failed.length) throw failed[0];
 });
 
 t.beforeEach(() => {

@@ -39,13 +39,18 @@ export async function startNats(opts: { jetstream?: boolean } = {}): Promise<Nat
   return {
     url, port, dir, proc,
     async stop() {
-      if (proc.exitCode === null) {
+      if (proc.exitCode === null && proc.signalCode === null) {
         const exited = new Promise((r) => proc.once('exit', r));
         proc.kill('SIGTERM');
         await Promise.race([exited, new Promise((r) => setTimeout(r, 3000))]);
-        if (proc.exitCode === null) proc.kill('SIGKILL');
+        if (proc.exitCode === null && proc.signalCode === null) {
+          // a loaded machine may take longer to flush JetStream: kill it, and wait until it is
+          // gone before removing its store (a still-writing server makes rm fail, ENOTEMPTY)
+          proc.kill('SIGKILL');
+          await Promise.race([exited, new Promise((r) => setTimeout(r, 3000))]);
+        }
       }
-      rmSync(dir, { recursive: true, force: true });
+      rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
     },
   };
 }
