@@ -50,7 +50,11 @@ export async function startNats(opts: { jetstream?: boolean } = {}): Promise<Nat
           await Promise.race([exited, new Promise((r) => setTimeout(r, 3000))]);
         }
       }
-      rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
+      try {
+        rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
+      } catch (err) {
+        console.error(`cleanup: cannot remove the nats-server store ${dir}:`, err);
+      }
     },
   };
 }
