@@ -464,10 +464,19 @@ export class Bus {
           m.ack();
         } catch (err) {
           this.log.warn({ subj: m.subject, seq: m.seq, err: (err as Error).message }, 'event handler failed: it comes again');
-          m.nak(opts.retryDelayMs ?? 2_000);
+          try {
+            m.nak(opts.retryDelayMs ?? 2_000);
+          } catch {
+            // the connection is gone: the event comes again after ack_wait anyway
+          }
         }
       }
     })();
+    // the iterator ends with an error when the connection closes under it (shutdown, a server
+    // gone): never an unhandled rejection; said unless the bus is closing anyway
+    loop.catch((err: unknown) => {
+      if (!this.closed) this.log.warn({ durable, err: (err as Error).message }, 'the event consumer stopped');
+    });
     return {
       async stop() {
         await messages.close().catch(() => undefined);

@@ -115,6 +115,7 @@ export async function startFakeBigQuery(opts: FakeBigQueryOptions): Promise<Fake
   const location = opts.location ?? 'US';
   const bytesFor = opts.bytesProcessed ?? ((sql: string) => sql.length * 1024 * 1024);
   const admin = new pg.Pool({ connectionString: opts.databaseUrl, max: 4, application_name: 'fake-bigquery-admin' });
+  admin.on('error', () => undefined); // an idle connection the server ended: the next query opens another
   const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
   const keyId = randomBytes(8).toString('hex');
   const clientEmail = `cortado-test@${opts.projectId}.iam.gserviceaccount.com`;

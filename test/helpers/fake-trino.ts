@@ -119,6 +119,7 @@ export async function startFakeTrino(opts: FakeTrinoOptions): Promise<FakeTrino>
   let honour = opts.honourTimeLimit ?? true;
   const longPollMs = opts.longPollMs ?? 100;
   const admin = new pg.Pool({ connectionString: opts.databaseUrl, max: 2 });
+  admin.on('error', () => undefined); // an idle connection the server ended: the next query opens another
   await createMetaViews(admin, catalog);
 
   const statements: RecordedStatement[] = [];
