@@ -17,7 +17,6 @@ import { describeErrors } from '../../protocol/define.js';
 import { ERRORS, McpMapping, toCortadoError } from '../../protocol/errors.js';
 import type { Logger } from '../../protocol/log.js';
 import type { Config } from '../../config/schema.js';
-import { tokenScope } from '../scope.js';
 import type { McpSessionInfo } from './session.js';
 import { TOOLS } from './tools/index.js';
 import type { McpTool } from './tools/types.js';
@@ -89,7 +88,7 @@ export function createMcpServer(session: McpSessionInfo, deps: McpServerDeps): S
     const ms = (): number => Math.round((performance.now() - started) * 100) / 100;
     try {
       await deps.recheck(requestId);
-      const out = await tool.run(args as never, { bus, config, log, session, ctx: { requestId, user: session.username, ...tokenScope({ id: session.tokenId, db_config: session.dbConfig }) } });
+      const out = await tool.run(args as never, { bus, config, log, session, ctx: { requestId, user: session.username, ...(session.scope ? { scope: session.scope } : {}) } });
       log.info({ rid: requestId, tool: name, ms: ms() }, 'mcp tool');
       return { content: [{ type: 'text', text: out.text }], structuredContent: out.structured };
     } catch (err) {

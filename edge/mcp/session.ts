@@ -28,6 +28,8 @@ export interface McpSessionInfo {
   readonly tokenId: string;
   /** the token's database scope, secrets masked */
   readonly dbConfig: Readonly<Record<string, unknown>>;
+  /** the bus scope every tool call of the session runs in (`t:<token id>` when the token has a db_config) */
+  readonly scope?: string;
   /** the enabled mask rules when the session opened */
   readonly maskRules: readonly MaskRuleLite[];
   readonly dialect: Dialect;
@@ -150,7 +152,8 @@ export class McpSessionRegistry {
    * executor answers, the configured provider names it.
    */
   async describe(caller: Caller, id: string, transport: McpTransportKind, rid: string): Promise<McpSessionInfo> {
-    const ctx: Ctx = { requestId: rid, user: caller.info.username, ...tokenScope(caller.info) };
+    const scoped = tokenScope(caller.info);
+    const ctx: Ctx = { requestId: rid, user: caller.info.username, ...scoped };
     const [rules, dialect] = await Promise.all([
       this.deps.bus.request(MaskRulesList, {}, ctx),
       this.resolveDialect(ctx),
@@ -161,6 +164,7 @@ export class McpSessionRegistry {
       username: caller.info.username,
       tokenId: caller.info.id,
       dbConfig: caller.info.db_config,
+      ...scoped,
       maskRules: rules.rules.filter((r) => r.enabled).map((r) => ({ field_pattern: r.field_pattern, strategy: r.strategy })),
       dialect,
       discovery: discoveryEnabled(this.deps.config),

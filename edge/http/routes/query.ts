@@ -32,6 +32,16 @@ function wantsStream(req: HttpRequest): boolean {
   return (req.headers.accept ?? '').toLowerCase().includes('text/event-stream');
 }
 
+/** Who asks: the user (for logs, audit and the database's impersonation) and their database scope. */
+interface Caller {
+  user?: string;
+  scope?: string;
+}
+
+function callerCtx(requestId: string, caller: Caller): Ctx {
+  return { requestId, ...(caller.user ? { user: caller.user } : {}), ...(caller.scope ? { scope: caller.scope } : {}) };
+}
+
 /** Run one question, as JSON or as an SSE stream of its steps. */
 async function runAsk(
   deps: QueryRouteDeps,
@@ -40,9 +50,9 @@ async function runAsk(
   ctx: RouteContext,
   ask: AskRequest,
   render: (reply: AskReply) => unknown,
-  caller: { user?: string; scope?: string } = {},
+  caller: Caller = {},
 ): Promise<void> {
-  const busCtx: Ctx = { requestId: ctx.rid, ...(caller.user ? { user: caller.user } : {}), ...(caller.scope ? { scope: caller.scope } : {}) };
+  const busCtx = callerCtx(ctx.rid, caller);
   if (!wantsStream(req)) {
     const reply = await deps.bus.request(Ask, ask, busCtx, { remote: true });
     sendJson(res, 200, render(reply), ctx.rid);
@@ -88,7 +98,7 @@ const checkConfirm = Compile(ConfirmBody);
  * neither query.require_session nor the login gate demands one) the widget's session_id and
  * the client address.
  */
-async function legacyCaller(bus: Bus, config: Config, req: HttpRequest, rid: string, sessionId: string | undefined): Promise<{ user?: string; owner: string; scope?: string }> {
+async function legacyCaller(bus: Bus, config: Config, req: HttpRequest, rid: string, sessionId: string | undefined): Promise<Caller & { owner: string }> {
   const user = await assistantUser(bus, config, req, rid);
   const cookie = sessionToken(req, 'assistant');
   if (user && cookie) return { user, owner: `a:${digest(cookie)}` };
@@ -161,7 +171,7 @@ export function queryRoutes(router: Router, deps: QueryRouteDeps): void {
     const body = await readJson<ConfirmBody>(req, checkConfirm);
     const sessionId = body.session_id ?? undefined;
     const caller = await legacyCaller(deps.bus, deps.config, req, ctx.rid, sessionId);
-    const reply = await deps.bus.request(AskConfirm, { confirmation_id: body.confirmation_id, owner: caller.owner, channel: 'legacy' }, { requestId: ctx.rid, ...(caller.user ? { user: caller.user } : {}), ...(caller.scope ? { scope: caller.scope } : {}) }, { remote: true });
+    const reply = await deps.bus.request(AskConfirm, { confirmation_id: body.confirmation_id, owner: caller.owner, channel: 'legacy' }, callerCtx(ctx.rid, caller), { remote: true });
     sendJson(res, 200, legacyShape(reply, sessionId), ctx.rid);
   });
 }
