@@ -169,6 +169,12 @@ export class TrinoEngine implements DbEngine {
     try {
       return await Promise.race([work, late]);
     } catch (err) {
+      // past the timeout, the page that says "cancelled" (our own DELETE) may arrive before
+      // the timer's promise settles: it is still the timeout that ended the query
+      if (timedOut) {
+        await cancelling;
+        throw timedOutError(timeoutMs);
+      }
       throw toTrinoError(err, timeoutMs);
     } finally {
       clearTimeout(timer);
