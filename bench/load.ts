@@ -21,6 +21,8 @@ export async function load(opts: {
   seconds: number;
   warmupSeconds?: number;
   check?: (status: number, body: string) => boolean;
+  /** called when the measured part starts and when it ends (CPU accounting) */
+  onMeasure?: (phase: 'start' | 'end') => void;
 }): Promise<LoadResult> {
   const u = new URL(opts.url);
   const payload = Buffer.from(JSON.stringify(opts.body));
@@ -61,9 +63,11 @@ export async function load(opts: {
     return { lat, errors };
   };
   await run(opts.warmupSeconds ?? 2, false);
+  opts.onMeasure?.('start');
   const started = performance.now();
   const { lat, errors } = await run(opts.seconds, true);
   const seconds = (performance.now() - started) / 1000;
+  opts.onMeasure?.('end');
   agent.destroy();
   lat.sort((a, b) => a - b);
   const pct = (p: number) => (lat.length ? lat[Math.min(lat.length - 1, Math.floor((p / 100) * lat.length))]! : NaN);

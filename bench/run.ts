@@ -22,6 +22,7 @@ import { ROOT } from '../config/load.js';
 import { testConfigObject } from '../test/helpers/config.js';
 import { startNats } from '../test/helpers/nats.js';
 import { createTestDb } from '../test/helpers/pg.js';
+import { perRequest, snapshot, type Snapshot } from './cpu.js';
 import { load, type LoadResult } from './load.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -40,12 +41,12 @@ async function freePort(): Promise<number> {
 }
 
 /** Start a tsx script and wait for its first JSON line on stdout. */
-function child<T>(args: string[], env: Record<string, string> = {}): Promise<T> {
+function child<T>(args: string[], env: Record<string, string> = {}): Promise<T & { pid: number | undefined }> {
   const proc = spawn(process.execPath, ['--import', 'tsx', ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   children.push(proc);
   return new Promise((resolve, reject) => {
     const lines = createInterface({ input: proc.stdout! });
-    lines.once('line', (line) => resolve(JSON.parse(line) as T));
+    lines.once('line', (line) => resolve({ ...(JSON.parse(line) as T), pid: proc.pid }));
     proc.once('exit', (code) => reject(new Error(`${args[0]} exited with ${code}`)));
   });
 }
@@ -67,6 +68,8 @@ function row(name: string, c: number, r: LoadResult): string {
 
 /** BENCH_CONNS="1,32": the client counts measured */
 const CONNS = (process.env.BENCH_CONNS ?? '1,32').split(',').map(Number).filter((n) => Number.isInteger(n) && n > 0);
+/** BENCH_PATHS="pipeline": measure only these paths (profiling one of them) */
+const PATHS = (process.env.BENCH_PATHS ?? 'floor,pipeline').split(',');
 
 async function main(): Promise<void> {
   const nats = await startNats();
@@ -96,13 +99,32 @@ async function main(): Promise<void> {
 
   // BENCH_CPU_PROF=<dir>: write a CPU profile of the cortado process there (open it in Chrome DevTools)
   const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-  // BENCH_ROLES="edge actors:a,b": run only these roles (to see what an actor costs)
-  const roles = (process.env.BENCH_ROLES ?? '').split(/\s+/).filter(Boolean).flatMap((r) => ['--role', r]);
-  const cortado = spawn(process.execPath, [...prof, path.join(ROOT, 'bin/cortado.js'), '--config', file, ...roles], { cwd: ROOT, env: { ...process.env, CORTADO_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'ignore', 'inherit'] });
-  children.push(cortado);
+  // BENCH_TOPOLOGIES: how the pipeline's cortado runs, ';' between the shapes measured, '|'
+  // between the processes of one shape, roles as on the command line. The default measures
+  // the one process of `npm start`, then an edge process beside an actors process (the shape
+  // of the floor, whose edge is its own process too). BENCH_ROLES="edge actors:a,b" alone
+  // runs one process with only those roles (to see what an actor costs).
+  const topologies = (process.env.BENCH_TOPOLOGIES ?? process.env.BENCH_ROLES ?? 'all;edge|actors').split(';').map((t) => t.trim()).filter(Boolean);
+  for (const topology of topologies) await measure(topology, { file, httpPort, prof, nats, fake });
+}
+
+async function measure(
+  topology: string,
+  env: { file: string; httpPort: number; prof: string[]; nats: { url: string; proc: ChildProcess }; fake: { pid: number | undefined } },
+): Promise<void> {
+  const { file, httpPort, prof, nats, fake } = env;
+  const groups = topology.split('|').map((g) => g.split(/\s+/).filter((r) => r && r !== 'all').flatMap((r) => ['--role', r]));
+  const mine: ChildProcess[] = [];
+  const cortados = groups.map((roles) => {
+    const proc = spawn(process.execPath, [...prof, path.join(ROOT, 'bin/cortado.js'), '--config', file, ...roles], { cwd: ROOT, env: { ...process.env, CORTADO_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'ignore', 'inherit'] });
+    children.push(proc);
+    mine.push(proc);
+    return proc;
+  });
   const pipelineUrl = `http://127.0.0.1:${httpPort}`;
   await waitHealthy(pipelineUrl);
   const floor = await child<{ port: number; kind: string }>(['bench/floor.ts', nats.url, '0', SQL]);
+  mine.push(children.at(-1)!);
   const floorUrl = `http://127.0.0.1:${floor.port}`;
 
   // both paths return the same 20 rows before anything is measured
@@ -114,9 +136,23 @@ async function main(): Promise<void> {
   }
 
   const results: Record<string, Record<number, LoadResult>> = { pipeline: {}, floor: {} };
+  const cpu: Record<string, Record<number, Record<string, number>>> = { pipeline: {}, floor: {} };
+  const pids: Record<string, Array<number | undefined>> = { cortado: cortados.map((p) => p.pid), floor: [floor.pid], nats: [nats.proc.pid], model: [fake.pid], loader: [process.pid] };
+  if (cortados.length > 1) cortados.forEach((p, i) => { pids[`cortado${i + 1}`] = [p.pid]; });
+  const busy: string[] = [];
   for (const c of CONNS) {
     for (const [name, url] of [['floor', floorUrl], ['pipeline', `${pipelineUrl}/api/query`]] as const) {
-      results[name]![c] = await load({ url, body: { question: 'the twenty items from 500?' }, connections: c, seconds: SECONDS, warmupSeconds: WARMUP, check: (_s, b) => check(b) });
+      if (!PATHS.includes(name)) continue;
+      let before: Snapshot = {};
+      let after: Snapshot = {};
+      const r = await load({
+        url, body: { question: 'the twenty items from 500?' }, connections: c, seconds: SECONDS, warmupSeconds: WARMUP, check: (_s, b) => check(b),
+        onMeasure: (phase) => { if (phase === 'start') before = snapshot(pids); else after = snapshot(pids); },
+      });
+      results[name]![c] = r;
+      cpu[name]![c] = perRequest(before, after, r.requests);
+      const per = cpu[name]![c]!;
+      busy.push(`${name} c=${c} busy cores: ${Object.entries(per).filter(([k]) => k !== 'cortado' || cortados.length === 1).map(([k, v]) => `${k} ${((v * r.rps) / 1000).toFixed(2)}`).join(', ')}`);
     }
   }
 
@@ -132,22 +168,36 @@ async function main(): Promise<void> {
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
   const breakdown = [...steps].map(([k, xs]) => `${k} ${median(xs).toFixed(2)}`).join(', ');
 
-  console.log(`\nCortado benchmark — ${SECONDS} s per cell after ${WARMUP} s warm-up; edge server: ${floor.kind}; query: 20 rows by primary key\n`);
+  console.log(`\nCortado benchmark — ${SECONDS} s per cell after ${WARMUP} s warm-up; edge server: ${floor.kind}; query: 20 rows by primary key; cortado as ${groups.length === 1 ? 'one process' : `${groups.length} processes`}: ${groups.map((g) => g.filter((x) => x !== '--role').join(' + ') || 'all roles').join(' | ')}\n`);
   console.log('| path     | conns |   req/s |  p50 ms |  p90 ms |  p99 ms | errors |');
   console.log('| -------- | ----: | ------: | ------: | ------: | ------: | -----: |');
   for (const c of CONNS) {
-    console.log(row('floor', c, results.floor![c]!));
-    console.log(row('pipeline', c, results.pipeline![c]!));
+    for (const name of ['floor', 'pipeline'] as const) if (results[name]![c]) console.log(row(name, c, results[name]![c]!));
   }
+  console.log('\nCPU ms per request (whole cell; "machine" is every process on the box, incl. foreign load)\n');
+  const parts = ['cortado', 'floor', 'nats', 'model', 'postgres', 'loader', 'machine'];
+  console.log(`| path     | conns | ${parts.map((p) => p.padStart(8)).join(' | ')} |`);
+  console.log(`| -------- | ----: | ${parts.map(() => '-------:').join(' | ')} |`);
+  for (const c of CONNS) {
+    for (const name of ['floor', 'pipeline'] as const) {
+      const x = cpu[name]![c];
+      if (x) console.log(`| ${name.padEnd(8)} | ${String(c).padStart(5)} | ${parts.map((p) => (name === 'pipeline' && p === 'floor' ? '' : (x[p] ?? NaN).toFixed(3)).padStart(8)).join(' | ')} |`);
+    }
+  }
+  for (const b of busy) console.log(b);
   console.log(`\npipeline steps at 1 client, median ms (inside the assistant): ${breakdown}`);
   console.log('');
   for (const c of CONNS) {
-    const p = results.pipeline![c]!;
-    const f = results.floor![c]!;
+    const p = results.pipeline![c];
+    const f = results.floor![c];
+    if (!p || !f) continue;
     const added = p.p50 - f.p50;
     const share = p.rps / f.rps;
     console.log(`c=${c}: pipeline adds ${added.toFixed(2)} ms at p50 (goal ≤ 1 ms: ${added <= 1 ? 'met' : 'not met'}); keeps ${(share * 100).toFixed(0)} % of the floor's throughput (goal ≥ 50 %: ${share >= 0.5 ? 'met' : 'not met'})`);
   }
+  // this shape's processes go before the next shape starts
+  for (const p of mine) if (p.exitCode === null) p.kill('SIGTERM');
+  await Promise.all(mine.map((p) => (p.exitCode === null ? new Promise((r) => p.once('exit', r)) : undefined)));
 }
 
 try {

@@ -98,6 +98,13 @@ export class Bus {
   private readonly local = new Map<string, LocalRoute>();
   private readonly preferLocal: boolean;
   private closed = false;
+  /** writes waiting for the end of this turn of the event loop (see `send`) */
+  private outgoing: Array<() => void> = [];
+  private readonly flushOutgoing = (): void => {
+    const batch = this.outgoing;
+    this.outgoing = [];
+    for (const write of batch) write();
+  };
 
   private constructor(nc: NatsConnection, opts: BusOptions) {
     this.nc = nc;
@@ -158,13 +165,15 @@ export class Bus {
         reject(new CortadoError('TIMEOUT', `${def.owner} did not answer ${def.subject} within ${timeoutMs} ms`, { subject: def.subject }));
       }, timeoutMs);
       this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject, timer, def });
-      try {
-        this.nc.publish(this.subject(def.subject), payload, { reply: `${this.inbox}.${id}`, headers });
-      } catch (err) {
-        clearTimeout(timer);
-        this.pending.delete(id);
-        reject(new CortadoError('ACTOR_UNAVAILABLE', `cannot reach the bus: ${(err as Error).message}`));
-      }
+      this.send(() => {
+        try {
+          this.nc.publish(this.subject(def.subject), payload, { reply: `${this.inbox}.${id}`, headers });
+        } catch (err) {
+          clearTimeout(timer);
+          this.pending.delete(id);
+          reject(new CortadoError('ACTOR_UNAVAILABLE', `cannot reach the bus: ${(err as Error).message}`));
+        }
+      });
     });
   }
 
@@ -275,11 +284,25 @@ export class Bus {
       const e = new CortadoError('LIMIT_EXCEEDED', `the answer (${mb(body.length)}) is over the bus message limit (${mb(max)}): ask for fewer rows or raise max_payload in the NATS server config`);
       body = enc.encode(JSON.stringify({ ok: false, error: e.toWire() }));
     }
-    try {
-      msg.respond(body);
-    } catch (err) {
-      this.log.warn({ err, subj: def.subject }, 'cannot send reply');
-    }
+    this.send(() => {
+      try {
+        msg.respond(body);
+      } catch (err) {
+        this.log.warn({ err, subj: def.subject }, 'cannot send reply');
+      }
+    });
+  }
+
+  /**
+   * Every write of ours to NATS waits for the end of the current turn of the event loop
+   * (setImmediate: after the I/O callbacks of this turn), then all of them go out together.
+   * The client already coalesces what is published in one synchronous run; under load one
+   * turn handles many replies, events and acks, and each separate socket write costs more
+   * CPU than the message itself (on loopback the kernel does the receiver's work in the
+   * sender's write). Order is kept: one queue for requests, replies, events and acks.
+   */
+  private send(write: () => void): void {
+    if (this.outgoing.push(write) === 1) setImmediate(this.flushOutgoing);
   }
 
   /** Validate, check the deadline, run the handler, normalise what it throws, count and log. Never rejects. */
@@ -353,21 +376,39 @@ export class Bus {
     const h = this.headersFor(ctx);
     const id = (payload as { id?: unknown }).id;
     if (typeof id === 'string') h.set(Header.MsgId, id);
+    let data: Uint8Array;
     try {
-      this.nc.publish(this.subject(def.subject), enc.encode(JSON.stringify(payload)), { headers: h });
+      data = enc.encode(JSON.stringify(payload));
     } catch (err) {
-      this.log.warn({ err, subj: def.subject }, 'cannot publish event');
+      this.log.warn({ err, subj: def.subject }, 'cannot encode event');
+      return;
     }
+    this.send(() => {
+      try {
+        this.nc.publish(this.subject(def.subject), data, { headers: h });
+      } catch (err) {
+        this.log.warn({ err, subj: def.subject }, 'cannot publish event');
+      }
+    });
   }
 
   /** Publish JSON on a subject built in protocol/ (progress streams). */
   publishTo(relativeSubject: string, data: unknown): void {
     if (this.closed) return;
+    let bytes: Uint8Array;
     try {
-      this.nc.publish(this.subject(relativeSubject), enc.encode(JSON.stringify(data)));
+      bytes = enc.encode(JSON.stringify(data));
     } catch (err) {
-      this.log.warn({ err, subj: relativeSubject }, 'cannot publish');
+      this.log.warn({ err, subj: relativeSubject }, 'cannot encode');
+      return;
     }
+    this.send(() => {
+      try {
+        this.nc.publish(this.subject(relativeSubject), bytes);
+      } catch (err) {
+        this.log.warn({ err, subj: relativeSubject }, 'cannot publish');
+      }
+    });
   }
 
   /** Subscribe to a subject (or wildcard) built in protocol/. Returns the unsubscribe. */
@@ -389,6 +430,7 @@ export class Bus {
 
   /** Round trip to the server: everything published before is on the server after it. */
   async flush(): Promise<void> {
+    this.flushOutgoing();
     await this.nc.flush();
   }
 
@@ -461,7 +503,6 @@ export class Bus {
         }
         try {
           await handler(m.subject.slice(strip), data, this.ctxFrom(m.headers));
-          m.ack();
         } catch (err) {
           this.log.warn({ subj: m.subject, seq: m.seq, err: (err as Error).message }, 'event handler failed: it comes again');
           try {
@@ -469,7 +510,15 @@ export class Bus {
           } catch {
             // the connection is gone: the event comes again after ack_wait anyway
           }
+          continue;
         }
+        this.send(() => {
+          try {
+            m.ack();
+          } catch {
+            // the connection is gone: the event comes again after ack_wait (handlers dedup)
+          }
+        });
       }
     })();
     // the iterator ends with an error when the connection closes under it (shutdown, a server
@@ -506,6 +555,7 @@ export class Bus {
       p.reject(new CortadoError('SHUTTING_DOWN', 'the bus connection closed'));
       this.pending.delete(id);
     }
+    this.flushOutgoing();
     try {
       await this.nc.drain();
     } catch {
