@@ -12,13 +12,14 @@
  * - `preferLocal`: a request whose actor is served by this very process is handed to the
  *   handler directly (same validation, deadline, in-flight tracking and error model, no
  *   serialisation and no network hop); only requests for actors that live elsewhere cross
- *   NATS. Questions from the edge always cross it (`remote: true`), so every process running
- *   an assistant shares them through the queue group; the steps of one question then stay in
- *   the process that took it when it runs those actors too.
+ *   NATS. That holds for questions from the edge too: a process that runs the edge and an
+ *   assistant answers its own questions without a bus hop (the default, one-process
+ *   deployment), while an edge-only process (`--role edge`) spreads them over every assistant
+ *   through the queue group. `remote: true` forces the queue group for one request.
  */
 import { randomUUID } from 'node:crypto';
 import { connect, headers as natsHeaders, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from '@nats-io/transport-node';
-import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, RetentionPolicy, StorageType, DiscardPolicy, type ConsumerMessages } from '@nats-io/jetstream';
+import { AckPolicy, DeliverPolicy, jetstreamManager, RetentionPolicy, StorageType, DiscardPolicy } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
 import type { Static, TSchema } from 'typebox';
 import { describeErrors, type EventDef, type PayloadOf, type ReplyOf, type RequestDef, type RequestOf } from './define.js';
@@ -83,6 +84,11 @@ export interface ServeStats {
 }
 
 const enc = new TextEncoder();
+/** events taken per pull, and how often a consumer asks for what is pending */
+const EVENT_BATCH = 256;
+const EVENT_PULL_INTERVAL_MS = 100;
+/** a pull that does not wait is answered at once; after this long the server is taken as gone */
+const PULL_ANSWER_TIMEOUT_MS = 5_000;
 const dec = new TextDecoder();
 
 export class Bus {
@@ -139,10 +145,7 @@ export class Bus {
 
   // ---- request/reply ------------------------------------------------------------------
 
-  /**
-   * `remote: true` always crosses NATS, even when this process serves the actor: the edge
-   * sends questions that way, so every process with an assistant shares them.
-   */
+  /** `remote: true` always crosses NATS, even when this process serves the actor. */
   request<D extends RequestDef>(def: D, input: RequestOf<D>, ctx: Ctx, opts: { timeoutMs?: number; remote?: boolean } = {}): Promise<ReplyOf<D>> {
     if (this.closed) return Promise.reject(new CortadoError('SHUTTING_DOWN', 'the bus connection is closed'));
     const hop = (ctx.hop ?? 0) + 1;
@@ -469,67 +472,185 @@ export class Bus {
    * only after `handler` resolved; a handler that throws has it redelivered after a pause, so
    * a consumer killed mid-stream loses nothing (handlers must be idempotent: dedup by id).
    * `subject` is relative to the prefix (`evt.query.executed`).
+   *
+   * Events are taken in batches: every `intervalMs` the consumer asks the server for what is
+   * pending (a pull of up to `batch` events that does not wait), handles them in order and
+   * sends their acks together; a full batch is followed by the next one at once. Audit and
+   * alerts do not need an event the instant it is stored, and having the server push each
+   * event the moment it arrives costs a wakeup of the server and of this process per event —
+   * several times the work of the event itself at a few hundred questions a second.
+   * `active()` (when given) is asked before each pull. While it says false the durable
+   * consumer is removed from the server (a consumer that exists costs the server work for every
+   * event stored, pulled or not) and nothing is read; when it says true again the consumer is
+   * made anew, starting at `startAt` (`new`: the events stored from then on).
    */
   async consumeEvents(
     durable: string,
     handler: (subject: string, data: unknown, ctx: Ctx) => Promise<void>,
-    opts: { ackWaitMs?: number; retryDelayMs?: number } = {},
+    opts: { ackWaitMs?: number; retryDelayMs?: number; intervalMs?: number; batch?: number; active?: () => boolean; startAt?: 'all' | 'new' } = {},
   ): Promise<{ stop(): Promise<void> }> {
     const stream = eventsStreamName(this.prefix);
+    const batch = Math.max(1, opts.batch ?? EVENT_BATCH);
+    const intervalMs = Math.max(1, opts.intervalMs ?? EVENT_PULL_INTERVAL_MS);
     const jsm = await jetstreamManager(this.nc, { timeout: 5_000 });
-    try {
-      await jsm.consumers.info(stream, durable);
-    } catch {
-      await jsm.consumers.add(stream, {
-        durable_name: durable,
-        ack_policy: AckPolicy.Explicit,
-        deliver_policy: DeliverPolicy.All,
-        ack_wait: (opts.ackWaitMs ?? 10_000) * 1_000_000,
-        max_ack_pending: 1_000,
-      });
-    }
-    const consumer = await jetstream(this.nc).consumers.get(stream, durable);
-    const messages: ConsumerMessages = await consumer.consume({ max_messages: 64 });
-    const strip = this.prefix.length + 1;
-    const loop = (async () => {
-      for await (const m of messages) {
-        let data: unknown;
-        try {
-          data = JSON.parse(dec.decode(m.data));
-        } catch {
-          this.log.warn({ subj: m.subject, seq: m.seq }, 'an event that is not JSON: skipped');
-          m.term();
-          continue;
-        }
-        try {
-          await handler(m.subject.slice(strip), data, this.ctxFrom(m.headers));
-        } catch (err) {
-          this.log.warn({ subj: m.subject, seq: m.seq, err: (err as Error).message }, 'event handler failed: it comes again');
-          try {
-            m.nak(opts.retryDelayMs ?? 2_000);
-          } catch {
-            // the connection is gone: the event comes again after ack_wait anyway
-          }
-          continue;
-        }
-        this.send(() => {
-          try {
-            m.ack();
-          } catch {
-            // the connection is gone: the event comes again after ack_wait (handlers dedup)
-          }
+    const ensureConsumer = async (): Promise<void> => {
+      try {
+        await jsm.consumers.info(stream, durable);
+      } catch {
+        await jsm.consumers.add(stream, {
+          durable_name: durable,
+          ack_policy: AckPolicy.Explicit,
+          deliver_policy: opts.startAt === 'new' ? DeliverPolicy.New : DeliverPolicy.All,
+          ack_wait: (opts.ackWaitMs ?? 10_000) * 1_000_000,
+          max_ack_pending: Math.max(1_000, batch * 4),
         });
+        this.log.info({ durable }, 'event consumer created');
       }
-    })();
-    // the iterator ends with an error when the connection closes under it (shutdown, a server
-    // gone): never an unhandled rejection; said unless the bus is closing anyway
-    loop.catch((err: unknown) => {
+    };
+    const removeConsumer = async (): Promise<void> => {
+      const gone = await jsm.consumers.delete(stream, durable).catch((err: unknown) => /not found/i.test(String((err as Error).message)));
+      if (gone) this.log.info({ durable }, 'event consumer removed: nothing reads the stream for it now');
+    };
+    /** whether the durable consumer is known to exist (undefined: to be checked) */
+    let exists: boolean | undefined;
+    if (!opts.active || opts.active()) {
+      await ensureConsumer();
+      exists = true;
+    }
+    const nextSubject = `$JS.API.CONSUMER.MSG.NEXT.${stream}.${durable}`;
+    const pullRequest = enc.encode(JSON.stringify({ batch, no_wait: true }));
+    const inbox = `_INBOX.${randomUUID().replace(/-/g, '')}`;
+    const strip = this.prefix.length + 1;
+    const retryDelayNanos = (opts.retryDelayMs ?? 2_000) * 1_000_000;
+
+    // What a pull delivers arrives under each event's own subject (only the statuses name the
+    // pull), so arrivals are kept in order until the loop takes them, late ones included.
+    const received: Msg[] = [];
+    /** the pull being answered, and how to end it */
+    let current: { id: string; end: (status: number) => void } | undefined;
+    const sub = this.nc.subscribe(`${inbox}.*`, {
+      callback: (err, msg) => {
+        if (err) return;
+        const status = msg.headers?.code ?? 0;
+        if (status !== 0 && msg.data.length === 0) {
+          if (current && msg.subject === `${inbox}.${current.id}`) current.end(status);
+          return;
+        }
+        received.push(msg);
+        if (current && received.length >= batch) current.end(0);
+      },
+    });
+
+    let stopped = false;
+    let wake: (() => void) | undefined;
+    const pause = (ms: number) => new Promise<void>((resolve) => {
+      const timer = setTimeout(() => { wake = undefined; resolve(); }, ms);
+      wake = () => { clearTimeout(timer); wake = undefined; resolve(); };
+    });
+    let pulls = 0;
+    const pull = () => new Promise<number>((resolve) => {
+      const id = (++pulls).toString(36);
+      const state = {
+        id,
+        end: (status: number) => {
+          clearTimeout(timer);
+          if (current === state) current = undefined;
+          resolve(status);
+        },
+      };
+      // the server answers a pull that does not wait at once; silence means it is gone
+      const timer = setTimeout(() => state.end(408), PULL_ANSWER_TIMEOUT_MS);
+      current = state;
+      this.send(() => {
+        try {
+          this.nc.publish(nextSubject, pullRequest, { reply: `${inbox}.${id}` });
+        } catch {
+          state.end(503);
+        }
+      });
+    });
+    const reply = (m: Msg, payload: string) => {
+      if (!m.reply) return;
+      const to = m.reply;
+      this.send(() => {
+        try {
+          this.nc.publish(to, enc.encode(payload));
+        } catch {
+          // the connection is gone: the event comes again after ack_wait (handlers dedup)
+        }
+      });
+    };
+    let warned = 0;
+    const loop = (async () => {
+      while (!stopped && !this.closed) {
+        if (opts.active && !opts.active()) {
+          if (exists !== false) {
+            await removeConsumer().catch(() => undefined);
+            exists = false;
+          }
+          await pause(intervalMs);
+          continue;
+        }
+        if (exists !== true) {
+          try {
+            await ensureConsumer();
+            exists = true;
+          } catch (err) {
+            if (Date.now() - warned > 60_000) {
+              warned = Date.now();
+              this.log.warn({ durable, err: (err as Error).message }, 'cannot make the event consumer: trying again');
+            }
+            await pause(Math.max(intervalMs, 1_000));
+            continue;
+          }
+        }
+        let status: number;
+        try {
+          status = await pull();
+        } catch {
+          status = 503;
+        }
+        const got = received.splice(0);
+        for (const m of got) {
+          let data: unknown;
+          try {
+            data = JSON.parse(dec.decode(m.data));
+          } catch {
+            this.log.warn({ subj: m.subject, durable }, 'an event that is not JSON: skipped');
+            reply(m, '+TERM');
+            continue;
+          }
+          try {
+            await handler(m.subject.slice(strip), data, this.ctxFrom(m.headers));
+            reply(m, '+ACK');
+          } catch (err) {
+            this.log.warn({ subj: m.subject, durable, err: (err as Error).message }, 'event handler failed: it comes again');
+            reply(m, `-NAK {"delay":${retryDelayNanos}}`);
+          }
+        }
+        if (stopped || this.closed) break;
+        // 404 "no messages" and 408 "request timeout" are the answers of a pull that found
+        // fewer events than it asked for; anything else (JetStream down, consumer deleted)
+        // is said, at most once a minute, and the pulls go on after a pause
+        // no responders: the consumer is gone (removed by another process): made again next time
+        if (status === 503) exists = undefined;
+        const normal = status === 0 || status === 404 || status === 408;
+        if (!normal && Date.now() - warned > 60_000) {
+          warned = Date.now();
+          this.log.warn({ durable, status }, 'the event stream did not answer a pull: trying again');
+        }
+        if (got.length < batch) await pause(normal ? intervalMs : Math.max(intervalMs, 1_000));
+      }
+    })().catch((err: unknown) => {
       if (!this.closed) this.log.warn({ durable, err: (err as Error).message }, 'the event consumer stopped');
     });
     return {
       async stop() {
-        await messages.close().catch(() => undefined);
-        await loop.catch(() => undefined);
+        stopped = true;
+        wake?.();
+        current?.end(0);
+        await loop;
+        sub.unsubscribe();
       },
     };
   }

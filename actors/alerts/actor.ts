@@ -1,6 +1,7 @@
 /**
- * The alerts actor: a durable JetStream consumer (ALERTS_CONSUMER) of the query events. It
- * answers no requests; it scores what already happened and raises alert.raised (handle.ts).
+ * The alerts actor: a durable JetStream consumer (ALERTS_CONSUMER) of the query events, which
+ * exists while `mcp.security_alerts.enabled` is on. It answers no requests; it scores what
+ * already happened and raises alert.raised (handle.ts).
  * Copies in several processes share the consumer (each event goes to one of them) and the
  * claims in the KV bucket (one alert per question across all of them).
  */
@@ -25,9 +26,12 @@ export async function start(deps: ActorDeps): Promise<RunningActor> {
   const d = createDeps(bus, config, log, kv);
   let consumer: { stop(): Promise<void> } | undefined;
   try {
+    // while security alerts are off nothing reads the stream for them (and the durable consumer
+    // is removed: it would cost the server work for every event); switched on, at start or at
+    // run time, the alerts score the questions asked from then on
     consumer = await bus.consumeEvents(ALERTS_CONSUMER, async (subject, data, ctx) => {
       await onEvent(subject, data, d, ctx);
-    }, { ackWaitMs: 30_000 });
+    }, { ackWaitMs: 30_000, active: () => config.mcp.security_alerts.enabled, startAt: 'new' });
   } catch (err) {
     log.warn({ err: (err as Error).message }, 'cannot read the event stream (JetStream unavailable?): no security alerts');
   }

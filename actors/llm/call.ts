@@ -42,11 +42,16 @@ export async function callWithRetries(provider: LlmProvider, req: Omit<Completio
     const left = policy.deadline !== undefined ? policy.deadline - Date.now() : Infinity;
     if (left <= 0) break;
     const timeoutMs = Math.min(policy.attemptTimeoutMs, left);
-    const signal = AbortSignal.timeout(timeoutMs);
+    // a controller and a plain timer: AbortSignal.timeout() costs several times more per call
+    const controller = new AbortController();
+    const { signal } = controller;
+    const timer = setTimeout(() => controller.abort(new DOMException(`no answer within ${timeoutMs} ms`, 'TimeoutError')), timeoutMs);
     try {
       const done = await provider.complete({ ...req, signal });
+      clearTimeout(timer);
       return { ...done, attempts: attempt };
     } catch (err) {
+      clearTimeout(timer);
       if (signal.aborted) last = new LlmAttemptError(`no answer within ${seconds(timeoutMs)}`, { retryable: true, cause: err });
       else last = err instanceof LlmAttemptError ? err : new LlmAttemptError('unexpected failure', { retryable: false, cause: err });
       if (!last.retryable || attempt === maxAttempts) return fail(provider, last, attempt);

@@ -292,11 +292,35 @@ const alertsFor = (rid: string) => raised.filter((x) => x.request_id === rid);
 
 const BAD = 'SELECT email, password_hash FROM users';
 
-t.test('disabled: nothing fires', async (t) => {
+/** Whether the alerts' durable consumer exists on the server. */
+async function consumerExists(): Promise<boolean> {
+  return jsm.consumers.info(eventsStreamName('cortado'), ALERTS_CONSUMER).then(() => true, () => false);
+}
+
+async function until(what: string, cond: () => Promise<boolean>, timeoutMs = 5_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for: ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+t.test('disabled: nothing reads the stream; enabled again: the questions from then on are scored', async (t) => {
+  t.ok(await consumerExists(), 'enabled: the durable consumer is there');
   config.mcp.security_alerts.enabled = false;
+  await until('the consumer is removed', async () => !(await consumerExists()));
+  t.pass('switched off at run time: the durable consumer is removed (no work for the server per event)');
   generated('off-1', BAD, { channel: 'mcp', user: 'ann' });
+  await client.flush();
+  await new Promise((r) => setTimeout(r, 300));
+  t.same(alertsFor('off-1'), [], 'nothing fires while off');
+
+  config.mcp.security_alerts.enabled = true;
+  await until('the consumer is back', consumerExists);
+  generated('on-again', BAD, { channel: 'mcp', user: 'ann' });
+  t.ok(await alertFor('on-again'), 'switched on again: a question from now on fires');
   await settled();
-  t.same(alertsFor('off-1'), []);
+  t.same(alertsFor('off-1'), [], 'a question asked while off is not scored later');
 });
 
 t.test('an MCP query above the threshold fires; the same from the API does not (apply_to: [mcp])', async (t) => {

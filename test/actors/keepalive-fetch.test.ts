@@ -29,7 +29,7 @@ await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
 const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 t.teardown(() => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }));
 
-t.test('a JSON POST: method, path, headers and body arrive; the reply is a real Response', async (t) => {
+t.test('a JSON POST: method, path, headers and body arrive; the reply reads like a Response', async (t) => {
   const res = await keepAliveFetch(`${base}/v1/messages?beta=true`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': 'k' }, body: JSON.stringify({ q: 'é' }) });
   t.equal(res.status, 200);
   t.ok(res.ok);
@@ -62,6 +62,37 @@ t.test('the body can be read once, as text, JSON or bytes, or as a stream', asyn
   const chunks: Uint8Array[] = [];
   for await (const chunk of c.body!) chunks.push(chunk);
   t.equal(Buffer.concat(chunks).toString(), JSON.stringify({ ok: true, path: '/stream' }));
+});
+
+t.test('the answer\'s head reads like Headers: case-insensitive, sorted, joined, immutable', async (t) => {
+  const res = await keepAliveFetch(`${base}/head`);
+  t.equal(res.headers.get('Content-Type'), 'application/json', 'any case');
+  t.equal(res.headers.has('X-REQUEST-ID'), true);
+  t.equal(res.headers.get('absent'), null);
+  t.equal(res.headers.get('set-cookie'), 'a=1, b=2', 'repeated values joined by get()');
+  const entries = [...res.headers.entries()];
+  const names = entries.map(([k]) => k);
+  t.same(names, [...names].sort(), 'entries in name order');
+  t.same(entries.filter(([k]) => k === 'set-cookie').map(([, v]) => v), ['a=1', 'b=2'], 'set-cookie apart in entries');
+  const seenByForEach: string[] = [];
+  res.headers.forEach((_v, k) => seenByForEach.push(k));
+  t.same(seenByForEach, names);
+  t.throws(() => res.headers.set('x', 'y'), TypeError, 'an answer\'s head cannot be changed');
+  t.equal(res.url, `${base}/head`);
+  t.equal(res.statusText, 'OK');
+  t.equal(res.bodyUsed, false);
+  const copy = res.clone();
+  t.same(await res.json(), { ok: true, path: '/head' });
+  t.equal(res.bodyUsed, true);
+  t.equal(await (await copy.blob()).text(), JSON.stringify({ ok: true, path: '/head' }), 'a clone reads the same bytes');
+  t.throws(() => res.clone(), TypeError, 'no clone of a read body');
+});
+
+t.test('asking for the body stream reads nothing until somebody reads it', async (t) => {
+  const res = await keepAliveFetch(`${base}/lazy`);
+  t.ok(res.body, 'a stream is there');
+  t.equal(res.bodyUsed, false, 'making it read nothing');
+  t.same(await res.json(), { ok: true, path: '/lazy' }, 'so the body can still be read whole');
 });
 
 t.test('statuses: an error status is a Response, 204 has no body', async (t) => {

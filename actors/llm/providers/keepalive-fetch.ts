@@ -7,9 +7,10 @@
  * per call: ~400 µs and 0.41 ms against ~200 µs and 0.17 ms here; raw `request` ~140 µs). Under
  * load that CPU is what the pipeline is short of. This function speaks the same contract for
  * what the SDKs send — a URL, a method, headers, a string or byte body, an AbortSignal — and
- * answers a real `Response`. The answer's body is read whole before the Response is made (a
- * model's JSON answer is small, and reading it through a web stream costs several event-loop
- * turns); Cortado never asks a model to stream, so nothing waits on partial output. Anything
+ * answers with the surface of a `Response` (BufferedResponse below). The answer's body is read
+ * whole first (a model's JSON answer is small, and reading it through a web stream costs
+ * several event-loop turns); Cortado never asks a model to stream, so nothing waits on partial
+ * output. Anything
  * else (a `Request` object, a streamed or multipart body, a scheme other than http/https) goes
  * to the built-in fetch.
  *
@@ -37,25 +38,150 @@ function simpleBody(body: unknown): string | Uint8Array | undefined | false {
 }
 
 /**
- * A Response whose body is already in memory: json(), text() and arrayBuffer() read the buffer
- * directly instead of through the Response's web stream (which costs a call several event-loop
- * turns); `body` still streams the same bytes for whoever wants a stream.
+ * The head of an answer, read-only, as `Headers` reads it: names lower case, repeated values
+ * joined with ", " (set-cookie kept apart for getSetCookie). Built from undici's plain object
+ * without the WHATWG Headers' per-value validation, which the server's bytes already passed.
  */
-function bufferedResponse(bytes: Buffer, status: number, headers: Headers): Response {
-  const response = new Response(bytes.length ? bytes : null, { status, headers });
-  let used = false;
-  const take = (): Buffer => {
-    if (used || response.bodyUsed) throw new TypeError('Body is unusable: Body has already been read');
-    used = true;
-    return bytes;
-  };
-  Object.defineProperties(response, {
-    text: { value: async () => take().toString('utf8') },
-    json: { value: async () => JSON.parse(take().toString('utf8')) as unknown },
-    arrayBuffer: { value: async () => { const b = take(); return b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength); } },
-  });
-  return response;
+class AnswerHeaders {
+  private readonly map: Map<string, string[]>;
+
+  constructor(raw: Record<string, string | string[] | undefined>) {
+    this.map = new Map();
+    for (const key of Object.keys(raw)) {
+      const value = raw[key];
+      if (value === undefined) continue;
+      this.map.set(key.toLowerCase(), Array.isArray(value) ? value : [value]);
+    }
+  }
+
+  get(name: string): string | null {
+    const v = this.map.get(name.toLowerCase());
+    return v === undefined ? null : v.join(', ');
+  }
+
+  has(name: string): boolean {
+    return this.map.has(name.toLowerCase());
+  }
+
+  getSetCookie(): string[] {
+    return [...(this.map.get('set-cookie') ?? [])];
+  }
+
+  *entries(): IterableIterator<[string, string]> {
+    for (const key of [...this.map.keys()].sort()) {
+      if (key === 'set-cookie') for (const v of this.map.get(key)!) yield [key, v];
+      else yield [key, this.get(key)!];
+    }
+  }
+
+  *keys(): IterableIterator<string> {
+    for (const [k] of this.entries()) yield k;
+  }
+
+  *values(): IterableIterator<string> {
+    for (const [, v] of this.entries()) yield v;
+  }
+
+  forEach(cb: (value: string, key: string, parent: this) => void, thisArg?: unknown): void {
+    for (const [k, v] of this.entries()) cb.call(thisArg, v, k, this);
+  }
+
+  [Symbol.iterator](): IterableIterator<[string, string]> {
+    return this.entries();
+  }
+
+  set(): never {
+    throw new TypeError('immutable');
+  }
+
+  append(): never {
+    throw new TypeError('immutable');
+  }
+
+  delete(): never {
+    throw new TypeError('immutable');
+  }
+
+  get [Symbol.toStringTag](): string {
+    return 'Headers';
+  }
 }
+
+/**
+ * An answer whose body is already in memory, with the surface of a `Response` that the SDKs
+ * read (status, ok, headers, url, json/text/arrayBuffer/blob once, clone). A WHATWG Response
+ * costs a web stream, a Headers object and their transfer machinery per call; this costs an
+ * object. `body` is made (a stream over the same bytes) only when somebody asks for it.
+ */
+class BufferedResponse {
+  readonly type = 'basic';
+  readonly redirected = false;
+  readonly statusText: string;
+  readonly headers: AnswerHeaders;
+  private used = false;
+  private stream: ReadableStream<Uint8Array> | null | undefined;
+
+  constructor(private readonly bytes: Buffer | null, readonly status: number, headers: AnswerHeaders, readonly url: string) {
+    this.headers = headers;
+    this.statusText = STATUS_TEXT[status] ?? '';
+  }
+
+  get ok(): boolean {
+    return this.status >= 200 && this.status < 300;
+  }
+
+  get bodyUsed(): boolean {
+    return this.used;
+  }
+
+  get body(): ReadableStream<Uint8Array> | null {
+    if (this.stream !== undefined) return this.stream;
+    if (!this.bytes) return (this.stream = null);
+    const bytes = this.bytes;
+    let taken = false;
+    this.stream = new ReadableStream<Uint8Array>({
+      pull: (controller) => {
+        if (!taken) {
+          taken = true;
+          this.used = true;
+          controller.enqueue(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength));
+        }
+        controller.close();
+      },
+    }, { highWaterMark: 0 }); // pulled only when somebody reads: making the stream reads nothing
+    return this.stream;
+  }
+
+  private take(): Buffer {
+    if (this.used) throw new TypeError('Body is unusable: Body has already been read');
+    this.used = true;
+    return this.bytes ?? Buffer.alloc(0);
+  }
+
+  async text(): Promise<string> {
+    return this.take().toString('utf8');
+  }
+
+  async json(): Promise<unknown> {
+    return JSON.parse(this.take().toString('utf8')) as unknown;
+  }
+
+  async arrayBuffer(): Promise<ArrayBuffer> {
+    const b = this.take();
+    return b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength) as ArrayBuffer;
+  }
+
+  async blob(): Promise<Blob> {
+    return new Blob([await this.arrayBuffer()], { type: this.headers.get('content-type') ?? '' });
+  }
+
+  clone(): BufferedResponse {
+    if (this.used) throw new TypeError('Response.clone: Body has already been consumed.');
+    return new BufferedResponse(this.bytes, this.status, this.headers, this.url);
+  }
+}
+
+const STATUS_TEXT: Readonly<Record<number, string>> = { 200: 'OK', 201: 'Created', 204: 'No Content', 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 408: 'Request Timeout', 409: 'Conflict', 413: 'Payload Too Large', 429: 'Too Many Requests', 500: 'Internal Server Error', 502: 'Bad Gateway', 503: 'Service Unavailable', 504: 'Gateway Timeout', 529: 'Overloaded' };
 
 type Method = 'GET' | 'HEAD' | 'POST' | 'PUT' | 'DELETE' | 'CONNECT' | 'OPTIONS' | 'TRACE' | 'PATCH';
 
@@ -67,10 +193,7 @@ export async function keepAliveFetch(input: string | URL | Request, init: Reques
   const signal = init.signal ?? undefined;
   if (signal?.aborted) throw abortError(signal);
 
-  const headers: Record<string, string> = {};
-  new Headers(init.headers).forEach((value, key) => {
-    headers[key] = value;
-  });
+  const headers = plainHeaders(init.headers);
   const method = (init.method ?? 'GET').toUpperCase() as Method;
 
   let res: Awaited<ReturnType<typeof request>>;
@@ -80,16 +203,12 @@ export async function keepAliveFetch(input: string | URL | Request, init: Reques
     if (signal?.aborted) throw abortError(signal);
     throw new TypeError('fetch failed', { cause: err });
   }
-  const out = new Headers();
-  for (const [key, value] of Object.entries(res.headers)) {
-    if (value === undefined) continue;
-    if (Array.isArray(value)) for (const v of value) out.append(key, v);
-    else out.set(key, value);
-  }
+  const answerHeaders = new AnswerHeaders(res.headers);
+  const where = url.href;
   const noBody = method === 'HEAD' || NULL_BODY_STATUS.has(res.statusCode);
   if (noBody) {
     res.body.resume();
-    return new Response(null, { status: res.statusCode, headers: out });
+    return new BufferedResponse(null, res.statusCode, answerHeaders, where) as unknown as Response;
   }
   // the SDKs read the whole JSON body anyway: read it here (a web stream over the socket costs
   // more than the body of a model's answer is worth); an abort meanwhile rejects as AbortError
@@ -100,5 +219,22 @@ export async function keepAliveFetch(input: string | URL | Request, init: Reques
     if (signal?.aborted) throw abortError(signal);
     throw new TypeError('fetch failed: the answer broke off', { cause: err });
   }
-  return bufferedResponse(Buffer.from(bytes), res.statusCode, out);
+  return new BufferedResponse(Buffer.from(bytes), res.statusCode, answerHeaders, where) as unknown as Response;
+}
+
+/** The request's headers as undici takes them: a plain object, names lower case. */
+function plainHeaders(init: RequestInit['headers']): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (!init) return out;
+  if (init instanceof Headers) {
+    init.forEach((value, key) => { out[key] = value; });
+    return out;
+  }
+  const pairs = Array.isArray(init) ? init : Object.entries(init);
+  for (const [key, value] of pairs) {
+    if (value === undefined || value === null) continue;
+    const name = String(key).toLowerCase();
+    out[name] = out[name] !== undefined ? `${out[name]}, ${String(value)}` : String(value);
+  }
+  return out;
 }

@@ -182,7 +182,7 @@ export function authRoutes(router: Router, deps: AuthRouteDeps): void {
     const ask: AskRequest = { question: body.question, channel: 'auth', owner: caller.owner };
     if (body.tables?.length) ask.tables = body.tables;
     if (conversation) ask.conversation_id = conversation;
-    const reply = await bus.request(Ask, ask, caller.ctx, { remote: true });
+    const reply = await bus.request(Ask, ask, caller.ctx);
     sendJson(res, 200, { ...legacyShape(reply, body.conversation_id), conversation_id: body.conversation_id ?? null }, ctx.rid);
   });
 
@@ -190,7 +190,7 @@ export function authRoutes(router: Router, deps: AuthRouteDeps): void {
   router.post('/auth/query/confirm', async (req, res, ctx) => {
     const caller = await requireAuth(deps, req, ctx.rid);
     const body = await readJson<{ confirmation_id: string }>(req, ConfirmBody);
-    const reply = await bus.request(AskConfirm, { confirmation_id: body.confirmation_id, owner: caller.owner, channel: 'auth' }, caller.ctx, { remote: true });
+    const reply = await bus.request(AskConfirm, { confirmation_id: body.confirmation_id, owner: caller.owner, channel: 'auth' }, caller.ctx);
     sendJson(res, 200, legacyShape(reply, undefined), ctx.rid);
   });
 

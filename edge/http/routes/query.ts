@@ -54,7 +54,7 @@ async function runAsk(
 ): Promise<void> {
   const busCtx = callerCtx(ctx.rid, caller);
   if (!wantsStream(req)) {
-    const reply = await deps.bus.request(Ask, ask, busCtx, { remote: true });
+    const reply = await deps.bus.request(Ask, ask, busCtx);
     sendJson(res, 200, render(reply), ctx.rid);
     return;
   }
@@ -65,7 +65,7 @@ async function runAsk(
   });
   try {
     await deps.bus.flush();
-    const reply = await deps.bus.request(Ask, { ...ask, stream: true }, busCtx, { remote: true });
+    const reply = await deps.bus.request(Ask, { ...ask, stream: true }, busCtx);
     sse.send('result', render(reply));
   } catch (err) {
     const e = toCortadoError(err);
@@ -171,7 +171,7 @@ export function queryRoutes(router: Router, deps: QueryRouteDeps): void {
     const body = await readJson<ConfirmBody>(req, checkConfirm);
     const sessionId = body.session_id ?? undefined;
     const caller = await legacyCaller(deps.bus, deps.config, req, ctx.rid, sessionId);
-    const reply = await deps.bus.request(AskConfirm, { confirmation_id: body.confirmation_id, owner: caller.owner, channel: 'legacy' }, callerCtx(ctx.rid, caller), { remote: true });
+    const reply = await deps.bus.request(AskConfirm, { confirmation_id: body.confirmation_id, owner: caller.owner, channel: 'legacy' }, callerCtx(ctx.rid, caller));
     sendJson(res, 200, legacyShape(reply, sessionId), ctx.rid);
   });
 }

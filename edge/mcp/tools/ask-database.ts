@@ -20,7 +20,7 @@ export const askDatabase: McpTool<typeof Input> = {
   input: Input,
   async run(args, { bus, config, session, ctx }) {
     const question = args.question.trim();
-    const reply = await bus.request(Ask, { question: question || args.question, ...(args.tables?.length ? { tables: args.tables } : {}), channel: 'mcp' }, ctx, { remote: true });
+    const reply = await bus.request(Ask, { question: question || args.question, ...(args.tables?.length ? { tables: args.tables } : {}), channel: 'mcp' }, ctx);
     if (reply.intent === 'chat') {
       const message = reply.message ?? '';
       return { structured: { request_id: reply.request_id, intent: 'chat', message }, text: message };
