@@ -64,11 +64,16 @@ export async function startEdge(opts: EdgeOptions): Promise<Edge> {
     const given = req.headers[HTTP_REQUEST_ID];
     const rid = given && RID.test(given) ? given : randomUUID();
     const corsHeaders = cors.response(req.headers.origin);
-    const reqLog = log.child({ rid });
+    // the request's child logger is made when something is logged (a pino child costs an
+    // allocation of its bindings and redaction state on every request otherwise)
+    let child: Logger | undefined;
+    const reqLog = (): Logger => (child ??= log.child({ rid }));
     inFlight++;
     const finish = (status: number, code?: string): void => {
       inFlight--;
-      reqLog.info({ method: req.method, path: redactUrl(req.path + (req.rawQuery ? `?${req.rawQuery}` : '')), status, ...(code ? { code } : {}), ms: Math.round((performance.now() - started) * 100) / 100 }, 'http');
+      if (log.isLevelEnabled('info')) {
+        reqLog().info({ method: req.method, path: redactUrl(req.path + (req.rawQuery ? `?${req.rawQuery}` : '')), status, ...(code ? { code } : {}), ms: Math.round((performance.now() - started) * 100) / 100 }, 'http');
+      }
       if (closing && inFlight === 0) idle?.();
     };
     if (closing) {
@@ -94,7 +99,7 @@ export async function startEdge(opts: EdgeOptions): Promise<Edge> {
         finish(e.httpStatus, e.code);
       },
       (err: unknown) => {
-        reqLog.error({ err }, 'rate limit check failed');
+        reqLog().error({ err }, 'rate limit check failed');
         route(corsHeaders);
       },
     );
@@ -112,12 +117,12 @@ export async function startEdge(opts: EdgeOptions): Promise<Edge> {
       req.params = match.params;
       const wrapped = wrapResponse(res, headers);
       Promise.resolve()
-        .then(() => match.handler(req, wrapped, { rid, log: reqLog }))
+        .then(() => match.handler(req, wrapped, { rid, get log() { return reqLog(); } }))
         .then(
           () => finish(wrapped.status),
           (err: unknown) => {
             const e = toCortadoError(err);
-            if (e.code === 'INTERNAL') reqLog.error({ err: e.cause ?? e }, 'unhandled failure');
+            if (e.code === 'INTERNAL') reqLog().error({ err: e.cause ?? e }, 'unhandled failure');
             if (!res.started) sendError(wrapped, e, rid);
             else res.end();
             finish(e.httpStatus, e.code);

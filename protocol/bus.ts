@@ -376,7 +376,10 @@ export class Bus {
       this.log.error({ subj: def.subject, errors: describeErrors(def.checkPayload, payload) }, 'event does not match its contract');
       return;
     }
-    const h = this.headersFor(ctx);
+    // an event says who and which request; deadlines, hops and scopes belong to requests
+    const h = natsHeaders();
+    h.set(Header.RequestId, ctx.requestId);
+    if (ctx.user) h.set(Header.User, ctx.user);
     const id = (payload as { id?: unknown }).id;
     if (typeof id === 'string') h.set(Header.MsgId, id);
     let data: Uint8Array;
