@@ -47,11 +47,9 @@ export async function callWithRetries(provider: LlmProvider, req: Omit<Completio
     const { signal } = controller;
     const timer = setTimeout(() => controller.abort(new DOMException(`no answer within ${timeoutMs} ms`, 'TimeoutError')), timeoutMs);
     try {
-      const done = await provider.complete({ ...req, signal });
-      clearTimeout(timer);
+      const done = await provider.complete({ ...req, signal }).finally(() => clearTimeout(timer));
       return { ...done, attempts: attempt };
     } catch (err) {
-      clearTimeout(timer);
       if (signal.aborted) last = new LlmAttemptError(`no answer within ${seconds(timeoutMs)}`, { retryable: true, cause: err });
       else last = err instanceof LlmAttemptError ? err : new LlmAttemptError('unexpected failure', { retryable: false, cause: err });
       if (!last.retryable || attempt === maxAttempts) return fail(provider, last, attempt);

@@ -18,6 +18,7 @@
  * keeps working; connection failures reject with a TypeError like fetch's "fetch failed", the
  * socket error as its cause.
  */
+import { STATUS_CODES } from 'node:http';
 import { Agent, request } from 'undici';
 
 const dispatcher = new Agent({ keepAliveTimeout: 4_000, keepAliveMaxTimeout: 60_000, connections: 128, pipelining: 1 });
@@ -123,7 +124,7 @@ class BufferedResponse {
 
   constructor(private readonly bytes: Buffer | null, readonly status: number, headers: AnswerHeaders, readonly url: string) {
     this.headers = headers;
-    this.statusText = STATUS_TEXT[status] ?? '';
+    this.statusText = STATUS_CODES[status] ?? '';
   }
 
   get ok(): boolean {
@@ -181,7 +182,6 @@ class BufferedResponse {
   }
 }
 
-const STATUS_TEXT: Readonly<Record<number, string>> = { 200: 'OK', 201: 'Created', 204: 'No Content', 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 408: 'Request Timeout', 409: 'Conflict', 413: 'Payload Too Large', 429: 'Too Many Requests', 500: 'Internal Server Error', 502: 'Bad Gateway', 503: 'Service Unavailable', 504: 'Gateway Timeout', 529: 'Overloaded' };
 
 type Method = 'GET' | 'HEAD' | 'POST' | 'PUT' | 'DELETE' | 'CONNECT' | 'OPTIONS' | 'TRACE' | 'PATCH';
 
