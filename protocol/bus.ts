@@ -89,6 +89,8 @@ const EVENT_BATCH = 256;
 const EVENT_PULL_INTERVAL_MS = 100;
 /** a pull that does not wait is answered at once; after this long the server is taken as gone */
 const PULL_ANSWER_TIMEOUT_MS = 5_000;
+/** the status of a pull that got no answer in that time */
+const NO_ANSWER = -1;
 const dec = new TextDecoder();
 
 export class Bus {
@@ -524,7 +526,6 @@ export class Bus {
     const pullRequest = enc.encode(JSON.stringify({ batch, no_wait: true }));
     const inbox = `_INBOX.${randomUUID().replace(/-/g, '')}`;
     const strip = this.prefix.length + 1;
-    const retryDelayNanos = (opts.retryDelayMs ?? 2_000) * 1_000_000;
 
     // What a pull delivers arrives under each event's own subject (only the statuses name the
     // pull), so arrivals are kept in order until the loop takes them, late ones included.
@@ -561,8 +562,9 @@ export class Bus {
           resolve(status);
         },
       };
-      // the server answers a pull that does not wait at once; silence means it is gone
-      const timer = setTimeout(() => state.end(408), PULL_ANSWER_TIMEOUT_MS);
+      // the server answers a pull that does not wait at once; silence means the consumer (or
+      // the server) is gone
+      const timer = setTimeout(() => state.end(NO_ANSWER), PULL_ANSWER_TIMEOUT_MS);
       current = state;
       this.send(() => {
         try {
@@ -572,18 +574,27 @@ export class Bus {
         }
       });
     });
-    const reply = (m: Msg, payload: string) => {
+    const ack = enc.encode('+ACK');
+    const term = enc.encode('+TERM');
+    const nak = enc.encode(`-NAK {"delay":${(opts.retryDelayMs ?? 2_000) * 1_000_000}}`);
+    const reply = (m: Msg, payload: Uint8Array) => {
       if (!m.reply) return;
       const to = m.reply;
       this.send(() => {
         try {
-          this.nc.publish(to, enc.encode(payload));
+          this.nc.publish(to, payload);
         } catch {
           // the connection is gone: the event comes again after ack_wait (handlers dedup)
         }
       });
     };
+    /** a trouble that lasts is said at most once a minute */
     let warned = 0;
+    const warnSometimes = (line: Record<string, unknown>, msg: string) => {
+      if (Date.now() - warned < 60_000) return;
+      warned = Date.now();
+      this.log.warn({ durable, ...line }, msg);
+    };
     const loop = (async () => {
       while (!stopped && !this.closed) {
         if (opts.active && !opts.active()) {
@@ -599,20 +610,12 @@ export class Bus {
             await ensureConsumer();
             exists = true;
           } catch (err) {
-            if (Date.now() - warned > 60_000) {
-              warned = Date.now();
-              this.log.warn({ durable, err: (err as Error).message }, 'cannot make the event consumer: trying again');
-            }
+            warnSometimes({ err: (err as Error).message }, 'cannot make the event consumer: trying again');
             await pause(Math.max(intervalMs, 1_000));
             continue;
           }
         }
-        let status: number;
-        try {
-          status = await pull();
-        } catch {
-          status = 503;
-        }
+        const status = await pull();
         const got = received.splice(0);
         for (const m of got) {
           let data: unknown;
@@ -620,28 +623,25 @@ export class Bus {
             data = JSON.parse(dec.decode(m.data));
           } catch {
             this.log.warn({ subj: m.subject, durable }, 'an event that is not JSON: skipped');
-            reply(m, '+TERM');
+            reply(m, term);
             continue;
           }
           try {
             await handler(m.subject.slice(strip), data, this.ctxFrom(m.headers));
-            reply(m, '+ACK');
+            reply(m, ack);
           } catch (err) {
             this.log.warn({ subj: m.subject, durable, err: (err as Error).message }, 'event handler failed: it comes again');
-            reply(m, `-NAK {"delay":${retryDelayNanos}}`);
+            reply(m, nak);
           }
         }
         if (stopped || this.closed) break;
-        // 404 "no messages" and 408 "request timeout" are the answers of a pull that found
-        // fewer events than it asked for; anything else (JetStream down, consumer deleted)
-        // is said, at most once a minute, and the pulls go on after a pause
-        // no responders: the consumer is gone (removed by another process): made again next time
-        if (status === 503) exists = undefined;
+        // 404 "no messages" and 408 "request timeout" answer a pull that found fewer events
+        // than it asked for. No answer at all, or 503 (no responders): the consumer may be gone
+        // (removed by another process), so it is checked, and made again, before the next pull.
+        // Anything else is said, and the pulls go on after a pause.
+        if (status === NO_ANSWER || status === 503) exists = undefined;
         const normal = status === 0 || status === 404 || status === 408;
-        if (!normal && Date.now() - warned > 60_000) {
-          warned = Date.now();
-          this.log.warn({ durable, status }, 'the event stream did not answer a pull: trying again');
-        }
+        if (!normal) warnSometimes({ status }, 'the event stream did not answer a pull: trying again');
         if (got.length < batch) await pause(normal ? intervalMs : Math.max(intervalMs, 1_000));
       }
     })().catch((err: unknown) => {
