@@ -78,6 +78,17 @@ export const DatabaseSection = Type.Object({
   provider: DbProviderName,
   /** (Cortado) refuse to start when the database role can write */
   require_read_only: Bool(false),
+  /**
+   * (Cortado) start even when the role is a superuser, can write, read server files or read
+   * every setting (a loud warning then); false: such a role stops the start (docs/security.md)
+   */
+  allow_privileged_role: Bool(false),
+  /**
+   * (Cortado) functions beyond the guard's built-in allow-list that queries may call: user-defined
+   * functions, or built-ins the list leaves out; names as written in SQL (`schema.fn` or `fn`),
+   * compared case-insensitively. A function listed here is trusted to only read.
+   */
+  allowed_functions: StrList([]),
   trino: Section({
     host: Str('localhost'),
     port: Int(8080, { minimum: 1, maximum: 65535 }),
@@ -339,6 +350,10 @@ export const ConfigSchema = Type.Object({
     confirm_before_execute: Bool(false),
     /** (Cortado) times the model may rewrite SQL the database rejected */
     max_corrections: Int(1, { minimum: 0, maximum: 5 }),
+    /** (Cortado) a result over this many MB (as read from the wire) stops the read: RESULT_TOO_LARGE */
+    max_result_mb: Int(32, { minimum: 1, maximum: 1024 }),
+    /** (Cortado) one value over this many KB stops the read: RESULT_TOO_LARGE */
+    max_value_kb: Int(1024, { minimum: 1, maximum: 262144 }),
   }),
   cors: Section({
     allow_origins: StrList(['*']),

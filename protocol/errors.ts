@@ -41,6 +41,7 @@ export const ERRORS = {
   SQL_REJECTED: spec(422, McpMapping.ToolError, false, 'The SQL guard refused the statement; nothing was executed.'),
   DB_QUERY_FAILED: spec(422, McpMapping.ToolError, false, 'The database rejected the SQL (syntax error, unknown column, ...).'),
   LIMIT_EXCEEDED: spec(422, McpMapping.ToolError, false, 'A configured limit (rows, recipients, e-mails per day, file size) was reached.'),
+  RESULT_TOO_LARGE: spec(422, McpMapping.ToolError, false, 'The result, or one value in it, is over query.max_result_mb / query.max_value_kb; the read was stopped and nothing returned.'),
   RATE_LIMITED: spec(429, McpMapping.ToolError, true, 'Too many requests in the window; see Retry-After.'),
   INTERNAL: spec(500, McpMapping.InternalError, false, 'An unexpected failure; the request id finds it in the logs.'),
   LLM_BAD_REPLY: spec(502, McpMapping.ToolError, true, 'The model answered, but not in a form Cortado can use.'),

@@ -215,6 +215,7 @@ function limitsFor(input: Pick<SqlExecuteRequest, 'default_limit' | 'max_limit'>
   return {
     defaultLimit: input.default_limit ?? config.query.default_limit,
     maxLimit: input.max_limit ?? config.query.max_limit,
+    allowedFunctions: config.database.allowed_functions,
   };
 }
 

@@ -15,6 +15,14 @@ export const RejectKind = {
   SelectInto: 'select_into',
   Locking: 'locking',
   DangerousFunction: 'dangerous_function',
+  /** a function (or operator, or aggregate) that is not on the dialect's allow-list nor in database.allowed_functions */
+  FunctionNotAllowed: 'function_not_allowed',
+  /** a relation outside the user's schemas: a system catalog or view that is not in the documented safe set */
+  RelationNotAllowed: 'relation_not_allowed',
+  /** a type (in a cast or a constructor) that is not a plain type: user-defined types, domains, reg* types, ... */
+  TypeNotAllowed: 'type_not_allowed',
+  /** an operator that is not on the dialect's allow-list */
+  OperatorNotAllowed: 'operator_not_allowed',
   UnsupportedDialect: 'unsupported_dialect',
   /** plugins.auth.enforce_catalog_lock: the SQL names a catalog (or schema) outside its scope (guard/catalog-lock.ts) */
   CatalogLock: 'catalog_lock',
@@ -26,6 +34,11 @@ export interface GuardLimits {
   defaultLimit: number;
   /** the hard cap on rows, whatever the SQL asks for */
   maxLimit: number;
+  /**
+   * database.allowed_functions: functions the operator allows beyond the dialect's built-in
+   * allow-list (names as written, `schema.fn` or `fn`, compared case-insensitively)
+   */
+  allowedFunctions?: readonly string[];
 }
 
 export interface GuardResult {
