@@ -1,7 +1,7 @@
 /**
  * The MySQL / MariaDB guard, on node-sql-parser (its MySQL grammar, else its MariaDB grammar),
  * behind a small lexer that follows MySQL's own rules. Fails closed: what does not parse does
- * not run.
+ * not run, and what the parser shows is checked against allow-lists (guard/allow-mysql.ts).
  *
  * Why a lexer of our own: MySQL runs code the parser would take for a comment. `/*! ... *\/`
  * and `/*M! ... *\/` are executed by the server, `/*+ ... *\/` hints change limits, and `--x`
@@ -11,13 +11,18 @@
  * The lexer also splits statements (a `;` inside a string or comment does not count) and finds
  * the LIMIT clause in the text: node-sql-parser gives no positions.
  *
- * Allowed: exactly one SELECT (with UNION, WITH / WITH RECURSIVE, subqueries, window functions).
- * Refused anywhere in the tree: any other statement, SELECT ... INTO (OUTFILE, DUMPFILE,
- * variables), locking reads (FOR UPDATE, FOR SHARE, LOCK IN SHARE MODE), assignments to user
- * variables (`@x := ...` changes the pooled session), and calls of denied functions. The tree
- * is walked generically (every object and array), so a node kind these rules do not name is
- * still visited; the denied-function and locking checks run once more on the tokens, in case
- * the parser represents a call in a shape the walk does not know.
+ * Allowed: exactly one SELECT (with UNION / INTERSECT / EXCEPT, WITH / WITH RECURSIVE,
+ * subqueries, window functions) whose every function, operator, cast type, system variable and
+ * system relation is on an allow-list: built-in functions that analytics needs, or the names in
+ * database.allowed_functions (stored and user-defined functions are refused otherwise); the
+ * user's databases, and of information_schema only its tables-and-columns metadata (never
+ * mysql, performance_schema, sys, PROCESSLIST, privileges, settings). Refused anywhere in the
+ * tree: any other statement, SELECT ... INTO (OUTFILE, DUMPFILE, variables), locking reads
+ * (FOR UPDATE, FOR SHARE, LOCK IN SHARE MODE), user variables read or assigned (`@x := ...`
+ * changes the pooled session), and an expression form the walk does not know. The tree is
+ * walked generically (every object and array), so a node kind these rules do not name is still
+ * visited; the function checks run once more on the tokens (every name followed by `(`), in
+ * case the parser represents a call in a shape the walk does not know.
  *
  * The session it runs in is made to lex like this file (engines/mysql.ts clears ANSI_QUOTES
  * and NO_BACKSLASH_ESCAPES from sql_mode): backslash escapes in strings, `"` quotes strings.
@@ -25,6 +30,21 @@
 import { createRequire } from 'node:module';
 import type { AST, Parser as ParserType } from 'node-sql-parser';
 import { CortadoError } from '../../../protocol/errors.js';
+import {
+  MYSQL_PSEUDO_FUNCTIONS,
+  SYSTEM_SCHEMAS,
+  allowedCastType,
+  allowedFunction,
+  checkFunction,
+  checkGroupBy,
+  checkOperator,
+  checkRelation,
+  checkType,
+  checkVariable,
+  operatorAllowedFunctions,
+  refuseDenied,
+  type Policy,
+} from './allow-mysql.js';
 import { deniedFunction } from './deny.js';
 import { applyLimit, type ExistingLimit } from './limit.js';
 import { rejected, type DialectGuard, type GuardLimits, type GuardResult } from './types.js';
@@ -66,13 +86,16 @@ export function guardMysql(sql: string, limits: GuardLimits): GuardResult {
   const tokens = statements[0]!;
   refuseOtherStatements(tokens);
 
+  const policy: Policy = { operatorAllows: operatorAllowedFunctions(limits.allowedFunctions) };
   const root = parseOne(lexed.code, tokens);
   if (root.type !== 'select') {
     const statement = statementName(root);
     throw rejected('not_select', `only a SELECT query may run; this is ${statement}`, { statement });
   }
-  const tables = inspectTree(root);
-  inspectTokens(tokens);
+  const facts = inspectTree(root, policy);
+  inspectTokens(tokens, facts.declared);
+  inspectCalls(tokens, policy, facts.declared);
+  const tables = facts.tables;
 
   const start = tokens[0]!.start;
   const end = statementEnd(sql, lexed.tokens, tokens);
@@ -289,19 +312,38 @@ function refuseOtherStatements(tokens: Token[]): void {
 }
 
 /**
- * Checks on the code tokens, whatever the tree says: denied functions (a name, then `(`),
- * locking clauses and SELECT ... INTO a file or variable. FOR and INTO are reserved words in
- * MySQL, so these sequences cannot be identifiers unless quoted (and quoted ones are `quoted`).
+ * Checks on the code tokens, whatever the tree says (and when the grammars cannot read the SQL,
+ * to name what is recognisable): denied functions (a name, then `(`), sequences
+ * (`NEXT VALUE FOR`), variables (`@x`, `@@x`), locking clauses and SELECT ... INTO a file or
+ * variable. FOR and INTO are reserved words in MySQL, so these sequences cannot be identifiers
+ * unless quoted (and quoted ones are `quoted`). `@` appears in MySQL code only before a variable.
  */
-function inspectTokens(tokens: Token[]): void {
+function inspectTokens(tokens: Token[], declared: ReadonlySet<string> = new Set()): void {
   for (let k = 0; k < tokens.length; k++) {
     const t = tokens[k]!;
     const next = tokens[k + 1];
     if ((t.kind === 'word' || t.kind === 'quoted') && next?.text === '(') {
-      checkFunction(t.kind === 'quoted' ? unquote(t.text) : t.text);
+      refuseDenied(t.kind === 'quoted' ? unquote(t.text) : t.text);
+    }
+    // `mysql.user`, `performance_schema`.`threads`: a system relation, however the parser read it
+    // (a name the statement declares, like an alias `sys`, is not a schema)
+    if ((t.kind === 'word' || t.kind === 'quoted') && next?.kind === 'punct' && next.text === '.') {
+      const schema = t.kind === 'quoted' ? unquote(t.text) : t.text;
+      const name = tokens[k + 2];
+      if (SYSTEM_SCHEMAS[schema.toLowerCase()] !== undefined && !declared.has(schema.toLowerCase()) && name && (name.kind === 'word' || name.kind === 'quoted') && tokens[k + 3]?.text !== '(') {
+        checkRelation(schema, name.kind === 'quoted' ? unquote(name.text) : name.text);
+      }
+    }
+    if (t.kind === 'punct' && t.text === '@') {
+      k = checkVariableTokens(tokens, k);
+      continue;
     }
     if (t.kind !== 'word') continue;
     const after = (m: number) => (tokens[k + m]?.kind === 'word' ? tokens[k + m]!.upper : '');
+    if ((t.upper === 'NEXT' || t.upper === 'PREVIOUS') && after(1) === 'VALUE' && after(2) === 'FOR') {
+      const denied = deniedFunction('mysql', t.upper === 'NEXT' ? 'nextval' : 'lastval')!;
+      throw rejected('dangerous_function', `${t.upper} VALUE FOR reads a sequence, which is not allowed: ${denied.why}`, { function: denied.name });
+    }
     if (t.upper === 'FOR' && (after(1) === 'UPDATE' || after(1) === 'SHARE')) {
       throw lockingRejection(`FOR ${after(1)}`);
     }
@@ -314,8 +356,66 @@ function inspectTokens(tokens: Token[]): void {
   }
 }
 
+/** `@x`, `@'x'`, `@@x`, `@@SESSION.x` from the `@` at `at`: refused unless an allowed system variable; returns the last token used. */
+function checkVariableTokens(tokens: Token[], at: number): number {
+  const word = (m: number) => {
+    const t = tokens[m];
+    return t && (t.kind === 'word' || t.kind === 'quoted' || t.kind === 'string') ? (t.kind === 'word' ? t.text : unquote(t.text)) : undefined;
+  };
+  if (tokens[at + 1]?.text !== '@' || tokens[at + 1]?.kind !== 'punct') {
+    checkVariable('@', word(at + 1) ?? '', []);
+    return at + 1;
+  }
+  const first = word(at + 2) ?? '';
+  if (tokens[at + 3]?.text === '.' && /^(session|local|global)$/i.test(first)) {
+    checkVariable('@@', first, [word(at + 4) ?? '']);
+    return at + 4;
+  }
+  checkVariable('@@', first, []);
+  return at + 2;
+}
+
+/**
+ * Words that may stand before `(` without being a call: MySQL reserved words cannot name a
+ * stored function unless quoted, and these are the ones a query puts before a parenthesis.
+ */
+const KEYWORDS_BEFORE_PARENTHESIS: ReadonlySet<string> = new Set([
+  'AGAINST', 'AND', 'AS', 'BETWEEN', 'BY', 'CASE', 'CROSS', 'DISTINCT', 'DISTINCTROW', 'DIV', 'ELSE', 'EXCEPT', 'FROM', 'GROUP', 'HAVING',
+  'IN', 'INDEX', 'INTERSECT', 'IS', 'JOIN', 'KEY', 'LATERAL', 'LIKE', 'MATCH', 'MINUS', 'NOT', 'ON', 'OR', 'ORDER', 'OVER', 'PARTITION',
+  'REGEXP', 'RLIKE', 'SELECT', 'STRAIGHT_JOIN', 'THEN', 'UNION', 'USING', 'VALUES', 'WHEN', 'WHERE', 'WINDOW', 'WITH', 'XOR', 'ALL', 'EXISTS',
+]);
+
+/** Types written with a length after AS (CAST) or a comma (CONVERT): `DECIMAL(10,2)`, `DATETIME(6)`. */
+const TYPE_BEFORE_PARENTHESIS: ReadonlySet<string> = new Set(['AS', ',']);
+
+/**
+ * The allow-list once more, on the tokens: every name followed by `(` must be an allowed
+ * function, a keyword, a type after AS, or a name the statement itself declares (a CTE, an
+ * alias with a column list). The tree walk has already named what it saw; this catches a call
+ * the parser represents in a shape the walk does not know.
+ */
+function inspectCalls(tokens: Token[], policy: Policy, declared: ReadonlySet<string>): void {
+  for (let k = 0; k + 1 < tokens.length; k++) {
+    const t = tokens[k]!;
+    if (tokens[k + 1]!.text !== '(' || (t.kind !== 'word' && t.kind !== 'quoted')) continue;
+    const name = t.kind === 'quoted' ? unquote(t.text) : t.text;
+    const dotted = tokens[k - 1]?.kind === 'punct' && tokens[k - 1]!.text === '.';
+    const parts = dotted && tokens[k - 2] ? [tokens[k - 2]!.kind === 'quoted' ? unquote(tokens[k - 2]!.text) : tokens[k - 2]!.text, name] : [name];
+    if (policy.operatorAllows(parts)) continue;
+    if (!dotted && declared.has(name.toLowerCase())) continue;
+    if (!dotted && t.kind === 'word') {
+      if (KEYWORDS_BEFORE_PARENTHESIS.has(t.upper)) continue;
+      if (allowedFunction(name) || MYSQL_PSEUDO_FUNCTIONS.has(name.toLowerCase())) continue;
+      const before = tokens[k - 1];
+      if (before && TYPE_BEFORE_PARENTHESIS.has(before.upper) && allowedCastType(name)) continue;
+    }
+    checkFunction(parts, t.kind === 'quoted', policy);
+  }
+}
+
 function unquote(quoted: string): string {
-  return quoted.slice(1, -1).replace(/``/g, '`');
+  const q = quoted[0]!;
+  return quoted.slice(1, -1).split(q + q).join(q);
 }
 
 // ---- the tree -------------------------------------------------------------------------------
@@ -375,6 +475,19 @@ const WRITE_TYPES: ReadonlySet<string> = new Set([
   'insert', 'replace', 'update', 'delete', 'create', 'drop', 'alter', 'truncate', 'rename', 'call', 'load_data', 'grant', 'revoke',
 ]);
 
+/**
+ * Node types of a query that need no check of their own: literals, column references, lists,
+ * CASE parts, window and sort specifications, and the keyword nodes the grammar keeps as text.
+ * Their children are still walked. Any other type is refused: what the guard does not know, it
+ * cannot check.
+ */
+const PLAIN_NODES: ReadonlySet<string> = new Set([
+  'select', 'column_ref', 'star', 'number', 'bigint', 'bool', 'null', 'single_quote_string', 'double_quote_string', 'natural_string',
+  'hex_string', 'full_hex_string', 'bit_string', 'backticks_quote_string', 'date', 'time', 'timestamp', 'datetime', 'expr_list', 'case',
+  'when', 'else', 'interval', 'extract', 'collate', 'window', 'origin', 'default', 'ESCAPE', 'ASC', 'DESC', 'dual', 'values',
+  'fulltext_search',
+]);
+
 function statementName(node: SelectLike): string {
   const known = STATEMENT_NAMES[node.type];
   const base = known ?? String(node.type ?? 'an unknown statement').toUpperCase();
@@ -382,13 +495,21 @@ function statementName(node: SelectLike): string {
   return base;
 }
 
+interface TreeFacts {
+  /** relations the statement reads, as written, CTE names left out */
+  tables: string[];
+  /** names the statement declares that may stand before `(`: CTEs, aliases, tables (lower-cased) */
+  declared: Set<string>;
+}
+
 /**
  * Walk the WHOLE tree once, refusing what may not run, and collect the relations read
  * (in the order the walk meets them, CTE names left out). Generic on purpose.
  */
-function inspectTree(root: SelectLike): string[] {
+function inspectTree(root: SelectLike, policy: Policy): TreeFacts {
   const relations: Array<{ name: string; qualified: boolean }> = [];
   const cteNames = new Set<string>();
+  const declared = new Set<string>();
   const visit = (node: unknown, key: string): void => {
     if (Array.isArray(node)) {
       for (const child of node) visit(child, key);
@@ -397,11 +518,24 @@ function inspectTree(root: SelectLike): string[] {
     if (node === null || typeof node !== 'object') return;
     const o = node as Record<string, unknown>;
     checkNode(o, key);
+    checkExpression(o, key, policy);
+    if (o.type === 'select') checkGroupBy(o);
     if (key === 'with' && o.name && typeof (o.name as { value?: unknown }).value === 'string') {
-      cteNames.add(((o.name as { value: string }).value).toLowerCase());
+      const cte = ((o.name as { value: string }).value).toLowerCase();
+      cteNames.add(cte);
+      declared.add(cte);
     }
-    if (key === 'from' && typeof o.table === 'string') {
+    // a relation: in FROM, in a JOIN, and in parenthesised joins (`FROM (a JOIN b)`, under `expr`):
+    // wherever it is, a table reference is the untyped node with a `table` name
+    if (key === 'from' && typeof o.as === 'string') declared.add(o.as.toLowerCase());
+    if (o.type === undefined && ((o.table !== undefined && o.table !== null && typeof o.table !== 'string') || (o.db !== undefined && o.db !== null && typeof o.db !== 'string'))) {
+      throw rejected('parse', 'the guard cannot read the name of a relation this SQL reads, so it does not run', { form: 'relation' });
+    }
+    if (o.type === undefined && typeof o.table === 'string') {
       const db = typeof o.db === 'string' && o.db !== '' ? o.db : undefined;
+      checkRelation(db, o.table);
+      if (typeof o.as === 'string') declared.add(o.as.toLowerCase());
+      declared.add(o.table.toLowerCase());
       relations.push({ name: db ? `${db}.${o.table}` : o.table, qualified: db !== undefined });
     }
     for (const [k, v] of Object.entries(o)) {
@@ -411,16 +545,17 @@ function inspectTree(root: SelectLike): string[] {
   visit(root, '');
 
   const seen = new Set<string>();
-  const out: string[] = [];
+  const tables: string[] = [];
   for (const r of relations) {
     if (!r.qualified && cteNames.has(r.name.toLowerCase())) continue;
     if (seen.has(r.name)) continue;
     seen.add(r.name);
-    out.push(r.name);
+    tables.push(r.name);
   }
-  return out;
+  return { tables, declared };
 }
 
+/** The rules on statements: nothing but queries, no INTO, no locks, no assignments. */
 function checkNode(o: Record<string, unknown>, key: string): void {
   const type = typeof o.type === 'string' ? o.type : undefined;
   // a statement where a query belongs (a subquery, a CTE body, a UNION branch)
@@ -437,33 +572,73 @@ function checkNode(o: Record<string, unknown>, key: string): void {
     throw intoRejection(target);
   }
   if (o.locking_read) throw lockingRejection(String(o.locking_read).toUpperCase());
-  if (type === 'assign' || (typeof o.symbol === 'string' && o.symbol === ':=')) {
+  if (type === 'assign' || (typeof o.symbol === 'string' && o.symbol === ':=') || o.operator === ':=') {
     throw rejected('not_select', 'the SQL assigns a user variable (@x := ...), which changes the session; only reading is allowed', { statement: 'assignment' });
   }
-  if (type === 'function' || type === 'aggr_func' || ('args' in o && 'name' in o)) {
-    checkFunction(functionName(o.name));
-  }
 }
 
-/** `SLEEP`, `{ name: [{ value: 'sleep' }], schema: ... }` → the last part. */
-function functionName(name: unknown): string | undefined {
-  if (typeof name === 'string') return name;
-  if (name && typeof name === 'object') {
-    const parts = (name as { name?: unknown }).name;
-    if (Array.isArray(parts)) {
-      const last = parts[parts.length - 1] as { value?: unknown } | undefined;
-      if (typeof last?.value === 'string') return last.value;
+/** The allow-lists on one node: calls, operators, cast types, variables; other node types must be plain. */
+function checkExpression(o: Record<string, unknown>, key: string, policy: Policy): void {
+  const type = typeof o.type === 'string' ? o.type : undefined;
+  if (type === undefined) {
+    // a call in a shape without a type would still have a name and arguments
+    if ('args' in o && 'name' in o) checkCall(o, policy);
+    return;
+  }
+  switch (type) {
+    case 'function':
+    case 'aggr_func':
+      checkCall(o, policy);
+      return;
+    case 'binary_expr':
+    case 'unary_expr':
+      checkOperator(o.operator);
+      return;
+    case 'cast':
+      for (const target of Array.isArray(o.target) ? o.target : [o.target]) checkType((target as { dataType?: unknown } | undefined)?.dataType);
+      return;
+    case 'datatype':
+      checkType(o.dataType);
+      return;
+    case 'var':
+      checkVariable(String(o.prefix ?? '@'), String(o.name ?? ''), Array.isArray(o.members) ? o.members.map(String) : []);
+      return;
+  }
+  if (PLAIN_NODES.has(type)) return;
+  throw rejected('parse', `the guard cannot check this form of expression (${type}${key ? ` in ${key}` : ''}), so it does not run`, { form: type });
+}
+
+/** A call node: its name as parts (`[db, fn]` or `[fn]`), whether quoted, and the checks. */
+function checkCall(o: Record<string, unknown>, policy: Policy): void {
+  const name = o.name;
+  let parts: string[] = [];
+  let quoted = false;
+  if (typeof name === 'string') {
+    parts = [name];
+  } else if (name && typeof name === 'object') {
+    const n = name as { name?: unknown; schema?: unknown; value?: unknown };
+    const schema = n.schema as { value?: unknown; type?: unknown } | undefined;
+    if (schema && typeof schema.value === 'string') parts.push(schema.value);
+    if (Array.isArray(n.name)) {
+      for (const p of n.name as Array<{ value?: unknown; type?: unknown }>) {
+        if (typeof p?.value === 'string') parts.push(p.value);
+        if (p?.type === 'backticks_quote_string') quoted = true;
+      }
+    } else if (typeof n.value === 'string') {
+      parts.push(n.value);
     }
-    if (typeof (name as { value?: unknown }).value === 'string') return (name as { value: string }).value;
   }
-  return undefined;
+  if (parts.length === 0) throw rejected('parse', 'the guard cannot read the name of a function this SQL calls, so it does not run', { form: 'function' });
+  const last = parts[parts.length - 1]!.toLowerCase();
+  if (!quoted && parts.length === 1 && MYSQL_PSEUDO_FUNCTIONS.has(last) && pseudoShape(last, o.args)) return;
+  checkFunction(parts, quoted, policy);
 }
 
-function checkFunction(name: string | undefined): void {
-  if (!name) return;
-  const denied = deniedFunction('mysql', name);
-  if (!denied) return;
-  throw rejected('dangerous_function', `the SQL calls ${denied.name}(), which is not allowed: ${denied.why}`, { function: denied.name });
+/** EXISTS / ALL / ANY / SOME take one subquery; NOT and ROW take expressions (both are reserved words). */
+function pseudoShape(name: string, args: unknown): boolean {
+  if (name === 'not' || name === 'row') return true;
+  const list = (args as { value?: unknown } | undefined)?.value;
+  return Array.isArray(list) && list.length === 1 && typeof list[0] === 'object' && list[0] !== null && 'ast' in list[0];
 }
 
 function lockingRejection(clause: string): CortadoError {
