@@ -1,5 +1,6 @@
 /**
- * The BigQuery (GoogleSQL) guard: a tokenizer and a few structural rules, not a full parser.
+ * The BigQuery (GoogleSQL) guard: a tokenizer, a few structural rules and allow-lists, not a
+ * full parser.
  *
  * Why not a parser: node-sql-parser's `bigquery` build (the only GoogleSQL parser for Node at
  * hand) refuses everyday BigQuery analytics (`QUALIFY`, `ARRAY_AGG(x ORDER BY y LIMIT 3)`,
@@ -11,10 +12,11 @@
  *
  * The tokenizer knows GoogleSQL's lexical structure and fails closed on anything else:
  * strings ('…', "…", '''…''', """…""", with r/b/rb/br prefixes; a backslash always takes the
- * next character, raw strings included), `backtick` identifiers, #, -- and /* *\/ comments,
- * numbers, @params, and the operators GoogleSQL has. Any other character outside a string or
- * quoted identifier (non-ASCII, `$`, `{`, `?`, `%`, a lone `!`) is refused, as are
- * unterminated strings or comments and unbalanced brackets.
+ * next character, raw strings included), `backtick` identifiers (the only escapes taken in
+ * them are \` and \\: any other could spell a name the lists below would not recognise), #,
+ * -- and /* *\/ comments, numbers, @params, and the operators GoogleSQL has. Any other
+ * character outside a string or quoted identifier (non-ASCII, `$`, `{`, `?`, `%`, a lone `!`)
+ * is refused, as are unterminated strings or comments and unbalanced brackets.
  *
  * Rules, in order:
  * - exactly one statement (empty statements from extra semicolons are ignored);
@@ -24,23 +26,37 @@
  * - unquoted INTO, CREATE, MERGE and SET are refused anywhere (reserved words that only
  *   statements use); a statement keyword (INSERT, DELETE, DECLARE, EXECUTE, …) right after
  *   `(` and followed by what would continue a statement is refused as a hidden statement;
- * - calls of denied functions anywhere (select list, FROM, subqueries), however qualified or
- *   quoted: every dotted suffix of the name is checked, so `SAFE.x`, `` `region-us`.x `` and
- *   `ml.generate_text` are all seen (the list is in deny.ts);
+ * - every call — a name or dotted path followed by `(`, anywhere (select list, FROM,
+ *   subqueries), however quoted — is checked: first against the deny list (deny.ts; every
+ *   dotted suffix, so `SAFE.x`, `` `region-us`.x `` and `ml.generate_text` are all seen),
+ *   then against the allow-list of GoogleSQL's analytical built-ins (allow-bigquery.ts;
+ *   `SAFE.` before a listed one is fine) or database.allowed_functions. A dotted call that is
+ *   not a built-in namespace (NET., HLL_COUNT., …) is a persistent function in a dataset: a
+ *   user function can do anything (a remote function sends rows to a Cloud Function), so it
+ *   runs only when listed. Reserved words before `(` (`IN (`, `OVER (`, `EXISTS (`) and a few
+ *   clause words (`GROUPING SETS (`, `TABLESAMPLE SYSTEM (`, `PIVOT (`, `WEEK(MONDAY)`) are
+ *   syntax, not calls. Table functions other than UNNEST (ML.*, VECTOR_SEARCH, APPENDS,
+ *   CHANGES, a dataset's table functions) are calls like any other, so not on the list;
+ * - the type of every CAST and SAFE_CAST, and every ARRAY<…>, STRUCT<…> and RANGE<…>, must be
+ *   made of GoogleSQL's plain types;
+ * - relations: any dataset (BigQuery's IAM decides); a path through INFORMATION_SCHEMA only to
+ *   the table and column metadata views (allow-bigquery.ts: never JOBS*, SESSIONS*,
+ *   OBJECT_PRIVILEGES, ROUTINES, reservations, …), wherever the path is; the legacy
+ *   `__TABLES__` meta-tables not at all;
  * - LIMIT: the only LIMIT at bracket depth 0 is the statement's own (a set operation's LIMIT
  *   applies to the whole); an integer there is kept or clamped, anything else is wrapped.
  *
- * The deny list (deny.ts) is kept to what does harm from inside a read-only query:
- * EXTERNAL_QUERY (SQL text run on another database, out of the guard's sight), the ML./AI.
- * functions that send rows to a remote model or Cloud API (data leaves the warehouse, billed
- * per call), and OBJ.GET_ACCESS_URL (a signed URL anyone holding it can read through). Not on
- * it: SESSION_USER (the caller's own identity), ML.PREDICT and the like (inference inside
- * BigQuery is a read), and scripting or DML, which are statements and refused as such.
+ * What it cannot see: a view's body (a view may call a remote function; BigQuery runs it with
+ * the view's rights), and what a listed user function does.
  *
  * `tables` is best effort: paths after FROM, JOIN and commas of a FROM list, without CTE
  * names, table functions, UNNEST and array paths that start with an alias.
  */
 import { deniedFunction } from './deny.js';
+import {
+  ALLOWED_FUNCTIONS, ALLOWED_INFORMATION_SCHEMA, ALLOWED_TYPES, BIGQUERY_INFORMATION_SCHEMA, BIGQUERY_NAMESPACES, BIGQUERY_NOT_ALLOWED,
+  PARAMETERISED_TYPES, informationSchemaWhy,
+} from './allow-bigquery.js';
 import { applyLimit, type ExistingLimit } from './limit.js';
 import { rejected, type DialectGuard, type GuardLimits, type GuardResult, type RejectKind } from './types.js';
 
@@ -231,6 +247,9 @@ function quotedEnd(sql: string, i: number): number {
   while (j < sql.length) {
     const c = sql[j]!;
     if (c === '\\') {
+      const escaped = sql[j + 1];
+      // \x5f, \u0041, \n, …: BigQuery decodes them, so a name could be spelt past the lists
+      if (escaped !== '`' && escaped !== '\\') parseError('a `quoted identifier` may escape only ` and \\', j);
       j += 2;
       continue;
     }
@@ -305,6 +324,31 @@ const NAME_WORDS = new Set([
   'RESERVATION', 'CAPACITY', 'ASSIGNMENT', 'ALL', 'TRANSACTION',
 ]);
 
+/**
+ * GoogleSQL's reserved keywords: unquoted, they cannot name a function, so `(` after one is
+ * syntax (`IN (`, `OVER (`, `EXISTS (`, `UNION ALL (`). The reserved words that are also
+ * built-ins (IF, CAST, EXTRACT, ARRAY, STRUCT, UNNEST, GROUPING, RANGE, COLLATE, LEFT, RIGHT)
+ * are on the allow-list anyway.
+ */
+const RESERVED = new Set([
+  'ALL', 'AND', 'ANY', 'ARRAY', 'AS', 'ASC', 'ASSERT_ROWS_MODIFIED', 'AT', 'BETWEEN', 'BY', 'CASE', 'CAST', 'COLLATE', 'CONTAINS',
+  'CREATE', 'CROSS', 'CUBE', 'CURRENT', 'DEFAULT', 'DEFINE', 'DESC', 'DISTINCT', 'ELSE', 'END', 'ENUM', 'ESCAPE', 'EXCEPT', 'EXCLUDE',
+  'EXISTS', 'EXTRACT', 'FALSE', 'FETCH', 'FOLLOWING', 'FOR', 'FROM', 'FULL', 'GROUP', 'GROUPING', 'GROUPS', 'HASH', 'HAVING', 'IF',
+  'IGNORE', 'IN', 'INNER', 'INTERSECT', 'INTERVAL', 'INTO', 'IS', 'JOIN', 'LATERAL', 'LEFT', 'LIKE', 'LIMIT', 'LOOKUP', 'MERGE',
+  'NATURAL', 'NEW', 'NO', 'NOT', 'NULL', 'NULLS', 'OF', 'ON', 'OR', 'ORDER', 'OUTER', 'OVER', 'PARTITION', 'PRECEDING', 'PROTO',
+  'QUALIFY', 'RANGE', 'RECURSIVE', 'RESPECT', 'RIGHT', 'ROLLUP', 'ROWS', 'SELECT', 'SET', 'SOME', 'STRUCT', 'TABLESAMPLE', 'THEN',
+  'TO', 'TREAT', 'TRUE', 'UNBOUNDED', 'UNION', 'UNNEST', 'USING', 'WHEN', 'WHERE', 'WINDOW', 'WITH', 'WITHIN',
+]);
+
+/**
+ * Unreserved words whose `(` is a clause's, not a call: GROUPING SETS (…), TABLESAMPLE
+ * SYSTEM (10 PERCENT) REPEATABLE (1), PIVOT (…), UNPIVOT (…), WEEK(MONDAY) as a date part,
+ * AT TIME ZONE (…), SELECT AS VALUE (…), SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (…) (OPTIONS
+ * of a statement never gets this far: the statement is refused first). None of them is a built-in function, and an
+ * unqualified name can only be a built-in, so nothing runs through them.
+ */
+const CLAUSE_WORDS = new Set(['SETS', 'SYSTEM', 'REPEATABLE', 'PIVOT', 'UNPIVOT', 'WEEK', 'ZONE', 'VALUE', 'OPTIONS']);
+
 /** Clause words that end a FROM list at their depth. */
 const FROM_ENDS = new Set(['WHERE', 'GROUP', 'HAVING', 'QUALIFY', 'WINDOW', 'ORDER', 'LIMIT', 'UNION', 'INTERSECT', 'EXCEPT', 'SELECT', 'ON', 'USING']);
 
@@ -313,6 +357,11 @@ const NOT_AN_ALIAS = new Set([
   ...FROM_ENDS, 'JOIN', 'INNER', 'LEFT', 'RIGHT', 'FULL', 'CROSS', 'OUTER', 'NATURAL', 'FOR', 'TABLESAMPLE', 'PIVOT', 'UNPIVOT',
   'WITH', 'AS', 'OFFSET',
 ]);
+
+/** Lower-case A-Z only: a name with other letters is never taken for a listed one (`ſum`, `K`). */
+function asciiLower(s: string): string {
+  return s.replace(/[A-Z]/g, (c) => c.toLowerCase());
+}
 
 // ---- the guard ----------------------------------------------------------------------------
 
@@ -326,12 +375,12 @@ export function guardBigQuery(sql: string, limits: GuardLimits): GuardResult {
 
 function guardStatement(sql: string, limits: GuardLimits): GuardResult {
   if (sql.trim() === '') throw rejected('empty', 'the SQL is empty');
+  // before lexing: legacy SQL's own syntax (`[project:dataset.table]`) would be a parse error
+  if (/^\s*(#|--)\s*legacysql\b/i.test(sql)) throw legacy(sql.search(/\S/) + 1);
   const { tokens, comments } = lex(sql);
 
   for (const c of comments) {
-    if (/^(#|--)\s*legacysql\b/i.test(c.text)) {
-      throw rejected('parse', 'the SQL asks for legacy SQL (#legacySQL); only GoogleSQL is accepted', { position: c.start + 1 });
-    }
+    if (/^(#|--)\s*legacysql\b/i.test(c.text)) throw legacy(c.start + 1);
   }
 
   const statements = splitStatements(tokens);
@@ -345,13 +394,19 @@ function guardStatement(sql: string, limits: GuardLimits): GuardResult {
   const cteRanges = checkStart(stmt, match);
   const pipe = stmt.find((t) => t.type === 'op' && t.value === '|>');
   if (pipe) parseError('the pipe syntax (|>) is not supported; write the query with SELECT', pipe.start);
-  checkTokens(stmt, cteRanges);
+  const allowed = new Set((limits.allowedFunctions ?? []).map((n) => asciiLower(n.trim().replace(/`/g, ''))));
+  checkTokens(stmt, cteRanges, match, allowed);
+  checkRelations(stmt);
 
   const first = stmt[0]!;
   const last = stmt[stmt.length - 1]!;
   const text = sql.slice(first.start, last.end);
   const limited = applyLimit(text, existingLimit(stmt, match, first.start), limits);
   return { ...limited, tables: tablesRead(stmt, cteNames(stmt, cteRanges)) };
+}
+
+function legacy(position: number): Error {
+  return rejected('parse', 'the SQL asks for legacy SQL (#legacySQL); only GoogleSQL is accepted', { position });
 }
 
 export const bigqueryGuard: DialectGuard = { prepare: () => Promise.resolve(), guard: guardBigQuery };
@@ -459,9 +514,12 @@ function notAQuery(tokens: Token[], at: number, kind: 'not_select' | 'writable_c
   return parseError(`a query starts with SELECT, WITH or "(", not "${t.text}"`, t.start);
 }
 
-/** Rules on every token: words that only statements use, hidden statements, denied functions. */
-function checkTokens(tokens: Token[], cteRanges: Array<[number, number]>): void {
+/** Rules on every token: words that only statements use, hidden statements, calls, types. */
+function checkTokens(tokens: Token[], cteRanges: Array<[number, number]>, match: Map<number, number>, allowed: ReadonlySet<string>): void {
   const inCte = (i: number): boolean => cteRanges.some(([a, b]) => i >= a && i < b);
+  // tokens of the types already checked: `NUMERIC(10, 2)` there is a type's parameters, not a call
+  const types: Array<[number, number]> = [];
+  const inType = (i: number): boolean => types.some(([a, b]) => i >= a && i < b);
   for (let i = 0; i < tokens.length; i++) {
     const t = tokens[i]!;
     const prev = tokens[i - 1];
@@ -478,8 +536,13 @@ function checkTokens(tokens: Token[], cteRanges: Array<[number, number]>): void 
         if (inCte(i)) throw rejected('writable_cte', `a WITH query may only read; this one holds ${statement}`, { statement });
         throw rejected('not_select', `only a SELECT query may run; this one holds ${statement}`, { statement });
       }
+      if ((t.value === 'ARRAY' || t.value === 'STRUCT' || t.value === 'RANGE') && (isOp(next, '<') || isOp(next, '<<'))) types.push([i, checkType(tokens, i, tokens.length)]);
     }
-    if (isOp(t, '(') && isName(prev)) checkCall(tokens, i - 1);
+    // CAST, SAFE_CAST and SAFE.CAST
+    if ((isWord(t, 'CAST') || isWord(t, 'SAFE_CAST')) && isOp(next, '(') && (!isOp(prev, '.') || isWord(tokens[i - 2], 'SAFE'))) {
+      types.push(checkCastType(tokens, i + 1, match));
+    }
+    if (isOp(t, '(') && isName(prev) && !inType(i)) checkCall(tokens, i - 1, allowed);
   }
 }
 
@@ -503,17 +566,153 @@ function pathEndingAt(tokens: Token[], last: number): { parts: string[]; first: 
   return { parts, first };
 }
 
-/** A call `name(…)`: refuse it when any dotted suffix of the name is denied. */
-function checkCall(tokens: Token[], nameAt: number): void {
+// ---- calls --------------------------------------------------------------------------------
+
+/**
+ * A call `name(…)`: denied (deny.ts) → dangerous_function; a built-in on the allow-list, with
+ * or without `SAFE.`, or a name in database.allowed_functions → fine; anything else →
+ * function_not_allowed, saying whether it is a built-in left out or a user function.
+ */
+function checkCall(tokens: Token[], nameAt: number, allowed: ReadonlySet<string>): void {
+  const t = tokens[nameAt]!;
   const { parts } = pathEndingAt(tokens, nameAt);
+  if (parts.length === 1 && t.type === 'word' && (RESERVED.has(t.value) || CLAUSE_WORDS.has(t.value))) return;
+
   for (let k = parts.length - 1; k >= 0; k--) {
-    const name = parts.slice(k).join('.');
-    const denied = deniedFunction('bigquery', name);
+    const denied = deniedFunction('bigquery', parts.slice(k).join('.'));
     if (denied) {
       throw rejected('dangerous_function', `the SQL calls ${denied.name}(), which is not allowed: ${denied.why}`, { function: denied.name });
     }
   }
+
+  const lower = parts.map(asciiLower);
+  const name = lower.join('.');
+  const bare = lower.length > 1 && lower[0] === 'safe' ? lower.slice(1) : lower;
+  const bareName = bare.join('.');
+  if (allowed.has(name) || allowed.has(bareName)) return;
+  const namespace = bare.length === 2 ? BIGQUERY_NAMESPACES[bare[0]!] : undefined;
+  if (bare.length === 1 || namespace !== undefined) {
+    if (ALLOWED_FUNCTIONS.has(bareName)) return;
+    const why = BIGQUERY_NOT_ALLOWED[bareName] ?? namespace ?? 'it is not one of the BigQuery built-ins Cortado allows (aggregates, window, maths, string, date, JSON, array and conditional functions)';
+    throw rejected('function_not_allowed', `the SQL calls ${name}(), which is not allowed: ${why}. An operator can allow it in database.allowed_functions`, { function: name });
+  }
+  throw rejected(
+    'function_not_allowed',
+    `the SQL calls ${name}(), a user-defined function: user functions can do anything (a remote function sends rows to a service), so one runs only when database.allowed_functions lists it`,
+    { function: name },
+  );
 }
+
+// ---- types --------------------------------------------------------------------------------
+
+/** The type of `CAST(x AS type [FORMAT …])` at the `(` `open`: plain types only. Returns where the type is. */
+function checkCastType(tokens: Token[], open: number, match: Map<number, number>): [number, number] {
+  const close = match.get(open)!;
+  let as = -1;
+  for (let k = open + 1; k < close; k++) {
+    const inner = match.get(k);
+    if (inner !== undefined) {
+      k = inner;
+      continue;
+    }
+    if (isWord(tokens[k], 'AS')) {
+      as = k;
+      break;
+    }
+  }
+  const cast = tokens[open - 1]!.value;
+  if (as < 0) throw rejected('type_not_allowed', `a ${cast} names its type after AS`, { type: '' });
+  const after = checkType(tokens, as + 1, close);
+  if (after !== close && !isWord(tokens[after], 'FORMAT')) throw notAType(tokens, as + 1, close);
+  return [as + 1, after];
+}
+
+/**
+ * Reads the type starting at `at` (no further than `end`) and returns the index after it;
+ * refuses any part that is not a plain type. `>>` closes two brackets.
+ */
+function checkType(tokens: Token[], at: number, end: number): number {
+  // `>>` as two `>` (and `<<` as two `<`), each half remembering the token it came from
+  const view: Array<{ t: Token; index: number }> = [];
+  for (let k = at; k < end; k++) {
+    const t = tokens[k]!;
+    const half = isOp(t, '>>') ? '>' : isOp(t, '<<') ? '<' : undefined;
+    if (half) view.push({ t: { ...t, text: half, value: half }, index: k }, { t: { ...t, text: half, value: half }, index: k });
+    else view.push({ t, index: k });
+  }
+  const fail = (): never => {
+    throw notAType(tokens, at, end);
+  };
+  const expect = (j: number, v: string): number => (isOp(view[j]?.t, v) ? j + 1 : fail());
+
+  const read = (j: number): number => {
+    const t = view[j]?.t;
+    if (t?.type !== 'word') return fail();
+    const type = asciiLower(t.value);
+    if (!ALLOWED_TYPES.has(type)) return fail();
+    j++;
+    if (type === 'array' || type === 'range') return expect(read(expect(j, '<')), '>');
+    if (type === 'struct') {
+      j = expect(j, '<');
+      for (;;) {
+        // a field name, when a type follows it: STRUCT<a INT64, b ARRAY<STRING>> or STRUCT<INT64>
+        if (isName(view[j]?.t) && view[j + 1]?.t.type === 'word') j++;
+        j = read(j);
+        if (isOp(view[j]?.t, ',')) {
+          j++;
+          continue;
+        }
+        return expect(j, '>');
+      }
+    }
+    if (PARAMETERISED_TYPES.has(type) && isOp(view[j]?.t, '(')) {
+      j++;
+      while (view[j]?.t.type === 'number' || isOp(view[j]?.t, ',')) j++;
+      return expect(j, ')');
+    }
+    return j;
+  };
+  const after = read(0);
+  // what follows the type (half a `>>` left over points at the `>>`, which nothing accepts)
+  return after >= view.length ? end : view[after]!.index;
+}
+
+function notAType(tokens: Token[], at: number, end: number): Error {
+  const shown = tokens.slice(at, Math.min(end, at + 12)).map((t) => t.text).join(' ');
+  return rejected('type_not_allowed', `the SQL names the type "${shown}", which is not made of GoogleSQL's plain types (numbers, STRING, BYTES, BOOL, dates and times, JSON, GEOGRAPHY, ARRAY, STRUCT, RANGE)`, { type: shown });
+}
+
+// ---- relations ----------------------------------------------------------------------------
+
+/**
+ * Every dotted path, wherever it is: a path through INFORMATION_SCHEMA must end at one of
+ * the safe views; the legacy `__TABLES__` meta-tables are refused.
+ */
+function checkRelations(tokens: Token[]): void {
+  for (let i = 0; i < tokens.length; i++) {
+    if (!isName(tokens[i]) || (isOp(tokens[i - 1], '.') && isName(tokens[i - 2]))) continue;
+    let last = i;
+    while (isOp(tokens[last + 1], '.') && isName(tokens[last + 2])) last += 2;
+    const { parts } = pathEndingAt(tokens, last);
+    const path = parts.join('.');
+    parts.forEach((part, p) => {
+      const upper = part.replace(/[a-z]/g, (c) => c.toUpperCase());
+      if (upper === '__TABLES__' || upper === '__TABLES_SUMMARY__') {
+        throw rejected('relation_not_allowed', `the SQL reads ${path}, which is not allowed: ${part} is an undocumented legacy meta-table of the system catalog; INFORMATION_SCHEMA.TABLES tells the same`, { relation: path });
+      }
+      if (upper !== 'INFORMATION_SCHEMA') return;
+      const view = parts[p + 1];
+      if (view !== undefined && p + 2 === parts.length && ALLOWED_INFORMATION_SCHEMA.has(asciiLower(view))) return;
+      const why = view === undefined ? 'it names no view' : informationSchemaWhy(view);
+      throw rejected('relation_not_allowed', `the SQL reads ${path}, which is not allowed: ${why}. Of the system catalog (INFORMATION_SCHEMA), only ${SAFE_VIEWS} may be read`, { relation: path });
+    });
+    i = last;
+  }
+}
+
+const SAFE_VIEWS = BIGQUERY_INFORMATION_SCHEMA.flatMap((g) => g.names).map((n) => n.toUpperCase()).join(', ');
+
+// ---- LIMIT and tables ---------------------------------------------------------------------
 
 /** The LIMIT of the statement itself: the one LIMIT outside every bracket. */
 function existingLimit(tokens: Token[], match: Map<number, number>, stmtStart: number): ExistingLimit {
@@ -556,6 +755,31 @@ function cteNames(tokens: Token[], ranges: Array<[number, number]>): Set<string>
   return names;
 }
 
+/**
+ * The path starting at `at` in a FROM position, as written: `a.b.c`, `` `p.d`.t ``, and a
+ * project with dashes left unquoted (`my-project.shop.orders`, `region-us.INFORMATION_SCHEMA.X`),
+ * which BigQuery allows there. Returns its parts and the index of its last token.
+ */
+function tablePathAt(tokens: Token[], at: number): { parts: string[]; last: number } {
+  const parts: string[] = [];
+  const adjacent = (a: Token | undefined, b: Token | undefined): boolean => a !== undefined && b !== undefined && a.end === b.start;
+  let i = at;
+  for (;;) {
+    const t = tokens[i]!;
+    let part = t.type === 'quoted' ? t.value : t.text;
+    while (t.type === 'word' && isOp(tokens[i + 1], '-') && isWord(tokens[i + 2]) && adjacent(tokens[i], tokens[i + 1]) && adjacent(tokens[i + 1], tokens[i + 2])) {
+      part += `-${tokens[i + 2]!.text}`;
+      i += 2;
+    }
+    parts.push(...(t.type === 'quoted' ? part.split('.') : [part]));
+    if (isOp(tokens[i + 1], '.') && isName(tokens[i + 2])) {
+      i += 2;
+      continue;
+    }
+    return { parts, last: i };
+  }
+}
+
 /** Best effort: the relations a statement reads, as written, in order, without CTE names. */
 function tablesRead(tokens: Token[], ctes: Set<string>): string[] {
   const out: string[] = [];
@@ -569,10 +793,8 @@ function tablesRead(tokens: Token[], ctes: Set<string>): string[] {
   const readItem = (at: number): void => {
     const t = tokens[at];
     if (!isName(t) || isWord(t, 'UNNEST') || isWord(t, 'SELECT') || isWord(t, 'WITH')) return;
-    let last = at;
-    while (isOp(tokens[last + 1], '.') && isName(tokens[last + 2])) last += 2;
+    const { parts, last } = tablePathAt(tokens, at);
     if (isOp(tokens[last + 1], '(')) return; // a table function
-    const { parts } = pathEndingAt(tokens, last);
     const head = parts[0]!.toLowerCase();
     const alias = aliasAfter(tokens, last + 1);
     const isCte = parts.length === 1 && ctes.has(head);
