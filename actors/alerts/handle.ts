@@ -344,7 +344,7 @@ export async function onEvent(subject: string, data: unknown, deps: AlertsDeps, 
     sql: e.sql,
     maskPatterns: patterns ?? [],
     ...(schema ? { table: (parts: string[]) => schema.lookup(parts) } : {}),
-    ...(kind === 'rejected' ? { rejection: { code: e.code, reason: e.reason } } : {}),
+    ...(kind === 'rejected' ? { rejection: { code: e.code, reason: e.reason, ...(e.kind ? { kind: e.kind } : {}) } } : {}),
     ...(kind === 'executed' ? { rows: { count: e.row_count, truncated: e.truncated, maxLimit: deps.config.query.max_limit } } : {}),
     recentQuestions: recent,
   });

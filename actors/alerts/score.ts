@@ -346,7 +346,7 @@ export interface TableInfo {
 export interface ScoreInput {
   sql: string;
   /** the guard's or the database's refusal, for query.rejected */
-  rejection?: { code: string; reason: string };
+  rejection?: { code: string; reason: string; kind?: string };
   /** for query.executed */
   rows?: { count: number; truncated: boolean; maxLimit: number };
   /** the field_pattern of each enabled mask rule */
@@ -364,9 +364,40 @@ export interface ScoreResult {
   masked: string[];
 }
 
-/** How the guard's refusal reads (the event carries its message, not its kind). */
+/** How the guard refused: from the event's kind, or (older events) read from its message. */
 export type GuardClass = 'write' | 'dangerous_function' | 'multiple_statements' | 'locking' | 'catalog_lock' | 'other';
 
+/** The class of a guard refusal from its kind (RejectKind); undefined for a kind this table does not know. */
+export function guardClassOfKind(kind: string): GuardClass | undefined {
+  switch (kind) {
+    case 'catalog_lock':
+      return 'catalog_lock';
+    case 'multiple_statements':
+      return 'multiple_statements';
+    case 'dangerous_function':
+      return 'dangerous_function';
+    // not on an allow-list: as often a model's slip as a probe; system relations score on their own (system_catalog)
+    case 'function_not_allowed':
+    case 'operator_not_allowed':
+    case 'type_not_allowed':
+    case 'relation_not_allowed':
+      return 'other';
+    case 'locking':
+      return 'locking';
+    case 'not_select':
+    case 'writable_cte':
+    case 'select_into':
+      return 'write';
+    case 'empty':
+    case 'parse':
+    case 'unsupported_dialect':
+      return 'other';
+    default:
+      return undefined;
+  }
+}
+
+/** The class of a guard refusal from its message, for events that carry no kind. */
 export function guardClass(reason: string): GuardClass {
   const r = reason.toLowerCase();
   if (/catalog/.test(r) && !/system catalog/.test(r)) return 'catalog_lock';
@@ -430,7 +461,7 @@ export function score(input: ScoreInput): ScoreResult {
   const rej = input.rejection;
   if (rej?.code === 'SQL_REJECTED') {
     // the same fact seen by the scan and by the guard counts once
-    const cls = guardClass(rej.reason);
+    const cls = (rej.kind !== undefined ? guardClassOfKind(rej.kind) : undefined) ?? guardClass(rej.reason);
     if (cls === 'write') add('write_statement', FACTORS.write_statement, 'refused by the guard');
     else if (cls === 'dangerous_function') add('dangerous_function', FACTORS.dangerous_function, 'refused by the guard');
     else if (cls === 'multiple_statements') add('multiple_statements', FACTORS.multiple_statements, 'refused by the guard');

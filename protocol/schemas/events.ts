@@ -41,6 +41,8 @@ export const QueryRejected = Type.Object({
   /** SQL_REJECTED (guard) or DB_QUERY_FAILED / DB_TIMEOUT (database) */
   code: Type.String(),
   reason: Type.String(),
+  /** SQL_REJECTED: why the guard refused it (actors/executor/guard/types.ts RejectKind) */
+  kind: Type.Optional(Type.String({ maxLength: 64 })),
   /** the assistant's attempt number; absent when the executor reports it (it does not know it) */
   attempt: Type.Optional(Type.Integer({ minimum: 0 })),
 });

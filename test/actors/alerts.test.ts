@@ -82,6 +82,11 @@ const CASES: Case[] = [
     score: 75, factors: ['write_statement'],
   },
   {
+    name: 'a refusal is classed by its kind when the event has one (the message alone reads as a write)',
+    input: { sql: 'SELECT * FROM mysql.user WHERE id = 1', rejection: { code: 'SQL_REJECTED', kind: 'relation_not_allowed', reason: 'the SQL reads mysql.user, which is not allowed: credentials' } },
+    score: 95, factors: ['select_star', 'system_catalog', 'credential_catalog', 'guard_violation'],
+  },
+  {
     name: 'a parse refusal',
     input: { sql: 'SELEC name FROM t WHERE id = 1', rejection: { code: 'SQL_REJECTED', reason: 'the SQL does not parse as PostgreSQL: syntax error at or near "SELEC"' } },
     score: 15, factors: ['guard_violation'],
