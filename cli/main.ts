@@ -99,7 +99,8 @@ export async function main(argv: readonly string[]): Promise<number> {
     const message = err instanceof CortadoError ? err.message : (err as Error).message;
     log.fatal({ err: err instanceof CortadoError ? undefined : err }, message);
     process.stderr.write(`cortado: ${message}\n`);
-    return 1;
+    // a configuration the process cannot run with (a privileged database role, a missing key): 2, as for a bad file
+    return err instanceof CortadoError && err.code === 'CONFIG_INVALID' ? 2 : 1;
   }
 
   return new Promise<number>((resolve) => {

@@ -14,9 +14,12 @@
  * - At most plugins.auth.max_workers database operations of scoped requests run at once, in
  *   this process, across every scope; the others queue, and the wait counts against the
  *   query's timeout (past it: DB_TIMEOUT, nothing ran).
- * - The catalog lock (guard/catalog-lock.ts) of a request: for a scope, its catalog (a
- *   discovery token: any of allowed_catalogs); without a scope, the server's catalog, only when
- *   plugins.auth.enabled.
+ * - The catalog lock (guard/catalog-lock.ts; MySQL: guard/catalog-lock-mysql.ts) of a request:
+ *   for a scope, its catalog or MySQL database (a discovery token: any of allowed_catalogs);
+ *   without a scope, the server's, only when plugins.auth.enabled.
+ * - The role of a login (probe) and of a scope's own connections (when they open) is checked
+ *   like the server's at start (privilege.ts): one that may do more than read is FORBIDDEN
+ *   unless database.allow_privileged_role.
  */
 import type { Bus, Ctx } from '../../protocol/bus.js';
 import { CortadoError, toCortadoError } from '../../protocol/errors.js';
@@ -30,6 +33,8 @@ import type { DbEngine } from './engines/engine.js';
 import { createEngine as defaultCreateEngine } from './engines/index.js';
 import { catalogLockFor, type CatalogLock } from './guard/catalog-lock.js';
 import { prepareGuard } from './guard/index.js';
+import { mysqlCatalogLockFor } from './guard/catalog-lock-mysql.js';
+import { checkScopeRole } from './privilege.js';
 
 /** How long a resolved scope is reused before the identity actor is asked again. */
 export const RESOLVE_CACHE_MS = 10_000;
@@ -162,7 +167,7 @@ export class Workers {
 /** What a request runs on. */
 export interface Lease {
   readonly engine: DbEngine;
-  /** the catalog lock, when it applies (Trino, enforce_catalog_lock, allowed_catalogs) */
+  /** the catalog lock, when it applies (Trino or MySQL, enforce_catalog_lock, allowed_catalogs) */
   readonly lock: CatalogLock | undefined;
   /** the resolved scope, when the request has one */
   readonly scope: ScopeInfo | undefined;
@@ -285,6 +290,13 @@ export class ScopeRegistry {
     const cfg = scopedConfig(this.o.config, opened, { discovery: false });
     const quiet = this.o.log.child({ probe: true }, { level: 'error' });
     const engine = await (this.o.createEngine ?? defaultCreateEngine)(cfg, quiet);
+    try {
+      // a login whose role may do more than read is refused here, before it becomes a session
+      await checkScopeRole(engine, this.o.config, this.o.log, String(opened.user ?? ''));
+    } catch (err) {
+      await engine.close().catch(() => undefined);
+      throw err;
+    }
     return { engine, provider };
   }
 
@@ -318,6 +330,8 @@ export class ScopeRegistry {
       const built = await (this.o.createEngine ?? defaultCreateEngine)(cfg, log);
       try {
         await prepareGuard(built.dialect);
+        // checked again when the scope's connections open: grants change, and tokens with a db_config had no login
+        await checkScopeRole(built, this.o.config, log, String(db.user ?? ''));
       } catch (err) {
         await built.close().catch(() => undefined);
         throw err;
@@ -381,8 +395,9 @@ export function baseLease(config: Config, engine: DbEngine): Lease {
 }
 
 function lockOf(config: Config, provider: DbProviderName, catalog: string, discovery: boolean): CatalogLock | undefined {
-  if (provider !== 'trino') return undefined;
   const auth = config.plugins.auth;
+  if (provider === 'mysql') return mysqlCatalogLockFor({ enforce: auth.enforce_catalog_lock, allowed: auth.allowed_catalogs, database: catalog });
+  if (provider !== 'trino') return undefined;
   return catalogLockFor({ enforce: auth.enforce_catalog_lock, allowed: auth.allowed_catalogs, catalog, discovery });
 }
 

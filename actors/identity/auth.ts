@@ -22,7 +22,7 @@ import type { ScopeInfo } from '../../protocol/schemas/scope.js';
 import { LoginEvt, ScopeEndedEvt, SqlConnectTest } from '../../protocol/subjects.js';
 import type { Config, DbProviderName } from '../../config/schema.js';
 import { event, now, tokenIssue, type IdentityDeps } from './handle.js';
-import { publicSession, type SessionRecord } from './sessions.js';
+import { lockedOut, publicSession, type SessionRecord } from './sessions.js';
 
 export interface AuthDeps extends IdentityDeps {
   bus: Pick<Bus, 'publish' | 'request'>;
@@ -50,6 +50,12 @@ export function loginDbConfig(input: I.AuthLoginRequest, config: Config): { db: 
   if (!PROVIDERS.includes(provider)) throw new CortadoError('VALIDATION_FAILED', `db_type: one of ${PROVIDERS.join(', ')}`);
   if (auth.allowed_db_types.length && !auth.allowed_db_types.some((t) => same(t, provider))) {
     throw new CortadoError('FORBIDDEN', `database type "${provider}" is not allowed here (plugins.auth.allowed_db_types: ${auth.allowed_db_types.join(', ')})`);
+  }
+  // without a list, a login reaches only the provider the server is configured for: another one's
+  // section holds defaults (localhost, root) no operator chose
+  const configured = (auth.db_provider || config.database.provider).toLowerCase();
+  if (!auth.allowed_db_types.length && provider !== configured) {
+    throw new CortadoError('VALIDATION_FAILED', `db_type: this server takes ${configured} logins; "${provider}" is not configured here (plugins.auth.allowed_db_types lists the providers a login may choose)`);
   }
   if (provider === 'bigquery') {
     throw new CortadoError('VALIDATION_FAILED', 'BigQuery has no username/password login: ask an administrator for an API token scoped to your project');
@@ -118,6 +124,11 @@ export async function authLogin(input: I.AuthLoginRequest, deps: AuthDeps, ctx: 
     record(false, 'disabled');
     throw err;
   }
+  // no connection is tried without a password: a password-less account (root) proves nothing about who signs in
+  if (input.password === '') {
+    record(false, 'empty_password');
+    throw new CortadoError('VALIDATION_FAILED', 'password: required (an empty password is refused: sign in with a database role that has one)');
+  }
   const locked = await deps.lockouts.lockedFor('auth', input.username, input.client, now(deps));
   if (locked > 0) {
     record(false, 'locked');
@@ -131,19 +142,28 @@ export async function authLogin(input: I.AuthLoginRequest, deps: AuthDeps, ctx: 
     throw err;
   }
   const sealed = deps.box.sealSecretsIn(built.db);
+  // counted before the database checks the password (compare-and-set): parallel guesses cannot all get a check
+  const reserved = await deps.lockouts.reserve('auth', input.username, input.client, now(deps));
+  if (!reserved.attempt) {
+    record(false, 'locked');
+    throw lockedOut(reserved.lockedMs);
+  }
+  const attempt = reserved.attempt;
   try {
     await deps.bus.request(SqlConnectTest, { db_config: sealed }, ctx);
   } catch (err) {
     const e = toCortadoError(err);
     if (e.code === 'UNAUTHORIZED') {
-      await deps.lockouts.fail('auth', input.username, input.client, now(deps));
+      await attempt.failed();
       record(false, 'invalid_credentials');
       throw new CortadoError('UNAUTHORIZED', REFUSED);
     }
-    record(false, 'unreachable');
+    await attempt.released();
+    // FORBIDDEN: the role may do more than read (executor/privilege.ts); the reasons are in the message
+    record(false, e.code === 'FORBIDDEN' ? 'privileged_role' : 'unreachable');
     throw e;
   }
-  await deps.lockouts.succeed('auth', input.username, input.client);
+  await attempt.succeeded();
   const ttlMs = config.plugins.auth.session_ttl_minutes * 60_000;
   const { token, session } = await deps.sessions.create({ username: input.username, kind: 'auth', source: 'database', db: built.view, db_config: sealed }, ttlMs, now(deps));
   record(true);

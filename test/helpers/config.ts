@@ -32,6 +32,10 @@ export function testConfigObject(opts: TestConfigOptions): Plain {
     llm: { provider: 'anthropic', anthropic: { api_key: opts.llmUrl ? 'test-key' : '', model: 'claude-test', base_url: opts.llmUrl ?? '', timeout: 5, max_retries: 1 } },
     database: {
       provider: 'postgresql',
+      // the suite connects as the clusters' superuser / admin account everywhere, which the
+      // start-up privilege check (actors/executor/privilege.ts) refuses by default; the privilege
+      // tests (test/actors/privilege.test.ts) set it back to false
+      allow_privileged_role: true,
       postgresql: opts.db
         ? { host: opts.db.host, port: opts.db.port, database: opts.db.name, user: opts.db.user, min_connections: 1, max_connections: 4 }
         : { host: '127.0.0.1', port: 1, database: 'none', user: 'none', min_connections: 0 },

@@ -4,7 +4,10 @@
  * read-only with a timeout that really cancels it on the server, turns values into JSON
  * scalars, lists the schema, and maps its driver's errors onto protocol/errors.ts codes:
  * DB_UNAVAILABLE (cannot reach or log in), DB_TIMEOUT (cancelled at the timeout),
- * DB_QUERY_FAILED (the database refused the SQL; message and details for self-correction).
+ * DB_QUERY_FAILED (the database refused the SQL; message and details for self-correction),
+ * RESULT_TOO_LARGE (a value or the result over its cap, stopped while it was read: wire-cap.ts).
+ * A question leaves nothing behind on its connection (a rolled-back transaction, then a reset
+ * or a dropped connection).
  */
 import type { Cell, Column, Dialect } from '../../../protocol/schemas/common.js';
 import type { DbTable } from '../../../protocol/schemas/sql.js';
@@ -17,6 +20,10 @@ export interface ExecuteOptions {
   maxRows: number;
   /** who asked (ctx.user), for engines that pass an end-user identity on (Trino) */
   user?: string;
+  /** the result's bytes as read from the wire, at most (query.max_result_mb; default 32 MB): past it, RESULT_TOO_LARGE */
+  maxResultBytes?: number;
+  /** one value's bytes, at most (query.max_value_kb; default 1024 KB): past it, RESULT_TOO_LARGE */
+  maxValueBytes?: number;
 }
 
 /** What an engine can tell about the cost of a query (BigQuery's dry run). */
@@ -45,6 +52,19 @@ export interface WriteAccess {
   reasons: string[];
 }
 
+/**
+ * What a role may do beyond reading its own data (actors/executor/privilege.ts decides what
+ * follows): each entry a reason for people, `superuser`, `member of pg_read_server_files (…)`.
+ */
+export interface RolePrivileges {
+  /** the role as the database names it (PostgreSQL current_user, MySQL CURRENT_USER()); never a password */
+  role: string;
+  /** what lets it change data, schema, roles or server files */
+  writes: string[];
+  /** what lets it read or do more than its own data: server files, settings, other sessions, replication */
+  powers: string[];
+}
+
 export interface DbEngine {
   readonly provider: DbProviderName;
   readonly dialect: Dialect;
@@ -56,6 +76,8 @@ export interface DbEngine {
   ping(timeoutMs: number): Promise<void>;
   /** whether the configured role could change data or schema */
   canWrite(): Promise<WriteAccess>;
+  /** what the configured role may do beyond reading; absent where the engine cannot tell (Trino, BigQuery) */
+  privileges?(): Promise<RolePrivileges>;
   /** what running it would cost, without running it (engines with a dry run: BigQuery) */
   estimate?(sql: string): Promise<QueryStats>;
   /** release the pool (and whatever the engine started) */

@@ -9,6 +9,15 @@
  * a client backstop runs KILL QUERY from another connection a little later and drops the
  * connection. Either way the caller gets DB_TIMEOUT.
  *
+ * Clean sessions: after each question the connection is reset (COM_RESET_CONNECTION, mysql2's
+ * reset(): the transaction rolled back, user variables, temporary tables, prepared statements,
+ * GET_LOCK locks and LAST_INSERT_ID gone, session variables back to the global values), then
+ * set up again as below; a connection whose reset fails is dropped.
+ *
+ * Bounded results: a meter in front of mysql2's packet parser (mysql-wire-meter.ts) stops a
+ * value or a result over its cap before mysql2 reads it (RESULT_TOO_LARGE, the connection
+ * dropped).
+ *
  * Values are JSON scalars: integers and decimals as numbers when exact, else their text
  * (BIGINT beyond 2^53, long DECIMALs); dates, times and JSON as the server's text; binary as
  * 0x-hex; BIT as a number.
@@ -20,8 +29,11 @@ import type { Logger } from '../../../protocol/log.js';
 import type { Cell, Column } from '../../../protocol/schemas/common.js';
 import type { DbTable } from '../../../protocol/schemas/sql.js';
 import type { Config } from '../../../config/schema.js';
-import type { DbEngine, DbSchema, EngineResult, ExecuteOptions, WriteAccess } from './engine.js';
+import type { DbEngine, DbSchema, EngineResult, ExecuteOptions, RolePrivileges, WriteAccess } from './engine.js';
+import { privilegesFromGrants, rolesNotShown } from './mysql-grants.js';
 import { exactNumber } from './postgresql.js';
+import { MysqlWireMeter } from './mysql-wire-meter.js';
+import { capsOf, meterSocket } from './wire-cap.js';
 
 export interface MysqlEngineOptions {
   host: string;
@@ -69,6 +81,8 @@ export async function createMysqlEngineFromConfig(config: Config, log: Logger): 
 /** Per connection: what the session was set to. */
 interface SessionState {
   timeoutMs: number;
+  /** the sql_mode the guard's lexing needs, from the server's own (set again after each reset) */
+  mode: string;
 }
 
 export class MysqlEngine implements DbEngine {
@@ -79,6 +93,9 @@ export class MysqlEngine implements DbEngine {
   private readonly log: Logger;
   /** keyed by mysql2's core connection object: set up once per physical connection */
   private readonly sessions = new WeakMap<object, SessionState>();
+  /** keyed the same way: each connection's wire meter */
+  private readonly meters = new WeakMap<object, MysqlWireMeter>();
+  private warnedUnmetered = false;
   private flavourValue: MysqlFlavour | undefined;
   private versionValue = '';
   private closed = false;
@@ -97,7 +114,23 @@ export class MysqlEngine implements DbEngine {
     // An idle connection that dies (server restart) must not crash the process.
     this.pool.pool.on('connection', (conn) => {
       conn.on('error', (err: Error) => this.log.warn({ err: err.message }, 'a database connection failed'));
+      this.meter(conn);
     });
+  }
+
+  /** The wire meter in front of mysql2's packet parser, on the connection's final stream (after TLS). */
+  private meter(conn: object): void {
+    const stream = (conn as { stream?: unknown }).stream as Parameters<typeof meterSocket>[0] | undefined;
+    if (!stream || typeof stream.listeners !== 'function' || typeof stream.destroy !== 'function') {
+      if (!this.warnedUnmetered) {
+        this.warnedUnmetered = true;
+        this.log.error('this mysql2 version hides its socket: query.max_result_mb and query.max_value_kb cannot be enforced while rows are read');
+      }
+      return;
+    }
+    const meter = new MysqlWireMeter();
+    meterSocket(stream, meter);
+    this.meters.set(conn, meter);
   }
 
   private connectionOptions(): PoolOptions {
@@ -152,6 +185,7 @@ export class MysqlEngine implements DbEngine {
   async execute(sql: string, opts: ExecuteOptions): Promise<EngineResult> {
     const conn = await this.acquire();
     const threadId = conn.threadId;
+    const meter = this.meters.get(conn.connection as unknown as object);
     let destroy = false;
     let backstop: NodeJS.Timeout | undefined;
     // The server cancels at the timeout; should it not (a stuck server, a lost network),
@@ -163,7 +197,7 @@ export class MysqlEngine implements DbEngine {
         void this.killQuery(threadId).finally(() => reject(timedOut(opts.timeoutMs)));
       }, Math.max(0, opts.timeoutMs + (this.opts.backstopGraceMs ?? BACKSTOP_GRACE_MS)));
     });
-    const work = this.run(conn, sql, opts.timeoutMs);
+    const work = this.run(conn, sql, opts.timeoutMs, meter, capsOf(opts));
     work.catch(() => undefined); // when the backstop wins, the late failure has nobody to tell
     try {
       const [rows, fields] = await Promise.race([work, stuck]);
@@ -173,32 +207,56 @@ export class MysqlEngine implements DbEngine {
       for (const row of rows.slice(0, opts.maxRows)) out.push(row.map((v, k) => converters[k]!(v)));
       return { columns: fields.map(columnOf), rows: out };
     } catch (err) {
-      const e = toDbError(err, opts.timeoutMs);
-      if (e.code === 'DB_UNAVAILABLE' || e.code === 'INTERNAL') destroy = true;
+      // mysql2's promise API hands on a copy of the error: the meter keeps the original
+      const e = meter?.tripped ?? toDbError(err, opts.timeoutMs);
+      if (e.code === 'DB_UNAVAILABLE' || e.code === 'INTERNAL' || e.code === 'RESULT_TOO_LARGE') destroy = true;
       throw e;
     } finally {
       clearTimeout(backstop);
+      // Nothing the question did stays on the connection: it is reset (after the caller has its
+      // answer) before it goes back to the pool, or dropped.
       if (destroy) conn.destroy();
-      else conn.release();
+      else void this.reset(conn).then((clean) => (clean ? conn.release() : conn.destroy()));
     }
   }
 
-  /** The statement inside its own read-only transaction, with the server-side timeout. */
-  private async run(conn: PoolConnection, sql: string, timeoutMs: number): Promise<[unknown[][], FieldPacket[]]> {
+  /** The statement inside its own read-only transaction, with the server-side timeout; the meter follows its answer. */
+  private async run(conn: PoolConnection, sql: string, timeoutMs: number, meter: MysqlWireMeter | undefined, caps: ReturnType<typeof capsOf>): Promise<[unknown[][], FieldPacket[]]> {
     const state = await this.session(conn);
     if (state.timeoutMs !== timeoutMs) {
       await conn.query(this.timeoutStatement(timeoutMs));
       state.timeoutMs = timeoutMs;
     }
     await conn.query('START TRANSACTION READ ONLY');
+    meter?.arm(caps);
     try {
       const [rows, fields] = await conn.query<RowDataPacket[]>({ sql, rowsAsArray: true });
       // A statement that is no query answers with an OK packet, not rows: nothing to show.
       if (!Array.isArray(rows)) return [[], []];
       return [rows as unknown as unknown[][], fields ?? []];
     } finally {
-      // What was read is read: nothing to commit. A dead connection fails here and is dropped by the caller.
-      await conn.query('ROLLBACK').catch(() => undefined);
+      meter?.disarm();
+      // the reset (execute()) rolls the transaction back; a dead connection is dropped there
+    }
+  }
+
+  /**
+   * COM_RESET_CONNECTION, then the session set up again (session variables are back to the
+   * global values). False when either fails: the caller drops the connection.
+   */
+  private async reset(conn: PoolConnection): Promise<boolean> {
+    const core = conn.connection as unknown as object;
+    const state = this.sessions.get(core);
+    try {
+      await conn.reset();
+      if (!state) return true; // never set up: session() does it on the next use
+      await this.applySession(conn, state.mode, this.opts.statementTimeoutMs);
+      state.timeoutMs = this.opts.statementTimeoutMs;
+      return true;
+    } catch (err) {
+      this.sessions.delete(core);
+      this.log.warn({ err: toDbError(err).message }, 'cannot reset a database connection: it is dropped');
+      return false;
     }
   }
 
@@ -223,14 +281,19 @@ export class MysqlEngine implements DbEngine {
       this.flavourValue = /mariadb/i.test(version) ? 'mariadb' : 'mysql';
       this.versionValue = version;
     }
-    await conn.query('SET SESSION TRANSACTION READ ONLY');
     const mode = lexingSafeSqlMode(String(rows[0]?.sql_mode ?? ''));
     const timeoutMs = this.opts.statementTimeoutMs;
-    const timeout = this.timeoutStatement(timeoutMs).replace(/^SET SESSION /, '');
-    await conn.query(`SET SESSION time_zone = '+00:00', autocommit = ${this.opts.autocommit ? 1 : 0}, sql_mode = ${quoteString(mode)}, ${timeout}`);
-    const state: SessionState = { timeoutMs };
+    await this.applySession(conn, mode, timeoutMs);
+    const state: SessionState = { timeoutMs, mode };
     this.sessions.set(core, state);
     return state;
+  }
+
+  /** Read-only transactions by default, UTC, autocommit, the guard's lexing rules, the timeout. */
+  private async applySession(conn: PoolConnection, mode: string, timeoutMs: number): Promise<void> {
+    await conn.query('SET SESSION TRANSACTION READ ONLY');
+    const timeout = this.timeoutStatement(timeoutMs).replace(/^SET SESSION /, '');
+    await conn.query(`SET SESSION time_zone = '+00:00', autocommit = ${this.opts.autocommit ? 1 : 0}, sql_mode = ${quoteString(mode)}, ${timeout}`);
   }
 
   /** KILL QUERY from a connection of its own (the pool may be exhausted by the very query). */
@@ -393,6 +456,28 @@ export class MysqlEngine implements DbEngine {
     const rows = await this.internalQuery<RowDataPacket>('SHOW GRANTS');
     const grants = rows.map((r) => String(Object.values(r)[0] ?? ''));
     return writeAccessFromGrants(grants, this.opts.database);
+  }
+
+  /**
+   * What the account may do beyond reading (engines/mysql-grants.ts), from SHOW GRANTS. Roles
+   * granted to it whose grants MariaDB does not show are asked for once more with MySQL 8's
+   * `SHOW GRANTS … USING` (MariaDB has no USING: they stay unknown, a reason of their own).
+   */
+  async privileges(): Promise<RolePrivileges> {
+    const [who] = await this.internalQuery<RowDataPacket>('SELECT CURRENT_USER() AS account');
+    const lines = async (sql: string) => (await this.internalQuery<RowDataPacket>(sql)).map((r) => String(Object.values(r)[0] ?? ''));
+    let grants = await lines('SHOW GRANTS');
+    let expanded: string[] = [];
+    const roles = rolesNotShown(grants).filter((r) => /^`(?:[^`]|``)*`(?:@`(?:[^`]|``)*`)?$/.test(r));
+    if (roles.length) {
+      try {
+        grants = [...grants, ...(await lines(`SHOW GRANTS FOR CURRENT_USER() USING ${roles.join(', ')}`))];
+        expanded = roles;
+      } catch {
+        /* MariaDB: the roles stay unknown */
+      }
+    }
+    return privilegesFromGrants(grants, String(who?.account ?? this.opts.user), expanded);
   }
 
   /** Our own catalog queries (plain objects, placeholders), on a read-only session like the rest. */

@@ -2,6 +2,17 @@
  * PostgreSQL through `pg`: one pool, every connection read-only by default, in UTC, with the
  * configured schema and a statement_timeout; the user's statement goes through the extended
  * protocol (which cannot carry a second statement); values come back as JSON scalars.
+ *
+ * Clean sessions: every question runs in its own `BEGIN READ ONLY` with `SET LOCAL
+ * statement_timeout`, is rolled back, and the connection is reset (`DISCARD ALL`: temporary
+ * tables, prepared statements, advisory locks, LISTEN, and every setting back to the
+ * connection's start-up values) before it goes back to the pool; a connection whose rollback
+ * or reset fails is dropped. The four messages go out together (pg's pipeline mode) and cost
+ * one round trip.
+ *
+ * Bounded results: a meter in front of pg's parser on each connection's socket
+ * (pg-wire-meter.ts) stops a value or a result over its cap before pg reads it
+ * (RESULT_TOO_LARGE, the connection dropped).
  */
 import pg from 'pg';
 import type { FieldDef, PoolClient, QueryArrayConfig, QueryArrayResult } from 'pg';
@@ -9,7 +20,9 @@ import { CortadoError } from '../../../protocol/errors.js';
 import type { Logger } from '../../../protocol/log.js';
 import type { Cell, Column } from '../../../protocol/schemas/common.js';
 import type { DbTable } from '../../../protocol/schemas/sql.js';
-import type { DbEngine, DbSchema, EngineResult, ExecuteOptions, WriteAccess } from './engine.js';
+import type { DbEngine, DbSchema, EngineResult, ExecuteOptions, RolePrivileges, WriteAccess } from './engine.js';
+import { PgWireMeter } from './pg-wire-meter.js';
+import { capsOf, INTERNAL_CAPS, meterSocket } from './wire-cap.js';
 
 export interface PostgresEngineOptions {
   host: string;
@@ -29,6 +42,12 @@ export interface PostgresEngineOptions {
   log: Logger;
   /** runs after the pool has ended (stops an embedded server) */
   onClose?: () => Promise<void>;
+  /**
+   * What puts a connection back the way it started, after each question's ROLLBACK (one
+   * simple-protocol message). Default `DISCARD ALL`; the embedded server, whose one session
+   * every client shares and whose settings are not start-up values, passes its own.
+   */
+  resetSql?: string;
 }
 
 /** How long after the statement_timeout the client gives up and cancels the query itself. */
@@ -55,6 +74,9 @@ export class PostgresEngine implements DbEngine {
   /** oid → format_type(oid, NULL), loaded once per pool (again only for an oid it lacks) */
   private readonly typeNames = new Map<number, string>();
   private readonly typesLookedUp = new Set<number>();
+  /** each connection's wire meter */
+  private readonly meters = new WeakMap<PoolClient, PgWireMeter>();
+  private warnedUnmetered = false;
   private closed = false;
 
   constructor(opts: PostgresEngineOptions) {
@@ -66,9 +88,31 @@ export class PostgresEngine implements DbEngine {
       // pg-pool keeps `min` idle connections from being reaped, but does not open them: warm() does
       min: Math.min(opts.minConnections, opts.maxConnections),
       idleTimeoutMillis: 30_000,
-    });
+      // BEGIN, the statement, ROLLBACK and the reset go out together (run())
+      pipeline: true,
+    } as pg.PoolConfig);
     // An idle connection that dies (server restart) must not crash the process.
     this.pool.on('error', (err) => this.log.warn({ err: err.message }, 'an idle database connection failed'));
+    this.pool.on('connect', (client) => this.prepare(client));
+  }
+
+  /** A new connection: an error listener of its own, and the wire meter in front of pg's parser. */
+  private prepare(client: PoolClient): void {
+    // pg-pool listens for errors only while a connection is idle; one that fails while checked
+    // out (a meter stopping a read, a lost server) emits 'error' to nobody, which would end the
+    // process. The query in flight gets the error too: that is where it is handled.
+    client.on('error', (err: Error) => this.log.debug({ err: err.message }, 'a database connection failed while in use'));
+    const stream = (client as unknown as { connection?: { stream?: unknown } }).connection?.stream as Parameters<typeof meterSocket>[0] | undefined;
+    if (!stream || typeof stream.listeners !== 'function' || typeof stream.destroy !== 'function') {
+      if (!this.warnedUnmetered) {
+        this.warnedUnmetered = true;
+        this.log.error('this pg version hides its socket: query.max_result_mb and query.max_value_kb cannot be enforced while rows are read');
+      }
+      return;
+    }
+    const meter = new PgWireMeter();
+    meterSocket(stream, meter);
+    this.meters.set(client, meter);
   }
 
   private connectionConfig(): pg.ClientConfig {
@@ -110,7 +154,16 @@ export class PostgresEngine implements DbEngine {
   async execute(sql: string, opts: ExecuteOptions): Promise<EngineResult> {
     const client = await this.acquire();
     const pid = (client as unknown as { processID?: number | null }).processID ?? null; // not in the typings
+    const meter = this.meters.get(client);
+    if (meter) meter.caps = capsOf(opts);
     let destroy = false;
+    let released = false;
+    const release = (drop: boolean): void => {
+      if (released) return;
+      released = true;
+      if (meter) meter.caps = INTERNAL_CAPS;
+      client.release(drop ? new Error('connection dropped after a failure') : undefined);
+    };
     let backstop: NodeJS.Timeout | undefined;
     // statement_timeout cancels on the server; should it not (a stuck server, a lost network),
     // cancel from another connection a little later and drop this one.
@@ -121,35 +174,52 @@ export class PostgresEngine implements DbEngine {
         void this.cancelBackend(pid).finally(() => reject(timedOut(opts.timeoutMs)));
       }, opts.timeoutMs + BACKSTOP_GRACE_MS);
     });
+    const run = this.run(client, sql, opts.timeoutMs);
+    // The caller has its answer as soon as the statement's is in; the connection goes back to
+    // the pool only once the ROLLBACK and the reset have answered (dropped when either fails).
+    let answered!: () => void;
+    const done = new Promise<void>((resolve) => (answered = resolve));
+    void Promise.all([run.clean, done]).then(([clean]) => release(destroy || !clean || meter?.tripped !== undefined));
     try {
-      const result = await Promise.race([this.run(client, sql, opts.timeoutMs), stuck]);
+      const outcome = await Promise.race([run.outcome, stuck]);
+      if (meter?.tripped) throw meter.tripped;
+      if (outcome.status === 'rejected') throw outcome.reason;
+      const result = outcome.value;
+      if (meter) meter.caps = INTERNAL_CAPS; // the type names are ours
       const columns = await this.describe(client, result.fields);
       // The guard's LIMIT bounds what the server sends; this only keeps the promise of maxRows.
       const rows = (result.rows as Cell[][]).slice(0, opts.maxRows);
       return { columns, rows };
     } catch (err) {
-      const e = toDbError(err, opts.timeoutMs);
-      if (e.code === 'DB_UNAVAILABLE' || e.code === 'INTERNAL') destroy = true;
+      const e = meter?.tripped ?? toDbError(err, opts.timeoutMs);
+      if (e.code === 'DB_UNAVAILABLE' || e.code === 'INTERNAL' || e.code === 'RESULT_TOO_LARGE') destroy = true;
       throw e;
     } finally {
       clearTimeout(backstop);
-      client.release(destroy ? new Error('connection dropped after a failure') : undefined);
+      // a connection to drop goes at once (what is still pending on it fails with it)
+      if (destroy) release(true);
+      answered();
     }
   }
 
   /**
-   * One round trip when the timeout is the connection's own (an implicit transaction, read-only
-   * by default); else an explicit read-only transaction with its own statement_timeout.
+   * The statement in a read-only transaction of its own, with its own statement_timeout, rolled
+   * back, then the session reset: four messages written at once (pipeline mode), answered in
+   * order, one round trip. The ROLLBACK and the reset run whatever the statement did (each
+   * simple query is its own sync point). `outcome`: the statement's answer (never rejects);
+   * `clean`: the connection is as it started.
    */
-  private async run(client: PoolClient, sql: string, timeoutMs: number): Promise<QueryArrayResult> {
+  private run(client: PoolClient, sql: string, timeoutMs: number): { outcome: Promise<PromiseSettledResult<QueryArrayResult>>; clean: Promise<boolean> } {
     const query: ExtendedArrayQuery = { text: sql, rowMode: 'array', queryMode: 'extended' };
-    if (timeoutMs === this.opts.statementTimeoutMs) return client.query(query);
-    await client.query(`BEGIN READ ONLY; SET LOCAL statement_timeout = ${Math.max(1, Math.floor(timeoutMs))}`);
-    try {
-      return await client.query(query);
-    } finally {
-      await client.query('ROLLBACK').catch(() => undefined); // a dead connection is dropped by the caller
-    }
+    const begin = client.query(`BEGIN READ ONLY; SET LOCAL statement_timeout = ${Math.max(1, Math.floor(timeoutMs))}`);
+    const statement = client.query(query);
+    const rollback = client.query('ROLLBACK');
+    const reset = client.query(this.opts.resetSql ?? 'DISCARD ALL');
+    return {
+      // without its transaction the statement's answer is not to be trusted (it ran, read-only by default, and is dropped)
+      outcome: Promise.allSettled([begin, statement]).then(([b, s]) => (b.status === 'rejected' ? b : s)),
+      clean: Promise.allSettled([begin, rollback, reset]).then((all) => all.every((r) => r.status === 'fulfilled')),
+    };
   }
 
   private async cancelBackend(pid: number | null): Promise<void> {
@@ -247,6 +317,17 @@ export class PostgresEngine implements DbEngine {
     return { writable: reasons.length > 0, reasons };
   }
 
+  /**
+   * Everything the role may do beyond reading (actors/executor/privilege.ts): superuser and the
+   * other role attributes, membership (direct or inherited) in the built-in roles that reach past
+   * the database, and whatever it could change: tables, schemas, sequences, large objects.
+   */
+  async privileges(): Promise<RolePrivileges> {
+    const [row] = await this.internalQuery<PrivilegeRow>(PRIVILEGES);
+    if (!row) throw new CortadoError('DB_QUERY_FAILED', 'the database did not say what the role may do');
+    return privilegesOf(row);
+  }
+
   /** Our own catalog queries, with pg's usual parsers (arrays, booleans, JSON). */
   private async internalQuery<R extends pg.QueryResultRow>(text: string): Promise<R[]> {
     try {
@@ -265,6 +346,41 @@ export class PostgresEngine implements DbEngine {
     } finally {
       await this.opts.onClose?.();
     }
+  }
+
+  /**
+   * The rows the guard's allow-list is checked against at start (guard/allow-postgresql.ts
+   * `restrictPostgresAllowList`): every function (its name, schema, owning extension, and
+   * whether a query can call it with one argument, so as `x.f`), every operator outside
+   * pg_catalog, and every type outside pg_catalog that is not a table's row type or an array.
+   */
+  async allowListCatalog(): Promise<Array<{ kind: 'function' | 'operator' | 'type'; schema: string; name: string; one_arg: boolean; extension: string | null }>> {
+    return this.internalQuery(`
+      SELECT 'function' AS kind, n.nspname AS schema, p.proname AS name,
+             COALESCE(((p.pronargs >= 1 AND p.pronargs - p.pronargdefaults <= 1) OR p.provariadic <> 0)
+                      AND p.proargtypes[0] NOT IN ('pg_catalog.internal'::regtype, 'pg_catalog.cstring'::regtype), false) AS one_arg,
+             x.extname AS extension
+      FROM pg_catalog.pg_proc p
+      JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
+      LEFT JOIN pg_catalog.pg_depend d ON d.classid = 'pg_catalog.pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
+      LEFT JOIN pg_catalog.pg_extension x ON x.oid = d.refobjid
+      WHERE p.prokind <> 'p'
+      UNION ALL
+      SELECT 'operator', n.nspname, o.oprname, false, x.extname
+      FROM pg_catalog.pg_operator o
+      JOIN pg_catalog.pg_namespace n ON n.oid = o.oprnamespace
+      LEFT JOIN pg_catalog.pg_depend d ON d.classid = 'pg_catalog.pg_operator'::regclass AND d.objid = o.oid AND d.deptype = 'e'
+      LEFT JOIN pg_catalog.pg_extension x ON x.oid = d.refobjid
+      WHERE n.nspname <> 'pg_catalog'
+      UNION ALL
+      SELECT 'type', n.nspname, t.typname, true, x.extname
+      FROM pg_catalog.pg_type t
+      JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace
+      LEFT JOIN pg_catalog.pg_class c ON c.oid = t.typrelid
+      LEFT JOIN pg_catalog.pg_depend d ON d.classid = 'pg_catalog.pg_type'::regclass AND d.objid = t.oid AND d.deptype = 'e'
+      LEFT JOIN pg_catalog.pg_extension x ON x.oid = d.refobjid
+      WHERE n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname !~ '^pg_(toast|temp_)'
+        AND (t.typrelid = 0 OR c.relkind = 'c') AND NOT (t.typcategory = 'A' AND t.typelem <> 0)`);
   }
 }
 
@@ -486,3 +602,118 @@ SELECT r.rolsuper AS superuser,
              ORDER BY 1 LIMIT 5) AS writable
 FROM pg_catalog.pg_roles r
 WHERE r.rolname = current_user`;
+
+// ---- privileges -----------------------------------------------------------------------------
+
+/**
+ * Built-in roles that reach past the role's own data, and what each allows (membership counts
+ * direct or inherited, with or without INHERIT: a member may SET ROLE). Not listed on purpose:
+ * pg_read_all_data (reading every table is what an analytics role may be given) and
+ * pg_database_owner (ownership is checked object by object below). Names a server does not
+ * have (older versions) are simply not found.
+ */
+const BUILTIN_ROLES: Readonly<Record<string, { write: boolean; why: string }>> = {
+  pg_write_server_files: { write: true, why: 'may write any file the server can' },
+  pg_execute_server_program: { write: true, why: 'may run programs on the database server' },
+  pg_write_all_data: { write: true, why: 'may change every table' },
+  pg_maintain: { write: true, why: 'may VACUUM, REINDEX, CLUSTER, REFRESH and LOCK every table' },
+  pg_create_subscription: { write: true, why: 'may create logical replication subscriptions' },
+  pg_read_server_files: { write: false, why: 'may read any file the server can' },
+  pg_read_all_settings: { write: false, why: 'may read every setting, the superuser-only ones too' },
+  pg_read_all_stats: { write: false, why: 'may read every session\'s activity, the query text of others too' },
+  pg_stat_scan_tables: { write: false, why: 'may run monitoring functions that lock tables' },
+  pg_monitor: { write: false, why: 'may read every setting and every session\'s activity' },
+  pg_signal_backend: { write: false, why: 'may cancel and terminate other sessions' },
+  pg_checkpoint: { write: false, why: 'may run CHECKPOINT' },
+  pg_use_reserved_connections: { write: false, why: 'may use connection slots reserved for administrators' },
+  pg_signal_autovacuum_worker: { write: false, why: 'may signal autovacuum workers' },
+};
+
+interface PrivilegeRow {
+  role: string;
+  superuser: boolean;
+  createrole: boolean;
+  createdb: boolean;
+  replication: boolean;
+  bypassrls: boolean;
+  member_of: string[];
+  create_schemas: boolean;
+  create_in: string[];
+  writable: string[];
+  writable_count: number;
+  owned: string[];
+  owned_count: number;
+  sequences: string[];
+  lo_compat: boolean;
+  owns_large_objects: boolean;
+}
+
+/** Relations and schemas the role owns (or a role it belongs to does): it may ALTER or DROP them whatever the grants say. */
+const ownedObjects = `
+  SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname) AS name
+  FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+  WHERE c.relkind IN ('r', 'p', 'v', 'f', 'm', 'S') AND ${USER_SCHEMA} AND pg_catalog.pg_has_role(c.relowner, 'MEMBER')
+  UNION ALL
+  SELECT 'schema ' || quote_ident(n.nspname) FROM pg_catalog.pg_namespace n
+  WHERE ${USER_SCHEMA} AND pg_catalog.pg_has_role(n.nspowner, 'MEMBER')`;
+
+const PRIVILEGES = `
+SELECT current_user::text AS role, r.rolsuper AS superuser, r.rolcreaterole AS createrole, r.rolcreatedb AS createdb,
+       r.rolreplication AS replication, r.rolbypassrls AS bypassrls,
+       ARRAY(SELECT b.rolname::text FROM pg_catalog.pg_roles b
+             WHERE b.rolname IN (${Object.keys(BUILTIN_ROLES).map((n) => `'${n}'`).join(', ')})
+               AND pg_catalog.pg_has_role(current_user, b.oid, 'MEMBER')
+             ORDER BY 1) AS member_of,
+       pg_catalog.has_database_privilege(pg_catalog.current_database(), 'CREATE') AS create_schemas,
+       ARRAY(SELECT n.nspname::text FROM pg_catalog.pg_namespace n
+             WHERE ${USER_SCHEMA} AND pg_catalog.has_schema_privilege(n.oid, 'CREATE')
+             ORDER BY 1) AS create_in,
+       ARRAY(SELECT w.name FROM (${writableTables("quote_ident(n.nspname) || '.' || quote_ident(c.relname) AS name")}) w ORDER BY 1 LIMIT 5) AS writable,
+       (SELECT count(*)::int FROM (${writableTables('1')}) w) AS writable_count,
+       ARRAY(SELECT o.name FROM (${ownedObjects}) o ORDER BY 1 LIMIT 5) AS owned,
+       (SELECT count(*)::int FROM (${ownedObjects}) o) AS owned_count,
+       ARRAY(SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname)
+             FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+             WHERE c.relkind = 'S' AND ${USER_SCHEMA}
+               AND (pg_catalog.has_sequence_privilege(c.oid, 'UPDATE') OR pg_catalog.has_sequence_privilege(c.oid, 'USAGE'))
+             ORDER BY 1 LIMIT 5) AS sequences,
+       pg_catalog.current_setting('lo_compat_privileges') = 'on' AS lo_compat,
+       EXISTS (SELECT 1 FROM pg_catalog.pg_largeobject_metadata m WHERE pg_catalog.pg_has_role(m.lomowner, 'MEMBER')) AS owns_large_objects
+FROM pg_catalog.pg_roles r
+WHERE r.rolname = current_user`;
+
+function writableTables(select: string): string {
+  return `SELECT ${select}
+          FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+          WHERE c.relkind IN ('r', 'p', 'v', 'f') AND ${USER_SCHEMA}
+            AND (pg_catalog.has_table_privilege(c.oid, 'INSERT') OR pg_catalog.has_table_privilege(c.oid, 'UPDATE')
+                 OR pg_catalog.has_table_privilege(c.oid, 'DELETE') OR pg_catalog.has_table_privilege(c.oid, 'TRUNCATE'))`;
+}
+
+function listed(names: string[], count: number): string {
+  return count > names.length ? `${names.join(', ')} and ${count - names.length} more` : names.join(', ');
+}
+
+/** The row of PRIVILEGES as reasons (a superuser is that alone: it may do everything else). */
+export function privilegesOf(row: PrivilegeRow): RolePrivileges {
+  const writes: string[] = [];
+  const powers: string[] = [];
+  if (row.superuser) return { role: row.role, writes: ['superuser (may do anything, past every privilege check: write any table, read and write server files, run programs)'], powers };
+  if (row.createrole) writes.push('CREATEROLE (may create roles and grant itself the built-in ones)');
+  if (row.createdb) writes.push('CREATEDB (may create databases)');
+  if (row.replication) powers.push('REPLICATION (may stream every change of the whole cluster)');
+  if (row.bypassrls) powers.push('BYPASSRLS (row-level security policies do not apply to it)');
+  for (const name of row.member_of) {
+    const spec = BUILTIN_ROLES[name];
+    if (spec) (spec.write ? writes : powers).push(`member of ${name} (${spec.why})`);
+  }
+  if (row.create_schemas) writes.push('CREATE on the database (may create schemas)');
+  for (const schema of row.create_in) writes.push(`CREATE on schema ${schema}`);
+  if (row.writable.length) writes.push(`INSERT/UPDATE/DELETE/TRUNCATE on ${listed(row.writable, row.writable_count)}`);
+  if (row.owned.length) writes.push(`owns ${listed(row.owned, row.owned_count)} (may ALTER or DROP them)`);
+  if (row.sequences.length) writes.push(`USAGE/UPDATE on sequence ${row.sequences.join(', ')} (nextval/setval change them)`);
+  if (row.lo_compat) writes.push('lo_compat_privileges is on (every role may read and change every large object)');
+  if (row.owns_large_objects) writes.push('owns large objects (may change them)');
+  return { role: row.role, writes, powers };
+}
+

@@ -23,15 +23,22 @@
  *
  * SQL the lexer cannot read is refused. Trino's own access control for the user stays behind
  * this: the lock is about what the scope promises, not a replacement for grants.
+ *
+ * On MySQL the catalog is the database: a lock with `dialect: 'mysql'` is read by
+ * guard/catalog-lock-mysql.ts (its lexer, its names compared exactly), to which
+ * checkCatalogLock hands it.
  */
 import { CortadoError } from '../../../protocol/errors.js';
 import { tokenize, type Token } from './trino.js';
+import { checkMysqlCatalogLock } from './catalog-lock-mysql.js';
 
 export interface CatalogLock {
   /** the catalogs the SQL may name (lower-cased) → the schemas allowed in each (lower-cased; empty = any) */
   readonly catalogs: ReadonlyMap<string, ReadonlySet<string>>;
   /** the catalog one- and two-part names resolve in (lower-cased); '' = none (Trino then refuses relative names) */
   readonly sessionCatalog: string;
+  /** whose names: Trino catalogs (the default), or MySQL databases (guard/catalog-lock-mysql.ts: compared exactly) */
+  readonly dialect?: 'mysql';
 }
 
 export interface AllowedCatalog {
@@ -147,6 +154,10 @@ function qualifierNames(tokens: Token[], starts: ReadonlySet<number>): Set<strin
  * lock does not allow, or cannot be read.
  */
 export function checkCatalogLock(sql: string, lock: CatalogLock): void {
+  if (lock.dialect === 'mysql') {
+    checkMysqlCatalogLock(sql, lock);
+    return;
+  }
   let tokens: Token[];
   try {
     tokens = tokenize(sql);
