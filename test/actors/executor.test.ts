@@ -10,7 +10,7 @@ import { CortadoError } from '../../protocol/errors.js';
 import { createLogger } from '../../protocol/log.js';
 import { SqlExecute, SqlIntrospect, SqlPing, SqlCheck } from '../../protocol/subjects.js';
 import { runCortado } from '../../cli/run.js';
-import { ACCEPTED_POSTGRESQL, GUARD_SCHEMA_SQL, ORDERS_ROWS, REJECTED_POSTGRESQL } from '../fixtures/guard-cases.js';
+import { ACCEPTED_POSTGRESQL, GUARD_SCHEMA_EXTRA_SQL, GUARD_SCHEMA_SQL, ORDERS_ROWS, REJECTED_POSTGRESQL } from '../fixtures/guard-cases.js';
 import { testConfig } from '../helpers/config.js';
 import { startNats } from '../helpers/nats.js';
 import { backendsStillRunning, createTestDb } from '../helpers/pg.js';
@@ -18,6 +18,7 @@ import { backendsStillRunning, createTestDb } from '../helpers/pg.js';
 const nats = await startNats();
 const db = await createTestDb('exec');
 await db.pool.query(GUARD_SCHEMA_SQL);
+await db.pool.query(GUARD_SCHEMA_EXTRA_SQL);
 await db.pool.query('CREATE TABLE numbers (n integer NOT NULL)');
 await db.pool.query('INSERT INTO numbers SELECT generate_series(1, 50)');
 const log = createLogger({ svc: 'test', level: 'silent' });
@@ -74,6 +75,7 @@ t.test('every rejected case is refused over the bus, with an event, and the data
 });
 
 t.test('every accepted case runs on the database', async (t) => {
+  t.ok(ACCEPTED_POSTGRESQL.length >= 150, `${ACCEPTED_POSTGRESQL.length} real analytical queries`);
   for (const c of ACCEPTED_POSTGRESQL) {
     const reply = await client.request(SqlExecute, { sql: c.sql }, ctx()).catch((e: CortadoError) => e);
     t.notOk(reply instanceof Error, `${c.name}: ran${reply instanceof Error ? ` (${reply.code}: ${reply.message})` : ''}`);

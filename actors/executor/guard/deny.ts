@@ -22,7 +22,16 @@ const POSTGRESQL: readonly DenyGroup[] = [
   { why: 'dblink opens connections to other servers and runs SQL there', names: ['dblink*'] },
   {
     why: 'they run SQL given as text, out of the guard\'s sight',
-    names: ['query_to_xml*', 'table_to_xml*', 'cursor_to_xml*', 'database_to_xml*', 'schema_to_xml*', 'ts_stat', 'crosstab*', 'connectby'],
+    names: ['query_to_xml*', 'table_to_xml*', 'cursor_to_xml*', 'database_to_xml*', 'schema_to_xml*', 'ts_stat', 'ts_rewrite', 'crosstab*', 'connectby'],
+  },
+  { why: 'they change indexes, a write even inside a read-only transaction', names: ['brin_summarize_*', 'brin_desummarize_range', 'gin_clean_pending_list'] },
+  {
+    why: 'they show other sessions\' activity, query text, locks and memory',
+    names: ['pg_stat_get_*', 'pg_blocking_pids', 'pg_safe_snapshot_blocking_pids', 'pg_lock_status', 'pg_get_backend_memory_contexts', 'pg_prepared_statement', 'pg_cursor'],
+  },
+  {
+    why: 'they read the server\'s settings and configuration files',
+    names: ['pg_show_all_settings', 'pg_show_all_file_settings', 'pg_hba_file_rules', 'pg_ident_file_mappings', 'pg_settings_get_flags', 'pg_current_logfile', 'pg_config'],
   },
   {
     why: 'they change settings or act on the server and other sessions',
@@ -30,13 +39,13 @@ const POSTGRESQL: readonly DenyGroup[] = [
       'set_config', 'pg_terminate_backend', 'pg_cancel_backend', 'pg_reload_conf', 'pg_rotate_logfile*', 'pg_promote',
       'pg_switch_wal', 'pg_switch_xlog', 'pg_create_restore_point', 'pg_backup_*', 'pg_start_backup', 'pg_stop_backup',
       'pg_import_system_collations', 'pg_log_backend_memory_contexts', 'pg_wal_replay_*', 'pg_xlog_replay_*', 'pg_prewarm',
-      'pg_truncate_visibility_map',
+      'pg_truncate_visibility_map', 'pg_log_standby_snapshot', 'setseed',
     ],
   },
   { why: 'they control replication slots and origins', names: ['pg_*replication*', 'pg_logical_*', 'pg_create_*_slot', 'pg_copy_*_slot', 'pg_drop_replication_slot'] },
   { why: 'they reset the server\'s statistics', names: ['pg_stat_reset*', 'pg_stat_statements_reset'] },
   { why: 'advisory locks and notifications reach other sessions', names: ['pg_advisory*', 'pg_try_advisory*', 'pg_notify'] },
-  { why: 'they advance or set sequences', names: ['nextval', 'setval'] },
+  { why: 'they advance or set sequences and object ids', names: ['nextval', 'setval', 'pg_nextoid', 'binary_upgrade_*'] },
   { why: 'they assign a transaction id, which is a write', names: ['txid_current', 'pg_current_xact_id'] },
 ];
 
@@ -49,7 +58,9 @@ const MYSQL: readonly DenyGroup[] = [
     names: ['master_pos_wait', 'source_pos_wait', 'master_gtid_wait', 'wait_for_executed_gtid_set', 'wait_until_sql_thread_after_gtids', 'wsrep_sync_wait_upto_gtid'],
   },
   { why: 'well-known user-defined functions that run shell commands', names: ['sys_exec', 'sys_eval'] },
-  { why: 'they advance or set sequences (MariaDB), which is a write', names: ['nextval', 'setval'] },
+  { why: 'they advance, set or read back sequences (MariaDB): a write, and state kept by the session', names: ['nextval', 'setval', 'lastval'] },
+  { why: 'it sets (with an argument) and reads back a value the session keeps after the question: one question could leave it for the next', names: ['last_insert_id'] },
+  { why: 'their XPath errors carry their argument into the error message: a known way to read data through errors, not analytics', names: ['extractvalue', 'updatexml'] },
   {
     why: 'they change server-wide state (plugins for keyrings, version tokens, audit, firewall, replication)',
     names: ['keyring_key_*', 'version_tokens_*', 'audit_log_*', 'mysql_firewall_*', 'set_firewall_*', 'firewall_*', 'group_replication_*', 'asynchronous_connection_failover_*'],
@@ -60,14 +71,17 @@ const MYSQL: readonly DenyGroup[] = [
 export const DENY_LISTS: Readonly<Record<Dialect, readonly DenyGroup[]>> = {
   postgresql: POSTGRESQL,
   mysql: MYSQL,
-  // Trino has no sleep, file or lock functions; the guard also refuses every TABLE(...) call
-  // and the system catalog, so these catch the same things written another way.
+  // Trino has no sleep, file or lock functions, and its guard allows only listed functions
+  // (allow-trino.ts), table functions and relations; these come first, to say why they are
+  // refused (also when database.allowed_functions lists one of them).
   trino: [
     { why: 'connectors\' pass-through functions run text as SQL or procedures on the underlying database, out of the guard\'s sight', names: ['query', 'raw_query', 'procedure'] },
     { why: 'they send rows to an external AI service', names: ['ai_*'] },
     { why: 'Trino\'s internal functions are not for queries', names: ['$*'] },
   ],
   // BigQuery: the guard checks every dotted suffix of a called name (`ml.generate_text`, `safe.x`)
+  // before its allow-list (allow-bigquery.ts), so these are refused with their harm even when
+  // database.allowed_functions lists them
   bigquery: [
     { why: 'it runs SQL given as text on another database, out of the guard\'s sight', names: ['external_query'] },
     {
@@ -75,6 +89,11 @@ export const DENY_LISTS: Readonly<Record<Dialect, readonly DenyGroup[]>> = {
       names: ['ml.generate_*', 'ai.*', 'ml.translate', 'ml.understand_text', 'ml.process_document', 'ml.transcribe', 'ml.annotate_image'],
     },
     { why: 'it makes a signed URL that lets whoever holds it read the Cloud Storage object', names: ['obj.get_access_url'] },
+    { why: 'it raises an error carrying any text it is given: a way to carry values past masking in the error message', names: ['error'] },
+    {
+      why: 'they unwrap Cloud KMS keys or decrypt ciphertext, undoing the encryption the data\'s owner chose',
+      names: ['keys.keyset_chain', 'aead.decrypt_*', 'deterministic_decrypt_*', 'dlp_deterministic_decrypt', 'dlp_key_chain'],
+    },
   ],
 };
 

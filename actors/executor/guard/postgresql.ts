@@ -4,9 +4,25 @@
  *
  * Allowed: exactly one SelectStmt (plain SELECT, set operations, VALUES, TABLE x), with
  * CTEs, subqueries, window functions and so on. Refused anywhere in the tree: any other
- * statement (writable CTEs), SELECT INTO, FOR UPDATE/SHARE, and calls of denied functions,
- * whether written `f(x)` or in the attribute notation `(x).f` / `alias.f`, which PostgreSQL
- * also runs as a function call.
+ * statement (writable CTEs), SELECT INTO, FOR UPDATE/SHARE.
+ *
+ * And an allow-list (allow-postgresql.ts) for everything that runs code or reads the system:
+ * - calls (FuncCall: plain, aggregate, window, ordered-set, in FROM and ROWS FROM, and what the
+ *   grammar turns syntax into, such as AT TIME ZONE → timezone()) must name an allowed
+ *   function, unqualified or as pg_catalog.f; the attribute notation `(x).f` / `alias.f`, which
+ *   PostgreSQL runs as the call f(x) when f is not a column, is refused for names that are
+ *   functions or types of the database and not allowed (the guard cannot know the columns);
+ * - operators (in expressions, ANY/ALL, IN, LIKE, subquery comparisons, ORDER BY USING);
+ * - types (casts, `type 'literal'`, column definitions of record functions, RETURNING of
+ *   SQL/JSON functions): plain types only, no reg* (but regconfig), no user types or domains;
+ * - relations: the user's schemas freely; system schemas (pg_catalog, information_schema,
+ *   pg_toast, pg_temp...) only the documented safe set. An unqualified `pg_*` name is a system
+ *   relation, because PostgreSQL searches pg_catalog first: refused unless safe, even when a
+ *   table or CTE of the user has that name (an accepted false rejection);
+ * - XML functions (they are syntax, not calls) and TABLESAMPLE methods but bernoulli and system.
+ * database.allowed_functions (GuardLimits.allowedFunctions) allows more: user functions,
+ * operators and types the operator trusts, as `schema.name` or `name` (any schema).
+ * The deny list (deny.ts) names the well-known dangerous functions, so their refusal says why.
  *
  * Locations in the parse tree and the scanner's tokens are byte offsets into the UTF-8 text,
  * so the text is cut as bytes.
@@ -15,6 +31,16 @@ import { loadModule, parseSync, scanSync } from 'libpg-query';
 import type { A_Const, Node, ParseResult, RawStmt, SelectStmt } from 'libpg-query';
 import { CortadoError } from '../../../protocol/errors.js';
 import { deniedFunction } from './deny.js';
+import {
+  attributeMayCall,
+  builtinAllowed,
+  droppedBecause,
+  isSystemSchema,
+  relationRefusal,
+  safeRelation,
+  safeSetting,
+  type AllowKind,
+} from './allow-postgresql.js';
 import { applyLimit, type ExistingLimit } from './limit.js';
 import { rejected, type DialectGuard, type GuardLimits, type GuardResult } from './types.js';
 
@@ -51,7 +77,7 @@ export function guardPostgres(sql: string, limits: GuardLimits): GuardResult {
     throw rejected('not_select', `only a SELECT query may run; this is ${statement}`, { statement });
   }
   const select = body as SelectStmt;
-  const tables = inspectTree(select);
+  const tables = inspectTree(select, limits);
 
   const bytes = Buffer.from(sql, 'utf8');
   const text = statementText(bytes, raw);
@@ -81,10 +107,29 @@ interface Relation {
 }
 
 /**
+ * What one walk found against the allow-list. Every refusal is kept until the walk ends, and
+ * the one reported is the most telling: a well-known dangerous function first (its reason is
+ * the clearest), else the first in the text. Statement rules (not_select, locking...) throw at
+ * once: they hold whatever else the SQL holds.
+ */
+interface Walk {
+  trusted: ReadonlySet<string>;
+  refusal?: { rank: number; location: number; error: CortadoError };
+}
+
+function refuse(walk: Walk, error: CortadoError, location: number | undefined): void {
+  const rank = error.details?.kind === 'dangerous_function' ? 0 : 1;
+  const at = location ?? Number.MAX_SAFE_INTEGER;
+  const best = walk.refusal;
+  if (!best || rank < best.rank || (rank === best.rank && at < best.location)) walk.refusal = { rank, location: at, error };
+}
+
+/**
  * Walk the WHOLE tree once, refusing what may not run, and collect the relations read.
  * Generic on purpose: a node kind the rules do not know is still visited.
  */
-function inspectTree(root: SelectStmt): string[] {
+function inspectTree(root: SelectStmt, limits: GuardLimits): string[] {
+  const walk: Walk = { trusted: trustedOf(limits) };
   const relations: Relation[] = [];
   const cteNames = new Set<string>();
   const stack: Array<{ node: Json; inCte: boolean }> = [{ node: root, inCte: false }];
@@ -98,7 +143,7 @@ function inspectTree(root: SelectStmt): string[] {
     if (node === null || typeof node !== 'object') continue;
     for (const [key, value] of Object.entries(node)) {
       if (value === null || typeof value !== 'object') continue;
-      checkNode(key, value, inCte);
+      checkNode(key, value, inCte, walk);
       if (key === 'RangeVar') relations.push(relationOf(value as RangeVarLike));
       if (key === 'CommonTableExpr') {
         const name = (value as { ctename?: string }).ctename;
@@ -107,6 +152,7 @@ function inspectTree(root: SelectStmt): string[] {
       stack.push({ node: value, inCte: inCte || key === 'CommonTableExpr' });
     }
   }
+  if (walk.refusal) throw walk.refusal.error;
 
   const seen = new Set<string>();
   const out: string[] = [];
@@ -126,7 +172,22 @@ const LOCK_NAMES: Record<string, string> = {
   LCS_FORKEYSHARE: 'FOR KEY SHARE',
 };
 
-function checkNode(key: string, value: object, inCte: boolean): void {
+/** Operator names of the A_Expr kinds whose `name` is not the operator itself. */
+const BETWEEN_OPERATORS = ['>=', '<='];
+
+/** XML is syntax, not calls: the name a person would look for. */
+const XML_NAMES: Record<string, string> = {
+  IS_XMLCONCAT: 'xmlconcat',
+  IS_XMLELEMENT: 'xmlelement',
+  IS_XMLFOREST: 'xmlforest',
+  IS_XMLPARSE: 'xmlparse',
+  IS_XMLPI: 'xmlpi',
+  IS_XMLROOT: 'xmlroot',
+  IS_XMLSERIALIZE: 'xmlserialize',
+  IS_DOCUMENT: 'IS DOCUMENT',
+};
+
+function checkNode(key: string, value: object, inCte: boolean, walk: Walk): void {
   if (STMT_KEY.test(key) && key !== 'SelectStmt') {
     const statement = statementName(key);
     if (inCte) {
@@ -143,31 +204,208 @@ function checkNode(key: string, value: object, inCte: boolean): void {
       const clause = LOCK_NAMES[first] ?? 'FOR UPDATE/SHARE';
       throw rejected('locking', `${clause} locks rows; only reading without locks is allowed`, { clause });
     }
-    case 'FuncCall': {
-      const parts = stringsOf((value as { funcname?: Json[] }).funcname);
-      checkFunction(parts.at(-1), 'call');
+    case 'FuncCall':
+      checkCall(value as FuncCallLike, walk);
       return;
-    }
     case 'ColumnRef': {
-      // `alias.f` and `schema.alias.f` may be the attribute notation of a call f(alias).
-      const parts = stringsOf((value as { fields?: Json[] }).fields);
-      for (const part of parts.slice(1)) checkFunction(part, 'attribute');
+      // `alias.f`, `alias.column.f`, `schema.table.column.f`: the last name may be the attribute
+      // notation of a call f(...) (PostgreSQL reads the names before it as relations and columns)
+      const v = value as { fields?: Json[]; location?: number };
+      const fields = v.fields ?? [];
+      const [last] = stringsOf(fields.slice(-1));
+      if (fields.length > 1 && last !== undefined) checkAttribute(last, v.location, walk);
       return;
     }
     case 'A_Indirection': {
       // `(expression).f` may be the attribute notation of a call f(expression).
-      for (const part of stringsOf((value as { indirection?: Json[] }).indirection)) checkFunction(part, 'attribute');
+      for (const part of stringsOf((value as { indirection?: Json[] }).indirection)) checkAttribute(part, undefined, walk);
+      return;
+    }
+    case 'A_Expr': {
+      const v = value as { kind?: string; name?: Json[]; location?: number };
+      if (v.kind?.includes('BETWEEN')) for (const op of BETWEEN_OPERATORS) checkOperator([op], v.location, walk);
+      else checkOperator(stringsOf(v.name), v.location, walk);
+      return;
+    }
+    case 'SubLink': {
+      // x = ANY (SELECT ...), (a, b) < ALL (SELECT ...)
+      const v = value as { operName?: Json[]; location?: number };
+      if (v.operName) checkOperator(stringsOf(v.operName), v.location, walk);
+      return;
+    }
+    case 'SortBy': {
+      // ORDER BY x USING op
+      const v = value as { useOp?: Json[]; location?: number };
+      if (v.useOp) checkOperator(stringsOf(v.useOp), v.location, walk);
+      return;
+    }
+    case 'typeName':
+    case 'TypeName':
+      checkType(value as TypeNameLike, walk);
+      return;
+    case 'RangeVar':
+      checkRelation(value as RangeVarLike, walk);
+      return;
+    case 'RangeTableSample': {
+      const v = value as { method?: Json[]; location?: number };
+      const parts = stringsOf(v.method);
+      const name = parts.at(-1) ?? '';
+      const builtin = parts.length === 1 || parts.at(-2) === 'pg_catalog';
+      if (!builtin || (name !== 'bernoulli' && name !== 'system')) {
+        refuse(walk, rejected('function_not_allowed', `the SQL samples with TABLESAMPLE ${parts.join('.')}, and only the built-in methods bernoulli and system are allowed`, { function: parts.join('.') }), v.location);
+      }
+      return;
+    }
+    case 'XmlExpr':
+    case 'XmlSerialize':
+    case 'RangeTableFunc': {
+      const v = value as { op?: string; location?: number };
+      const name = key === 'XmlSerialize' ? 'xmlserialize' : key === 'RangeTableFunc' ? 'xmltable' : (XML_NAMES[v.op ?? ''] ?? 'an XML function');
+      refuse(walk, rejected('function_not_allowed', `the SQL uses ${name}, and XML functions are not on the list of what analytical queries may use`, { function: name }), v.location);
       return;
     }
   }
 }
 
-function checkFunction(name: string | undefined, form: 'call' | 'attribute'): void {
+// ---- the allow-list ---------------------------------------------------------------------------
+
+interface FuncCallLike {
+  funcname?: Json[];
+  args?: Json[];
+  location?: number;
+}
+
+interface TypeNameLike {
+  names?: Json[];
+  location?: number;
+}
+
+interface RangeVarLike {
+  catalogname?: string;
+  schemaname?: string;
+  relname?: string;
+  location?: number;
+}
+
+const NOTHING_TRUSTED: ReadonlySet<string> = new Set();
+const trustedLists = new WeakMap<readonly string[], ReadonlySet<string>>();
+
+/** database.allowed_functions, lower-cased, computed once per list. */
+function trustedOf(limits: GuardLimits): ReadonlySet<string> {
+  const list = limits.allowedFunctions;
+  if (!list || list.length === 0) return NOTHING_TRUSTED;
+  let set = trustedLists.get(list);
+  if (!set) trustedLists.set(list, (set = new Set(list.map((n) => n.trim().toLowerCase()))));
+  return set;
+}
+
+/** A name the operator trusts: listed as `schema.name` (the call written so), or as `name` (any schema). */
+function isTrusted(walk: Walk, schema: string | undefined, name: string): boolean {
+  if (walk.trusted.size === 0) return false;
+  const n = name.toLowerCase();
+  return walk.trusted.has(n) || (schema !== undefined && walk.trusted.has(`${schema.toLowerCase()}.${n}`));
+}
+
+/** `[schema?, name]` of a qualified name list (a leading database name is ignored, PostgreSQL allows only the current one). */
+function qualified(parts: string[]): { schema: string | undefined; name: string | undefined; written: string } {
+  return { schema: parts.length > 1 ? parts.at(-2) : undefined, name: parts.at(-1), written: parts.join('.') };
+}
+
+/** Unqualified, or qualified with pg_catalog exactly (a quoted "PG_CATALOG" is another schema). */
+function isBuiltin(schema: string | undefined): boolean {
+  return schema === undefined || schema === 'pg_catalog';
+}
+
+const TRUST_HINT = 'list it in database.allowed_functions to allow it';
+
+function notAllowedReason(kind: AllowKind, name: string, builtin: boolean): string {
+  const dropped = builtin ? droppedBecause(kind, name) : undefined;
+  if (dropped) {
+    return `is on the allow-list, but the database also has ${dropped.join(', ')}, which PostgreSQL could call instead for some arguments; ${TRUST_HINT} if that is intended`;
+  }
+  if (!builtin) return `is outside the built-in allow-list (one of the database's own); ${TRUST_HINT}`;
+  const what = kind === 'function' ? 'functions' : kind === 'operator' ? 'operators' : 'types';
+  return `is not on the list of ${what} analytical queries may use (one of the database's own must be listed in database.allowed_functions)`;
+}
+
+function checkCall(call: FuncCallLike, walk: Walk): void {
+  const { schema, name, written } = qualified(stringsOf(call.funcname));
   if (!name) return;
+  const builtin = isBuiltin(schema);
+  if (builtin) {
+    const denied = deniedFunction('postgresql', name);
+    if (denied) {
+      refuse(walk, rejected('dangerous_function', `the SQL calls ${denied.name}(), which is not allowed: ${denied.why}`, { function: denied.name }), call.location);
+      return;
+    }
+  }
+  if (isTrusted(walk, schema, name)) return;
+  if (builtin && builtinAllowed('function', name)) {
+    checkArguments(name, call, walk);
+    return;
+  }
+  refuse(walk, rejected('function_not_allowed', `the SQL calls ${written}(), which ${notAllowedReason('function', name, builtin)}`, { function: written }), call.location);
+}
+
+/** The allowed functions whose arguments matter. */
+function checkArguments(name: string, call: FuncCallLike, walk: Walk): void {
+  if (name !== 'current_setting') return;
+  const [first, second, ...more] = call.args ?? [];
+  const setting = (first as { A_Const?: { sval?: { sval?: string } } } | undefined)?.A_Const?.sval?.sval;
+  const flagOk = second === undefined || (second as { A_Const?: unknown }).A_Const !== undefined;
+  if (setting !== undefined && safeSetting(setting) && flagOk && more.length === 0) return;
+  const what = setting === undefined ? 'a setting named by an expression' : `the setting ${setting}`;
+  refuse(walk, rejected('function_not_allowed', `the SQL reads ${what} with current_setting(), which may only read a few harmless settings named by a string constant (TimeZone, DateStyle, search_path, ...)`, { function: 'current_setting' }), call.location);
+}
+
+function checkAttribute(name: string, location: number | undefined, walk: Walk): void {
   const denied = deniedFunction('postgresql', name);
-  if (!denied) return;
-  const how = form === 'call' ? `calls ${denied.name}()` : `calls ${denied.name}() through the attribute notation`;
-  throw rejected('dangerous_function', `the SQL ${how}, which is not allowed: ${denied.why}`, { function: denied.name });
+  if (denied) {
+    refuse(walk, rejected('dangerous_function', `the SQL calls ${denied.name}() through the attribute notation, which is not allowed: ${denied.why}`, { function: denied.name }), location);
+    return;
+  }
+  if (!attributeMayCall(name) || isTrusted(walk, undefined, name)) return;
+  refuse(
+    walk,
+    rejected('function_not_allowed', `the SQL names ${name} after a dot (x.${name}), which PostgreSQL runs as the call ${name}(x) when x has no column ${name}, and ${name} is a function or type that is not on the allow-list; if it is a column, name it without the function's name or ${TRUST_HINT}`, { function: name }),
+    location,
+  );
+}
+
+function checkOperator(parts: string[], location: number | undefined, walk: Walk): void {
+  const { schema, name, written } = qualified(parts);
+  if (!name) return;
+  const builtin = isBuiltin(schema);
+  if (builtin && builtinAllowed('operator', name)) return;
+  if (isTrusted(walk, schema, name)) return;
+  refuse(walk, rejected('operator_not_allowed', `the SQL uses the operator ${written}, which ${notAllowedReason('operator', name, builtin)}`, { operator: written }), location);
+}
+
+function checkType(type: TypeNameLike, walk: Walk): void {
+  const { schema, name, written } = qualified(stringsOf(type.names));
+  if (!name) return;
+  const builtin = isBuiltin(schema);
+  if (builtin && builtinAllowed('type', name)) return;
+  if (isTrusted(walk, schema, name)) return;
+  const why = builtin
+    ? 'is not one of the plain types queries may use (numbers, text, dates and times, JSON, network, geometry, ranges, arrays of them): ' +
+      'reg* types look up system objects, and a domain or type of the database\'s own runs its code (one must be listed in database.allowed_functions)'
+    : `is a type of the database's own (a domain's CHECK or a type's functions run code); ${TRUST_HINT}`;
+  refuse(walk, rejected('type_not_allowed', `the SQL uses the type ${written}, which ${why}`, { type: written }), type.location);
+}
+
+function checkRelation(rv: RangeVarLike, walk: Walk): void {
+  const name = rv.relname;
+  if (!name) return;
+  const schema = rv.schemaname || undefined;
+  if (schema !== undefined) {
+    if (!isSystemSchema(schema) || safeRelation(schema, name)) return;
+  } else {
+    // pg_catalog is searched first: an unqualified pg_* name is the system's
+    if (!name.toLowerCase().startsWith('pg_') || safeRelation('pg_catalog', name)) return;
+  }
+  const written = schema ? `${schema}.${name}` : name;
+  refuse(walk, rejected('relation_not_allowed', `the SQL reads ${written}, which is not allowed: ${relationRefusal(name)}`, { relation: written }), rv.location);
 }
 
 /** The `sval` of each `{ String: { sval } }` item of a list (other items are skipped). */
@@ -178,13 +416,6 @@ function stringsOf(list: Json[] | undefined): string[] {
     if (typeof s === 'string') out.push(s);
   }
   return out;
-}
-
-interface RangeVarLike {
-  catalogname?: string;
-  schemaname?: string;
-  relname?: string;
-  location?: number;
 }
 
 function relationOf(rv: RangeVarLike): Relation {
