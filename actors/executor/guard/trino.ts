@@ -26,12 +26,29 @@
  * - Anywhere in the statement, unquoted: the reserved keywords of writes and prepared
  *   statements (ALTER, CREATE, DEALLOCATE, DELETE, DESCRIBE, DROP, EXECUTE, INSERT, PREPARE)
  *   and INTO. Reserved words cannot be identifiers in Trino, so this costs no valid query.
- * - The `system` catalog and every connector's `system` schema: any qualified name with
- *   `system` as a part before the last (`system.runtime.queries` shows other users' SQL,
- *   `x.system.query` is a pass-through, `system.jdbc.tables`...), quoted or not, any case.
- * - Table functions: any `TABLE(...)`. Connector pass-through functions
- *   (`TABLE(pg.system.query(query => '...'))`) run text as SQL on the underlying database.
- * - Calls of denied functions (deny.ts), wherever they are.
+ *
+ * Then an allow-list (allow-trino.ts), read in one pass that knows, per bracket level, whether
+ * it is in a FROM clause:
+ * - Every name followed by `(`, wherever it is, is a call unless it is a keyword's parenthesis
+ *   (reserved words: `IN (`, `EXISTS (`, `VALUES (`, `UNNEST(`, `AS (`...; non-reserved words
+ *   only where Trino reads them as keywords: `OVER (` and `FILTER (` after a call, `LATERAL (`
+ *   where a relation starts, `GROUPING SETS (`, `TABLESAMPLE BERNOULLI (`...), a CAST, or the
+ *   column list of a CTE or of a relation's alias (names only, else it is read as a call). A
+ *   call must be one of Trino's built-in analytical functions or be listed in
+ *   database.allowed_functions (`function_not_allowed`); a call qualified with a catalog or
+ *   schema is a user routine, allowed only when listed as written. Denied functions (deny.ts)
+ *   and functions of a `system` schema are `dangerous_function`.
+ * - Types, in CAST/TRY_CAST, after RETURNING and in typed literals (`DATE '2024-01-01'`, any
+ *   `name 'text'`): plain types only (`type_not_allowed`).
+ * - Relations and every other dotted name: nothing in the `system` catalog or a connector's
+ *   `system` schema (`system.runtime.queries` shows other users' SQL, `x.system.query` is a
+ *   pass-through, `system.jdbc.tables`...); of `information_schema` only tables, columns,
+ *   views and schemata; no connector metadata table (`"t$files"`) (`relation_not_allowed`).
+ * - Table functions (`TABLE(fn(...))`): only exclude_columns and sequence, Trino's own, in a
+ *   FROM clause. Connectors' table functions (`TABLE(pg.system.query(query => '...'))`) run
+ *   text as SQL on the underlying database.
+ * - MATCH_RECOGNIZE's PATTERN (...) holds pattern variables, not calls; it is read as such.
+ * Trino has no user-defined operators, so there is no operator list: the lexer knows each one.
  *
  * The row cap: the LIMIT or FETCH FIRST clause at parenthesis depth 0 at the very end of the
  * statement is the root query's (Trino: `[ORDER BY] [OFFSET n] [LIMIT n | FETCH ...]`); its
@@ -41,6 +58,8 @@
  * Trino has no read-only transaction Cortado could open here: this guard and Trino's own
  * access control (the asking user is sent as the Trino user) are the defences.
  */
+import type { CortadoError } from '../../../protocol/errors.js';
+import { TRINO_FUNCTIONS, TRINO_INFORMATION_SCHEMA_SAFE, TRINO_PLAIN_TYPES, TRINO_REFUSED_WHY, TRINO_TABLE_FUNCTIONS } from './allow-trino.js';
 import { deniedFunction } from './deny.js';
 import { applyLimit, type ExistingLimit } from './limit.js';
 import { rejected, type DialectGuard, type GuardLimits, type GuardResult } from './types.js';
@@ -102,6 +121,12 @@ function closingQuote(sql: string, from: number, quote: string): number {
     }
     return j;
   }
+}
+
+/** A character for a message: visible ones as themselves, and every one by its code point (U+2028, U+00A0...). */
+function describeChar(c: string): string {
+  const code = `U+${(c.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0')}`;
+  return /^[\p{L}\p{N}\p{P}\p{S}]$/u.test(c) ? `"${c}" (${code})` : code;
 }
 
 export function tokenize(sql: string): Token[] {
@@ -188,7 +213,7 @@ export function tokenize(sql: string): Token[] {
       i++;
       continue;
     }
-    const shown = c === '`' ? 'backquoted identifiers are not Trino SQL' : `the character ${JSON.stringify(Array.from(sql.slice(i))[0])} is not allowed outside strings, quoted identifiers and comments`;
+    const shown = c === '`' ? 'backquoted identifiers are not Trino SQL' : `the character ${describeChar(Array.from(sql.slice(i))[0] as string)} is not allowed outside strings, quoted identifiers and comments`;
     parseError(sql, i, shown);
   }
   return tokens;
@@ -209,14 +234,59 @@ const TWO_WORD = new Set(['create', 'drop', 'alter', 'set', 'reset', 'show', 'st
 const RESERVED_WRITES = new Set(['alter', 'create', 'deallocate', 'delete', 'describe', 'drop', 'execute', 'insert', 'prepare']);
 const QUERY_START = new Set(['select', 'with', 'values', 'table']);
 
+/**
+ * Reserved words of Trino that may stand before a parenthesis without calling anything:
+ * `IN (`, `EXISTS (`, `VALUES (`, `UNNEST(`, `ROLLUP (`, `WITHIN GROUP (`, `AS (` (a CTE or a
+ * window), `USING (`... Reserved, so none of them can be a function's name; what is inside the
+ * parentheses is checked like the rest.
+ */
+const RESERVED_OPENERS = new Set([
+  'and', 'as', 'between', 'by', 'case', 'cube', 'distinct', 'else', 'escape', 'except', 'exists', 'for', 'from', 'group', 'having', 'in',
+  'intersect', 'is', 'join', 'like', 'not', 'on', 'or', 'rollup', 'select', 'then', 'union', 'unnest', 'using', 'values', 'when', 'where',
+]);
+
+/**
+ * Words before which a name cannot be a relation's alias, because an expression or a relation
+ * follows them (`AS OF f(x)`, `JOIN f(x)`, `AND f(x)`, `FINAL last(x)`): a name followed by a
+ * parenthesis after one of them is a call, and checked as one.
+ */
+const BEFORE_AN_EXPRESSION = new Set([
+  ...RESERVED_OPENERS, 'of', 'lateral', 'table', 'tablesample', 'bernoulli', 'system', 'cross', 'left', 'right', 'full', 'inner', 'outer',
+  'natural', 'all', 'any', 'some', 'running', 'final', 'interval', 'at', 'zone', 'with', 'over', 'filter', 'return', 'returning', 'default',
+  'passing', 'key', 'value', 'leading', 'trailing', 'both', 'to', 'ordinality', 'recursive',
+]);
+
+/**
+ * Words a string literal may follow without being a typed literal (`type 'text'`, which is a
+ * cast): `LIKE 'x'`, `AT TIME ZONE 'UTC'`, `INTERVAL '7' DAY`, `KEY 'k' VALUE 'v'`,
+ * `ON OVERFLOW TRUNCATE '...'`, `U&'..' UESCAPE '!'`...
+ */
+const BEFORE_A_STRING = new Set([
+  ...RESERVED_OPENERS, 'all', 'of', 'to', 'at', 'zone', 'interval', 'leading', 'trailing', 'both', 'key', 'value', 'default', 'passing',
+  'path', 'truncate', 'return', 'uescape', 'precision', 'escape', 'measures',
+]);
+
+/** Clause keywords that end a FROM clause at their level. */
+const CLAUSE_ENDS = new Set(['where', 'group', 'having', 'window', 'order', 'offset', 'limit', 'fetch', 'union', 'intersect', 'except']);
+
+/** Words inside a type after its name: DOUBLE PRECISION, TIMESTAMP WITH TIME ZONE, INTERVAL DAY TO SECOND. */
+const TYPE_WORDS = new Set(['precision', 'with', 'without', 'year', 'month', 'day', 'hour', 'minute', 'second', 'to']);
+const INTERVAL_FIELDS = new Set(['year', 'month', 'day', 'hour', 'minute', 'second']);
+
+const COMPARISONS = new Set(['=', '<>', '!=', '<', '>', '<=', '>=']);
+
+/** Pattern syntax of MATCH_RECOGNIZE: variables, groups, alternation, quantifiers, anchors, exclusion. */
+const PATTERN_PUNCT = new Set(['(', ')', '|', '+', '*', '?', '{', '}', ',', '^', '$', '{-', '-}']);
+
 export function guardTrino(sql: string, limits: GuardLimits): GuardResult {
   if (sql.trim() === '') throw rejected('empty', 'the SQL is empty');
   const all = tokenize(sql);
   const body = oneStatement(all);
   checkBalanced(sql, body);
   checkStart(body);
+  checkWords(body);
   const ctes = cteDefinitions(body);
-  checkTokens(body, ctes.nameTokens);
+  new Walk(body, ctes.nameTokens, allowedSet(limits)).run();
   const tables = relations(body, ctes.names);
 
   const first = body[0] as Token;
@@ -277,16 +347,26 @@ function checkStart(tokens: Token[]): void {
   let i = 0;
   while (tokens[i]?.kind === 'punct' && tokens[i]?.value === '(') i++;
   const first = tokens[i];
-  if (first?.kind === 'word' && QUERY_START.has(first.value)) {
-    if (first.value === 'with') checkWithPrefix(tokens, i);
-    return;
-  }
+  if (first?.kind === 'word' && QUERY_START.has(first.value)) return;
   if (first?.kind === 'word' && STATEMENT_KEYWORDS.has(first.value)) {
     const statement = statementName(tokens, i);
     throw rejected('not_select', `only a query (SELECT, WITH, VALUES, TABLE) may run; this is ${statement}`, { statement });
   }
   const shown = first ? first.text.slice(0, 40) : 'nothing';
   throw rejected('parse', `the SQL does not parse as Trino: a query starts with SELECT, WITH, VALUES or TABLE, not "${shown}"`);
+}
+
+/** Words that have no place in a query wherever they are: writes, INTO, WITH SESSION / FUNCTION. */
+function checkWords(tokens: Token[]): void {
+  tokens.forEach((t, i) => {
+    if (t.kind !== 'word') return;
+    if (RESERVED_WRITES.has(t.value)) {
+      const statement = statementName(tokens, i);
+      throw rejected('not_select', `only a query may run; this SQL holds ${statement}`, { statement });
+    }
+    if (t.value === 'into') throw rejected('select_into', 'INTO writes rows into a table; only reading is allowed');
+    if (t.value === 'with') checkWithPrefix(tokens, i);
+  });
 }
 
 /** `WITH SESSION name = value` and `WITH FUNCTION f() ...` (a CTE may still be called session or function). */
@@ -314,6 +394,11 @@ function isName(t: Token | undefined): t is Token {
   return t?.kind === 'word' || t?.kind === 'quoted';
 }
 
+/** A name as Trino compares it: lower-cased, quoted or not. */
+function lower(t: Token): string {
+  return t.value.toLowerCase();
+}
+
 /** A dotted name starting at `i`: its parts (as Trino compares them: lower-cased) and the index after it. */
 function chainAt(tokens: Token[], i: number): { parts: Token[]; end: number } {
   const parts: Token[] = [tokens[i] as Token];
@@ -325,37 +410,392 @@ function chainAt(tokens: Token[], i: number): { parts: Token[]; end: number } {
   return { parts, end: j };
 }
 
-function checkTokens(tokens: Token[], cteNameTokens: ReadonlySet<number>): void {
-  for (let i = 0; i < tokens.length; i++) {
-    const t = tokens[i] as Token;
-    if (t.kind === 'word') {
-      if (RESERVED_WRITES.has(t.value)) {
-        const statement = statementName(tokens, i);
-        throw rejected('not_select', `only a query may run; this SQL holds ${statement}`, { statement });
-      }
-      if (t.value === 'into') throw rejected('select_into', 'INTO writes rows into a table; only reading is allowed');
-      if (t.value === 'table' && isPunct(tokens[i + 1], '(')) {
-        throw rejected('dangerous_function', 'table functions (TABLE(...)) are not allowed: connectors\' pass-through functions run text as SQL on the underlying database', { function: 'table' });
-      }
-      if (t.value === 'with') checkWithPrefix(tokens, i);
-    }
-    if (!isName(t) || isPunct(tokens[i - 1], '.')) continue;
+/** database.allowed_functions, as Trino compares names: lower-cased, quotes dropped (`"Cat".s.f` is `cat.s.f`). */
+function allowedSet(limits: GuardLimits): ReadonlySet<string> {
+  return new Set((limits.allowedFunctions ?? []).map((f) => f.replace(/"/g, '').trim().toLowerCase()).filter((f) => f !== ''));
+}
 
-    // a dotted name, read once from its first part
-    const { parts, end } = chainAt(tokens, i);
-    const system = parts.slice(0, -1).find((p) => p.value.toLowerCase() === 'system');
-    if (system) {
-      const name = parts.map((p) => p.value.toLowerCase()).join('.');
-      throw rejected('dangerous_function', `the SQL reads ${name}: the system catalog and connectors' system schemas (other users' queries, procedures, pass-through functions) are not allowed`, { name });
+// ---- the allow-list walk --------------------------------------------------------------------
+
+/**
+ * What a pair of brackets holds, which decides how a name followed by `(` is read inside it:
+ * - `query`: the statement, or parentheses that hold a query or an expression;
+ * - `relation`: parentheses in a FROM clause around a relation (`FROM (a JOIN b ON ...)`);
+ * - `match`: MATCH_RECOGNIZE's, where PATTERN (...) holds pattern variables, not calls;
+ * - `table_function`: an allowed table function's arguments, where TABLE(t) is a table
+ *   argument and DESCRIPTOR(...) lists columns.
+ */
+type LevelKind = 'query' | 'relation' | 'match' | 'table_function';
+
+interface Level {
+  kind: LevelKind;
+  /** the function whose arguments these brackets hold, if they do */
+  fn?: string;
+  /** a SELECT started at this level, so a FROM here is a FROM clause (not EXTRACT(x FROM y)) */
+  select: boolean;
+  /** within a FROM clause at this level */
+  fromClause: boolean;
+  /** a relation, its alias, or what follows a relation may come here (FROM clause, not in ON) */
+  relation: boolean;
+}
+
+/**
+ * One pass over the statement's tokens, keeping per bracket level whether a FROM clause is
+ * being read. Every name followed by `(` is one of: a keyword's parenthesis (IN, EXISTS,
+ * OVER, FILTER, ...), a CAST, a CTE's or a relation alias's column list, a table function, or
+ * a call, which must be allowed. Every dotted name is checked against the relations that are
+ * not allowed; every string after a name against the types that are not.
+ */
+class Walk {
+  private readonly close: Map<number, number>;
+  private readonly levels: Level[] = [{ kind: 'query', select: false, fromClause: false, relation: false }];
+  /** the level kind the bracket at this index opens, when it is not the default */
+  private readonly opens = new Map<number, LevelKind>();
+  /** tokens read already (a type, a pattern): the walk jumps from the key to the value */
+  private readonly jumps = new Map<number, number>();
+  /** names already decided (a table function's name): not checked as a call */
+  private readonly decided = new Set<number>();
+  /** the function called with the parenthesis at this index */
+  private readonly callees = new Map<number, string>();
+
+  constructor(
+    private readonly tokens: Token[],
+    private readonly cteNameTokens: ReadonlySet<number>,
+    private readonly allowed: ReadonlySet<string>,
+  ) {
+    this.close = matchingClose(tokens);
+  }
+
+  run(): void {
+    const { tokens } = this;
+    for (let i = 0; i < tokens.length; i++) {
+      const jump = this.jumps.get(i);
+      if (jump !== undefined) {
+        i = jump - 1;
+        continue;
+      }
+      const t = tokens[i] as Token;
+      const level = this.levels.at(-1) as Level;
+      if (t.kind === 'punct') {
+        this.punct(t, i, level);
+        continue;
+      }
+      if (t.kind === 'string') {
+        this.typedLiteral(i);
+        continue;
+      }
+      if (t.kind === 'word') this.clause(t, i, level);
+      if (!isName(t)) continue;
+      if (isPunct(tokens[i - 1], '.')) {
+        // `(expr).name(`: a call on something Cortado cannot name
+        if (isPunct(tokens[i + 1], '(')) throw this.notAllowed(lower(t), 'it is called on an expression, which Trino has no use for');
+        continue;
+      }
+      const { parts, end } = chainAt(tokens, i);
+      if (isPunct(tokens[end], '(')) this.beforeParenthesis(i, parts, end, level);
+      else this.checkRelationName(parts);
+      i = end - 1;
     }
-    if (isPunct(tokens[end], '(') && !cteNameTokens.has(i) && !isWord(tokens[i - 1], 'as')) {
-      const last = parts.at(-1) as Token;
-      const denied = deniedFunction('trino', last.value);
-      if (denied) {
-        throw rejected('dangerous_function', `the SQL calls ${denied.name}(), which is not allowed: ${denied.why}`, { function: denied.name });
+  }
+
+  private punct(t: Token, i: number, level: Level): void {
+    if (t.value === '(' || t.value === '[') {
+      let kind = this.opens.get(i);
+      if (!kind && t.value === '(' && level.relation && this.startsRelation(i)) kind = 'relation';
+      const inRelation = kind === 'relation';
+      const fn = this.callees.get(i);
+      this.levels.push({ kind: kind ?? 'query', ...(fn ? { fn } : {}), select: false, fromClause: inRelation, relation: inRelation });
+    } else if (t.value === ')' || t.value === ']') {
+      this.levels.pop();
+    } else if (t.value === ',' && level.fromClause) {
+      level.relation = true;
+    }
+  }
+
+  /** Keeps track of the FROM clause at this level; reads the type after RETURNING. */
+  private clause(t: Token, i: number, level: Level): void {
+    const w = t.value;
+    if (w === 'select' || w === 'values') {
+      level.select = w === 'select';
+      level.fromClause = level.relation = false;
+    } else if (w === 'from') {
+      if (level.select && !isWord(this.tokens[i - 1], 'distinct')) level.fromClause = level.relation = true;
+    } else if (w === 'join') {
+      level.fromClause = level.relation = true;
+    } else if (w === 'on' || w === 'using') {
+      level.relation = false;
+    } else if (CLAUSE_ENDS.has(w)) {
+      level.fromClause = level.relation = false;
+    } else if (w === 'returning' && level.fn?.startsWith('json_')) {
+      // json_value(... RETURNING type ...), json_query, json_object, json_array
+      this.jumps.set(i + 1, this.readType(i + 1, this.levelEnd(i)));
+    }
+  }
+
+  /** The index of the bracket that closes the level token `i` is in (or the end). */
+  private levelEnd(i: number): number {
+    const depth = (this.tokens[i] as Token).depth;
+    for (let j = i + 1; j < this.tokens.length; j++) if ((this.tokens[j] as Token).depth < depth) return j;
+    return this.tokens.length;
+  }
+
+  /** Whether the bracket at `i` stands where a relation begins: after FROM, JOIN, a comma of FROM, or another such bracket. */
+  private startsRelation(i: number): boolean {
+    const prev = this.tokens[i - 1];
+    return isWord(prev, 'from') || isWord(prev, 'join') || isWord(prev, 'lateral') || isPunct(prev, ',') || isPunct(prev, '(');
+  }
+
+  private beforeParenthesis(i: number, parts: Token[], open: number, level: Level): void {
+    const { tokens } = this;
+    const t = tokens[i] as Token;
+    const prev = tokens[i - 1];
+    if (this.decided.has(i)) return;
+    if (parts.length === 1 && t.kind === 'word') {
+      const w = t.value;
+      if (w === 'cast' || w === 'try_cast') return this.cast(open);
+      if (w === 'table') return this.table(i, open, level);
+      if (RESERVED_OPENERS.has(w)) return;
+      if ((w === 'over' || w === 'filter') && (isPunct(prev, ')') || isWord(prev, 'nulls'))) return;
+      if (w === 'sets' && isWord(prev, 'grouping')) return;
+      if ((w === 'bernoulli' || w === 'system') && isWord(prev, 'tablesample')) return;
+      if (w === 'of' && isWord(prev, 'as')) return;
+      if (w === 'all' && (COMPARISONS.has(prev?.value ?? '') || ['union', 'intersect', 'except', 'select'].some((k) => isWord(prev, k)))) return;
+      if ((w === 'any' || w === 'some') && prev?.kind === 'punct' && COMPARISONS.has(prev.value)) return;
+      if (w === 'lateral' && level.relation && this.startsRelation(i)) return;
+      if (w === 'match_recognize' && level.relation && !this.startsRelation(i)) {
+        this.opens.set(open, 'match');
+        return;
+      }
+      if (w === 'pattern' && level.kind === 'match' && this.patternClause(i, open)) return this.pattern(open);
+      if (w === 'descriptor' && level.kind === 'table_function') return;
+    }
+    if (parts.length === 1 && (this.cteNameTokens.has(i) || (level.relation && this.aliasPosition(i)))) {
+      // a CTE's or an alias's column list: names only, or it is read as a call
+      if (this.onlyNames(open)) return;
+    }
+    this.call(parts);
+    this.callees.set(open, lower(parts.at(-1) as Token));
+  }
+
+  /** A name at `i` in a FROM clause that can only be an alias: after AS, a relation's name, `)` or ORDINALITY. */
+  private aliasPosition(i: number): boolean {
+    const prev = this.tokens[i - 1];
+    if (isWord(prev, 'as') || isWord(prev, 'ordinality') || isPunct(prev, ')')) return true;
+    // a quoted name, or the end of a time travel's value (`FOR VERSION AS OF 5 v (a)`)
+    if (prev?.kind === 'quoted' || prev?.kind === 'number' || prev?.kind === 'string') return true;
+    return prev?.kind === 'word' && !BEFORE_AN_EXPRESSION.has(prev.value);
+  }
+
+  /** The parentheses at `open` hold names separated by commas, nothing else. */
+  private onlyNames(open: number): boolean {
+    const end = this.close.get(open) ?? this.tokens.length;
+    for (let j = open + 1; j < end; j++) {
+      const u = this.tokens[j] as Token;
+      if ((j - open) % 2 === 1 ? !isName(u) : !isPunct(u, ',')) return false;
+    }
+    return end > open + 1 && (end - open) % 2 === 0;
+  }
+
+  /** A call: denied, a system schema's, a catalog's routine, or a built-in that is not on the list. */
+  private call(parts: Token[]): void {
+    const names = parts.map(lower);
+    const name = names.join('.');
+    const last = names.at(-1) as string;
+    const denied = deniedFunction('trino', last);
+    if (denied) {
+      throw rejected('dangerous_function', `the SQL calls ${name}(), which is not allowed: ${denied.why}`, { function: name });
+    }
+    if (names.length > 1) {
+      if (names.slice(0, -1).includes('system')) {
+        throw rejected('dangerous_function', `the SQL calls ${name}(), which is not allowed: functions of the system catalog and of connectors' system schemas (pass-through queries, procedures) are not for queries`, { function: name });
+      }
+      if (this.allowed.has(name)) return;
+      throw this.notAllowed(name, 'it is a routine of a catalog (user-defined), and only those listed in database.allowed_functions may be called');
+    }
+    if (TRINO_FUNCTIONS.has(last) || this.allowed.has(last)) return;
+    const known = TRINO_REFUSED_WHY.find(([re]) => re.test(last));
+    throw this.notAllowed(last, known ? known[1] : 'it is not one of Trino\'s analytical functions Cortado allows, nor listed in database.allowed_functions');
+  }
+
+  private notAllowed(name: string, why: string): CortadoError {
+    return rejected('function_not_allowed', `the SQL calls ${name}(), which is not allowed: ${why}`, { function: name });
+  }
+
+  /** CAST(expr AS type), TRY_CAST: the expression is read on; the type must be plain. */
+  private cast(open: number): void {
+    const { tokens } = this;
+    const end = this.close.get(open) ?? tokens.length;
+    const depth = (tokens[open] as Token).depth + 1;
+    let as = -1;
+    for (let j = open + 1; j < end; j++) {
+      const u = tokens[j] as Token;
+      if (u.depth === depth && isWord(u, 'as')) {
+        as = j;
+        break;
       }
     }
-    i = end - 1;
+    if (as < 0) throw rejected('parse', 'the SQL does not parse as Trino: a CAST without AS and a type');
+    const after = this.readType(as + 1, end);
+    if (after !== end) throw rejected('parse', `the SQL does not parse as Trino: "${(tokens[after] as Token).text}" after the type of a CAST`);
+    this.jumps.set(as, end);
+  }
+
+  /**
+   * A type from `i` (not past `end`); every type name in it must be plain (or listed in
+   * database.allowed_functions). Returns the index after the type.
+   */
+  private readType(i: number, end: number): number {
+    const { tokens } = this;
+    const t = tokens[i];
+    if (i >= end || !isName(t)) throw rejected('parse', 'the SQL does not parse as Trino: a type is missing');
+    const name = lower(t);
+    if (!TRINO_PLAIN_TYPES.has(name) && !this.allowed.has(name)) {
+      throw rejected('type_not_allowed', `the SQL uses the type ${name}, which is not allowed: only plain types (numbers, text, dates and times, JSON, and arrays, maps and rows of them) may be cast to or returned`, { type: name });
+    }
+    let j = i + 1;
+    const word = t.kind === 'word' ? name : '';
+    if (word === 'double' && isWord(tokens[j], 'precision')) return j + 1;
+    if (word === 'interval') {
+      // INTERVAL DAY TO SECOND, INTERVAL YEAR TO MONTH
+      if (!INTERVAL_FIELDS.has(tokens[j]?.value ?? '')) throw rejected('parse', 'the SQL does not parse as Trino: an interval type needs its fields');
+      j++;
+      if (isWord(tokens[j], 'to') && INTERVAL_FIELDS.has(tokens[j + 1]?.value ?? '')) j += 2;
+      return j;
+    }
+    if (word === 'array' || word === 'map') {
+      const close = isPunct(tokens[j], '<') ? '>' : isPunct(tokens[j], '(') ? ')' : '';
+      if (!close) throw rejected('parse', `the SQL does not parse as Trino: ${word} needs its element type`);
+      j = this.readType(j + 1, end);
+      if (word === 'map') {
+        if (!isPunct(tokens[j], ',')) throw rejected('parse', 'the SQL does not parse as Trino: map needs a key and a value type');
+        j = this.readType(j + 1, end);
+      }
+      if (!isPunct(tokens[j], close)) throw rejected('parse', `the SQL does not parse as Trino: ${word}'s type is not closed`);
+      return j + 1;
+    }
+    if (word === 'row') {
+      if (!isPunct(tokens[j], '(')) throw rejected('parse', 'the SQL does not parse as Trino: row needs its fields');
+      const close = this.close.get(j) ?? end;
+      j++;
+      for (;;) {
+        // a field: `name type` or just `type`
+        const named = isName(tokens[j]) && isName(tokens[j + 1]) && !(tokens[j]?.kind === 'word' && TYPE_WORDS.has(tokens[j + 1]?.value ?? ''));
+        j = this.readType(named ? j + 1 : j, close);
+        if (isPunct(tokens[j], ',')) {
+          j++;
+          continue;
+        }
+        if (j !== close) throw rejected('parse', 'the SQL does not parse as Trino: a row type\'s field');
+        return j + 1;
+      }
+    }
+    if (isPunct(tokens[j], '(')) {
+      // parameters: varchar(10), decimal(12, 2), timestamp(3)
+      const close = this.close.get(j) ?? end;
+      j++;
+      while (j < close) {
+        if (tokens[j]?.kind === 'number') j++;
+        else j = this.readType(j, close);
+        if (isPunct(tokens[j], ',')) j++;
+        else if (j !== close) throw rejected('parse', 'the SQL does not parse as Trino: a type\'s parameters');
+      }
+      j = close + 1;
+    }
+    if ((word === 'timestamp' || word === 'time') && (isWord(tokens[j], 'with') || isWord(tokens[j], 'without'))) {
+      if (!isWord(tokens[j + 1], 'time') || !isWord(tokens[j + 2], 'zone')) throw rejected('parse', 'the SQL does not parse as Trino: WITH TIME ZONE');
+      j += 3;
+    }
+    return j;
+  }
+
+  /** `type 'text'` is a cast: after a name that is not a keyword, the name must be a plain type. */
+  private typedLiteral(i: number): void {
+    const prev = this.tokens[i - 1];
+    if (!isName(prev)) return;
+    if (isPunct(this.tokens[i - 2], '.')) {
+      throw rejected('type_not_allowed', `the SQL uses a qualified type before a literal (${prev.text}), which is not allowed`, { type: lower(prev) });
+    }
+    if (prev.kind === 'word' && BEFORE_A_STRING.has(prev.value)) return;
+    const name = lower(prev);
+    if (TRINO_PLAIN_TYPES.has(name) || this.allowed.has(name)) return;
+    throw rejected('type_not_allowed', `the SQL uses the type ${name} for a literal (${name} '...' is a cast), which is not allowed: only plain types (numbers, text, dates and times, JSON) may be`, { type: name });
+  }
+
+  /**
+   * Whether PATTERN at `i` (directly in MATCH_RECOGNIZE's parentheses) is the clause, not a call
+   * named pattern in a measure or a sort key: it follows the end of a clause (not a comma, an
+   * operator or a keyword that an expression follows), and SUBSET or DEFINE follows it.
+   */
+  private patternClause(i: number, open: number): boolean {
+    const prev = this.tokens[i - 1];
+    const after = this.tokens[(this.close.get(open) ?? this.tokens.length) + 1];
+    if (!isWord(after, 'subset') && !isWord(after, 'define')) return false;
+    if (isPunct(prev, ')') || prev?.kind === 'quoted') return true;
+    if (isPunct(prev, '(')) return this.opens.get(i - 1) === 'match';
+    return prev?.kind === 'word' && !BEFORE_AN_EXPRESSION.has(prev.value) && prev.value !== 'measures';
+  }
+
+  /** PATTERN (...) of MATCH_RECOGNIZE: pattern variables and pattern syntax only, nothing is called. */
+  private pattern(open: number): void {
+    const end = this.close.get(open) ?? this.tokens.length;
+    for (let j = open + 1; j < end; j++) {
+      const u = this.tokens[j] as Token;
+      const ok = u.kind === 'word' || u.kind === 'quoted' || u.kind === 'number' || (u.kind === 'punct' && PATTERN_PUNCT.has(u.value));
+      if (!ok) throw rejected('parse', `the SQL does not parse as Trino: "${u.text}" in a MATCH_RECOGNIZE pattern`);
+    }
+    if (end > open + 1) this.jumps.set(open + 1, end);
+  }
+
+  /**
+   * TABLE(...): a table function in a FROM clause may only be one of TRINO_TABLE_FUNCTIONS;
+   * within its arguments, TABLE(t) or TABLE(query) is a table argument. Anything else is
+   * refused: connectors' table functions run text as SQL on the underlying database.
+   */
+  private table(i: number, open: number, level: Level): void {
+    const { tokens } = this;
+    const prev = tokens[i - 1];
+    if (level.kind === 'table_function' && (isPunct(prev, '=>') || isPunct(prev, ',') || isPunct(prev, '('))) {
+      this.opens.set(open, 'relation');
+      return;
+    }
+    const inner = tokens[open + 1];
+    const fn = isName(inner) ? chainAt(tokens, open + 1) : undefined;
+    const fnOpen = fn?.end ?? -1;
+    const called = fn !== undefined && isPunct(tokens[fnOpen], '(');
+    const names = called ? fn.parts.map(lower) : [];
+    const name = names.join('.') || 'table';
+    if (called) {
+      const denied = deniedFunction('trino', names.at(-1) as string);
+      if (denied) throw rejected('dangerous_function', `the SQL calls the table function ${name}(), which is not allowed: ${denied.why}`, { function: name });
+      const closes = this.close.get(fnOpen);
+      const fits = closes !== undefined && closes + 1 === this.close.get(open);
+      if (names.length === 1 && TRINO_TABLE_FUNCTIONS.has(name) && fits && level.relation && this.startsRelation(i)) {
+        this.decided.add(open + 1);
+        this.opens.set(fnOpen, 'table_function');
+        return;
+      }
+    }
+    throw rejected('dangerous_function', `the SQL calls the table function ${name}(), which is not allowed: only ${[...TRINO_TABLE_FUNCTIONS].join(' and ')} are; connectors' table functions run text as SQL on the underlying database`, { function: name });
+  }
+
+  /**
+   * A dotted name that is not called: not in the system catalog nor a connector's system
+   * schema, in information_schema only the safe tables, and no connector metadata table.
+   */
+  private checkRelationName(parts: Token[]): void {
+    const names = parts.map(lower);
+    const name = names.join('.');
+    if (names.slice(0, -1).includes('system')) {
+      throw rejected('relation_not_allowed', `the SQL reads ${name}: the system catalog and connectors' system schemas (other users' queries, nodes, transactions, procedures) are not allowed`, { name });
+    }
+    const at = names.slice(0, -1).indexOf('information_schema');
+    if (at >= 0 && !TRINO_INFORMATION_SCHEMA_SAFE.has(names[at + 1] as string)) {
+      throw rejected('relation_not_allowed', `the SQL reads ${name}: of information_schema only ${[...TRINO_INFORMATION_SCHEMA_SAFE].join(', ')} may be read (roles and privileges are not about the data)`, { name });
+    }
+    const hidden = parts.find((p) => p.kind === 'quoted' && p.value.indexOf('$') > 0);
+    if (hidden) {
+      throw rejected('relation_not_allowed', `the SQL reads ${name}: connectors' metadata tables (table$files, table$snapshots, table$properties...) are not allowed`, { name });
+    }
   }
 }
 
@@ -426,7 +866,12 @@ function relations(tokens: Token[], cteNames: ReadonlySet<string>): string[] {
     if (t.kind === 'punct' && (t.value === '(' || t.value === '[')) selectAt[t.depth + 1] = false;
     if (t.kind !== 'word') continue;
     if (t.value === 'select') selectAt[t.depth] = true;
-    else if (t.value === 'join' || t.value === 'table') record(i + 1); // TABLE x: the query shorthand
+    else if (t.value === 'join') record(i + 1);
+    else if (t.value === 'table') {
+      // TABLE x: the query shorthand; TABLE(x): a table function's table argument
+      if (isPunct(tokens[i + 1], '(') && isName(tokens[i + 2]) && isPunct(tokens[chainAt(tokens, i + 2).end], ')')) record(i + 2);
+      else record(i + 1);
+    }
     else if (t.value === 'from' && selectAt[t.depth] && !isWord(tokens[i - 1], 'distinct')) {
       record(i + 1);
       for (let j = i + 1; j < tokens.length; j++) {
