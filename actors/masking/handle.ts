@@ -19,14 +19,23 @@
  *   not matched by dotted patterns (they have no table).
  * - several rules cover a column: the strongest strategy wins (redact, then hash, then partial),
  *   reported with the first such rule's pattern.
+ * - `partial` applies only to the column's own values (plain references through aliases, CTEs,
+ *   subqueries, UNION, LATERAL): a value made from a masked column (an expression, a cast, an
+ *   aggregate such as string_agg/array_agg/json_agg/GROUP_CONCAT/JSON_ARRAYAGG/min/max/mode/
+ *   any_value, a window such as first_value, a table function over it) gets `hash` instead,
+ *   because partial keeps the part of an address it takes for the domain, and a made-up value
+ *   puts anything there. `count(email)` and `count(DISTINCT email)` are not masked: a count is
+ *   no value of the column (what a count, a filter or an order reveals about values is not
+ *   something column masking can hide; see docs/security.md).
  *
  * Failing closed, the exact rule: an output column whose lineage is not fully known (the SQL
  * does not parse with the dialect's parsers, is not one SELECT, or this column's expression
  * reaches something the lineage cannot read: see lineage.ts, "Opaque") is masked whenever at
  * least one rule is active, even if none of the names it could trace matches: with the strategy
- * of a rule its names match if there is one, else with the strongest strategy among all active
- * rules, reported as rule `(lineage unknown)`. So SQL nobody can parse, with any rule active,
- * has every column masked; columns fully traced and matching no rule are never touched.
+ * of a rule its names match if there is one (never `partial`: hash instead), else with the
+ * strongest strategy among all active rules and `hash`, reported as rule `(lineage unknown)`.
+ * So SQL nobody can parse, with any rule active, has every column masked; columns fully traced
+ * and matching no rule are never touched.
  */
 import type { Ctx } from '../../protocol/bus.js';
 import { CortadoError } from '../../protocol/errors.js';
@@ -34,6 +43,7 @@ import type { Logger } from '../../protocol/log.js';
 import type { Cell, Column, Dialect } from '../../protocol/schemas/common.js';
 import type { MaskedColumn, MaskRuleLite, ResultMaskReply, ResultMaskRequest } from '../../protocol/schemas/policy.js';
 import { parseForLineage } from './dialects.js';
+import { opaqueFunctions, type OpaqueFunction } from './functions.js';
 import { Lineage, resolveColumns, type Source } from './lineage.js';
 import { masker, strongest, type Hasher, type Strategy } from './strategies.js';
 
@@ -52,11 +62,13 @@ export interface MaskingDeps {
   rules: RuleSource;
   hasher: Hasher;
   log: Logger;
+  /** functions whose values are not traced through their arguments (database.allowed_functions) */
+  opaqueFn?: OpaqueFunction;
 }
 
 export async function mask(input: ResultMaskRequest, deps: MaskingDeps, ctx: Ctx): Promise<ResultMaskReply> {
   const rules = input.rules ?? (await deps.rules.get(ctx));
-  const masked = planMasks(input.sql, input.dialect, input.columns, rules);
+  const masked = planMasks(input.sql, input.dialect, input.columns, rules, deps.opaqueFn);
   if (masked.length) {
     deps.log.debug({ rid: ctx.requestId, masked: masked.map((m) => `${m.column}:${m.strategy}`), rows: input.rows.length }, 'result masked');
   }
@@ -121,32 +133,49 @@ function display(s: Source): string {
 
 // ---- the plan ---------------------------------------------------------------------------------
 
+/**
+ * The strategy a rule gets on one column: `partial` keeps a part of the value on the assumption
+ * that the value is the column's own (an e-mail address shows its domain); a value made from the
+ * column (`'x@' || replace(email, '@', '#')`, `reverse(email)`, `string_agg(email, ',')`) or one
+ * of unknown make would show what partial means to hide, so it is hashed instead.
+ */
+function effective(strategy: Strategy, viaSources: boolean, lin: Lineage): Strategy {
+  return strategy === 'partial' && (lin.opaque || (viaSources && lin.derived)) ? 'hash' : strategy;
+}
+
 /** Which columns to mask, how, and why. */
-export function planMasks(sql: string, dialect: Dialect, columns: readonly Column[], rules: readonly MaskRuleLite[]): MaskedColumn[] {
+export function planMasks(
+  sql: string,
+  dialect: Dialect,
+  columns: readonly Column[],
+  rules: readonly MaskRuleLite[],
+  opaqueFn: OpaqueFunction = opaqueFunctions(),
+): MaskedColumn[] {
   if (rules.length === 0 || columns.length === 0) return [];
   const names = columns.map((c) => c.name);
   let lineages: Lineage[];
   try {
-    lineages = resolveColumns(parseForLineage(sql, dialect), columns.length, names);
+    lineages = resolveColumns(parseForLineage(sql, dialect), columns.length, names, opaqueFn);
   } catch {
     // a parser failure of ours is an unknown lineage like any other
     lineages = columns.map(() => Lineage.opaque());
   }
   const active = rules.map(compile);
-  const fallback = strongest(rules.map((r) => r.strategy))!;
+  // a value of unknown make is never masked with `partial` (see effective)
+  const fallback = strongest([...rules.map((r) => r.strategy), 'hash'])!;
   const out: MaskedColumn[] = [];
   columns.forEach((col, index) => {
     const lin = lineages[index] ?? Lineage.opaque();
-    const hits: Array<{ rule: MaskRuleLite; via: string[] }> = [];
+    const hits: Array<{ rule: MaskRuleLite; strategy: Strategy; via: string[] }> = [];
     for (const r of active) {
       const via: string[] = [];
       for (const s of lin.sources.values()) if (sourceMatches(r, s)) via.push(display(s));
       const byName = !r.table && r.column.test(col.name);
-      if (via.length || byName) hits.push({ rule: r.rule, via: via.length ? via : [col.name] });
+      if (via.length || byName) hits.push({ rule: r.rule, strategy: effective(r.rule.strategy, via.length > 0, lin), via: via.length ? via : [col.name] });
     }
     if (hits.length) {
-      const strategy: Strategy = strongest(hits.map((h) => h.rule.strategy))!;
-      const rule = hits.find((h) => h.rule.strategy === strategy)!.rule;
+      const strategy: Strategy = strongest(hits.map((h) => h.strategy))!;
+      const rule = hits.find((h) => h.strategy === strategy)!.rule;
       const sources = [...new Set(hits.flatMap((h) => h.via))];
       out.push({ index, column: col.name, strategy, rule: rule.field_pattern, sources });
       return;

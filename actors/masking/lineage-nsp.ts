@@ -150,7 +150,7 @@ function fromItem(v: unknown): From {
   const a = alias !== undefined ? { alias } : {};
   const sub = isObj(v.expr) ? (v.expr.ast ?? (v.expr.type === 'select' ? v.expr : undefined)) : undefined;
   if (sub !== undefined) return { kind: 'query', query: query(sub), ...a };
-  if (v.type === 'unnest') return { kind: 'func', expr: expr(v.expr), ...a };
+  if (v.type === 'unnest') return { kind: 'func', expr: expr(v.expr), ...a, fns: ['unnest'] };
   const table = nameOf(v.table);
   if (table !== undefined && v.expr === undefined) {
     // BigQuery: catalog (project), schema (dataset); MySQL: db
@@ -204,8 +204,9 @@ function functionName(node: Node): string {
   return parts.filter((p): p is string => p !== undefined).join('.');
 }
 
-/** An expression's column references, whole-row references and subqueries. */
+/** An expression's column references, whole-row references, subqueries and calls. */
 function expr(node: unknown, out: Expr = emptyExpr()): Expr {
+  if (isObj(node) && node.type === 'column_ref' && nameOf(node.column) !== '*' && list(node.subFields).length === 0) out.direct = true;
   const stack: unknown[] = [node];
   while (stack.length) {
     const n = stack.pop();
@@ -241,10 +242,12 @@ function expr(node: unknown, out: Expr = emptyExpr()): Expr {
         out.rows.push([]);
         continue;
       case 'aggr_func':
+        out.calls.push(functionName(n).toLowerCase());
         // count(...) returns a number; an aggregate's ORDER BY and OVER order rows, they are not values
         if (!isCount(n) && isObj(n.args)) stack.push({ ...n.args, orderby: undefined });
         continue;
       case 'function':
+        out.calls.push(functionName(n).toLowerCase());
         if (functionName(n).toLowerCase().includes('json')) stringWords(n.args, out.keys);
         if (!isCount(n)) stack.push(n.args);
         continue;

@@ -9,6 +9,7 @@
  * opaque relation. Anything that is not exactly one SELECT statement is an opaque query.
  */
 import { loadModule, parseSync } from 'libpg-query';
+import { isPgOperator } from './functions.js';
 import { emptyExpr, OPAQUE_QUERY, type Expr, type From, type Item, type Query, type With } from './lineage.js';
 
 let loading: Promise<void> | undefined;
@@ -190,8 +191,18 @@ function isCount(funcname: unknown): boolean {
   return (names.length === 1 && names[0] === 'count') || (names.length === 2 && names[0] === 'pg_catalog' && names[1] === 'count');
 }
 
-/** An expression's column references, whole-row references and subqueries. */
+/** A function's name as written, lower-cased (`upper`, `pg_catalog.upper`). */
+function funcName(funcname: unknown): string {
+  return strings(funcname).map((n) => n.toLowerCase()).join('.');
+}
+
+/** An expression's column references, whole-row references, subqueries and calls. */
 export function expr(node: unknown, out: Expr = emptyExpr()): Expr {
+  const top = entry(node);
+  if (top && top[0] === 'ColumnRef' && out.refs.length + out.rows.length + out.subs.length === 0) {
+    const last = entry(list(top[1].fields).at(-1));
+    out.direct = !(last && last[0] === 'A_Star');
+  }
   const stack: unknown[] = [node];
   for (let n = stack.pop(); n !== undefined || stack.length > 0; n = stack.pop()) {
     if (Array.isArray(n)) {
@@ -226,16 +237,21 @@ export function expr(node: unknown, out: Expr = emptyExpr()): Expr {
           stack.push(value.arg);
           for (const i of list(value.indirection)) if (str(i) === undefined) stack.push(i);
           break;
-        case 'A_Expr':
-          if (strings(value.name).some((op) => JSON_OPERATORS.has(op))) constWords(value.rexpr, out.keys);
+        case 'A_Expr': {
+          const op = strings(value.name);
+          if (op.some((o) => JSON_OPERATORS.has(o))) constWords(value.rexpr, out.keys);
+          // a user-defined operator runs a function of its own: its value cannot be traced
+          if (op.length > 0 && (value.kind === undefined || value.kind === 'AEXPR_OP' || value.kind === 'AEXPR_OP_ANY' || value.kind === 'AEXPR_OP_ALL') && !isPgOperator(op)) out.opaque = true;
           stack.push(value);
           break;
+        }
         case 'JsonFuncExpr':
         case 'JsonTable':
           constWords(value.pathspec, out.keys);
           stack.push(value);
           break;
         case 'FuncCall':
+          out.calls.push(funcName(value.funcname));
           if (strings(value.funcname).some((f) => f.toLowerCase().includes('json'))) constWords(value.args, out.keys);
           if (!isCount(value.funcname)) {
             stack.push(value.args);
@@ -290,7 +306,13 @@ function fromItem(node: unknown): From[] {
         }
         if (defs.length) a.cols = defs;
       }
-      return [{ kind: 'func', expr: expr(body.functions), ...a }];
+      // the function of each ROWS FROM item (a non-call there, like a cast, is no table function)
+      const fns = list(body.functions).map((f) => {
+        const fe = entry(f);
+        const call = entry(fe && fe[0] === 'List' ? list(fe[1].items)[0] : undefined);
+        return call && call[0] === 'FuncCall' ? funcName(call[1].funcname) : '';
+      });
+      return [{ kind: 'func', expr: expr(body.functions), ...a, fns }];
     }
     case 'RangeTableFunc': // XMLTABLE
     case 'JsonTable': {
@@ -303,7 +325,9 @@ function fromItem(node: unknown): From[] {
       const ex = expr({ ...body, alias: undefined });
       // the row and column paths name what is read
       constWords({ ...body, alias: undefined, docexpr: undefined, context_item: undefined }, ex.keys);
-      return [{ kind: 'func', expr: ex, ...(a.alias !== undefined ? { alias: a.alias } : {}), ...(cols.length ? { cols } : {}) }];
+      // rows made of the document argument only
+      const fns = [kind === 'JsonTable' ? 'json_table' : 'xmltable'];
+      return [{ kind: 'func', expr: ex, ...(a.alias !== undefined ? { alias: a.alias } : {}), ...(cols.length ? { cols } : {}), fns }];
     }
     case 'RangeTableSample':
       return fromItem(body.relation);

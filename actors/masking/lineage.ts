@@ -21,8 +21,10 @@
  *   a window's OVER (PARTITION BY / ORDER BY), and WHERE/GROUP BY/HAVING/ORDER BY/JOIN ON.
  * - through a relation in FROM: a CTE (recursive ones too: resolved to a fixed point), a
  *   subquery, a join, a set operation (UNION/INTERSECT/EXCEPT: the union of every branch's
- *   sources at that position), VALUES, a table function (`unnest(u.emails) AS e(x)`: its columns
- *   come from the function's arguments), and LATERAL references to the relations before it;
+ *   sources at that position), VALUES, a known table function (`unnest(u.emails) AS e(x)`,
+ *   `jsonb_each(doc)`, `json_to_recordset(...)`, JSON_TABLE: its columns come from the
+ *   function's arguments; functions.ts lists them), and LATERAL references to the relations
+ *   before it (a LATERAL subquery is a subquery like any other);
  * - a base table's column is the source `table.column`; a name that cannot be pinned to one
  *   relation (an unqualified column with two tables in FROM) gets every candidate.
  *
@@ -37,7 +39,16 @@
  * a column renamed by a column-alias list whose original name is unknown (`FROM users AS u(a, b)`);
  * the star columns of a second set-operation branch (positional: their names are not the
  * output's); a star region whose width does not fit the result; a reference into a subquery
- * that does not expose that name; nesting deeper than MAX_DEPTH.
+ * that does not expose that name; nesting deeper than MAX_DEPTH; a function in FROM that is not
+ * a known table function (`FROM f() AS t(a text)`, a SETOF record function, `EXTERNAL_QUERY`);
+ * a call of a function whose value is not made from its arguments (SQL held in a string:
+ * `ts_rewrite`, `query_to_xml`; a function listed in `database.allowed_functions`, which may
+ * read any table) or a user-defined PostgreSQL operator (functions.ts).
+ *
+ * Derived: a lineage whose value went through anything but plain references (a function, an
+ * operator, an aggregate, a cast, CASE...) is `derived`; masking never applies `partial` to it
+ * (handle.ts): `'x@' || replace(email, '@', '#')` is an e-mail address to `partial`, whose
+ * "domain" would be the whole value.
  *
  * Not traced: what the database itself hides behind a name. Lineage stops at the relations the
  * statement names, so a view (or a function) that renames `email` to `contact` is, to masking, a
@@ -47,6 +58,8 @@
  * Names compare case-insensitively (PostgreSQL folds unquoted names, and a quoted "Email" must
  * still meet a rule on `email`), which can only add candidates.
  */
+
+import { isTableFunction, opaqueFunctions, type OpaqueFunction } from './functions.js';
 
 export interface Source {
   /** the relation as written (`public.users`), when known */
@@ -58,6 +71,8 @@ export interface Source {
 export class Lineage {
   readonly sources = new Map<string, Source>();
   opaque = false;
+  /** some value went through more than plain references (a function, an operator, an aggregate, a cast...) */
+  derived = false;
 
   static opaque(): Lineage {
     const l = new Lineage();
@@ -74,6 +89,7 @@ export class Lineage {
   merge(other: Lineage | undefined): this {
     if (!other) return this;
     if (other.opaque) this.opaque = true;
+    if (other.derived) this.derived = true;
     for (const [k, s] of other.sources) if (!this.sources.has(k)) this.sources.set(k, s);
     return this;
   }
@@ -85,7 +101,7 @@ export class Lineage {
   }
 
   signature(): string {
-    return `${this.opaque ? '?' : ''}${[...this.sources.keys()].sort().join(',')}`;
+    return `${this.opaque ? '?' : ''}${this.derived ? '~' : ''}${[...this.sources.keys()].sort().join(',')}`;
   }
 }
 
@@ -106,6 +122,10 @@ export interface Expr {
   keys: string[];
   /** something in it could not be read */
   opaque: boolean;
+  /** the expression is one plain column reference (its value is the column's, unchanged) */
+  direct: boolean;
+  /** the functions it calls, lower-cased as written (`upper`, `pg_catalog.upper`, `ds.f`) */
+  calls: string[];
 }
 
 export type Item =
@@ -115,7 +135,7 @@ export type Item =
 export type From =
   | { kind: 'table'; name: NamePath; alias?: string; cols?: string[] }
   | { kind: 'query'; query: Query; alias?: string; cols?: string[] }
-  | { kind: 'func'; expr: Expr; alias?: string; cols?: string[] }
+  | { kind: 'func'; expr: Expr; alias?: string; cols?: string[]; /** the table functions it calls at its top (unnest...) */ fns?: string[] }
   | { kind: 'opaque'; alias?: string };
 
 export interface With {
@@ -132,7 +152,7 @@ export type Query =
 export const OPAQUE_QUERY: Query = { kind: 'opaque' };
 
 export function emptyExpr(): Expr {
-  return { refs: [], rows: [], subs: [], keys: [], opaque: false };
+  return { refs: [], rows: [], subs: [], keys: [], opaque: false, direct: false, calls: [] };
 }
 
 // ---- resolution ---------------------------------------------------------------------------------
@@ -174,6 +194,8 @@ interface Scope {
   levels: Rel[][];
   ctes: ReadonlyMap<string, Shape>;
   depth: number;
+  /** functions whose values are not traced through their arguments (functions.ts) */
+  opaqueFn: OpaqueFunction;
 }
 
 const lower = (s: string): string => s.toLowerCase();
@@ -378,6 +400,9 @@ function relOf(f: From, scope: Scope): Rel {
       return shapeRel(renamed(shapeOf(f.query, scope), f.cols), alias !== undefined ? [lower(alias)] : []);
     case 'func': {
       const lin = exprLineage(f.expr, scope);
+      // rows made of the arguments only when every function at its top is a known table function
+      const fns = f.fns ?? [];
+      if (fns.length === 0 || fns.some((n) => !isTableFunction(n) || scope.opaqueFn(n))) lin.opaque = true;
       const cols = f.cols;
       return {
         names: alias !== undefined ? [lower(alias)] : [],
@@ -443,7 +468,8 @@ function shapeRel(shape: Shape, names: string[]): Rel {
 
 function exprLineage(e: Expr, scope: Scope): Lineage {
   const out = new Lineage();
-  if (e.opaque) out.opaque = true;
+  if (e.opaque || e.calls.some(scope.opaqueFn)) out.opaque = true;
+  if (!e.direct) out.derived = true;
   for (const ref of e.refs) out.merge(resolveRef(ref, scope));
   for (const row of e.rows) out.merge(resolveRow(row, scope));
   for (const sub of e.subs) out.merge(shapeAll(shapeOf(sub, scope)));
@@ -526,8 +552,8 @@ function resolveRef(path: NamePath, scope: Scope): Lineage {
  * The lineage of each of the `width` result columns, named `names` (the result's names).
  * A whole-statement failure is `Lineage.opaque()` for every column.
  */
-export function resolveColumns(q: Query, width: number, names: readonly string[]): Lineage[] {
-  const scope: Scope = { levels: [], ctes: new Map(), depth: 0 };
+export function resolveColumns(q: Query, width: number, names: readonly string[], opaqueFn: OpaqueFunction = opaqueFunctions()): Lineage[] {
+  const scope: Scope = { levels: [], ctes: new Map(), depth: 0, opaqueFn };
   return align(shapeOf(q, scope), width, names);
 }
 

@@ -10,6 +10,7 @@ import { createLogger } from '../../protocol/log.js';
 import { MaskRuleCreate, MaskRuleUpdate, ResultMask } from '../../protocol/subjects.js';
 import { prepareParsers } from '../../actors/masking/dialects.js';
 import { applyMasks, globMatch, mask, planMasks, RuleCache, UNKNOWN_LINEAGE_RULE } from '../../actors/masking/handle.js';
+import { opaqueFunctions } from '../../actors/masking/functions.js';
 import { createHasher, partial, REDACTED } from '../../actors/masking/strategies.js';
 import { createFastHmac } from '../../actors/masking/hmac.js';
 import { createHmac, randomBytes } from 'node:crypto';
@@ -33,7 +34,11 @@ interface LineageCase {
   columns: string[];
   /** column → the rule reported for it; every other column must stay unmasked */
   masked: Record<string, string>;
+  /** column → the strategy it gets (checked when given) */
+  strategies?: Record<string, MaskRuleLite['strategy']>;
   rules?: MaskRuleLite[];
+  /** database.allowed_functions */
+  allowed?: string[];
 }
 
 const U = UNKNOWN_LINEAGE_RULE;
@@ -233,6 +238,155 @@ const OTHER_DIALECT_CASES: LineageCase[] = [
   { name: 'Trino: unparseable', dialect: 'trino', sql: 'SELECT a FROM WHERE ,', columns: ['a'], masked: { a: U } },
 ];
 
+/**
+ * Fails closed, and masks what is made from a masked column (issue 10): one table-qualified rule,
+ * `customers.email: partial`. A value made from the column (an expression, an aggregate, a table
+ * function over it) is hashed, never `partial` (partial would show what it means to hide:
+ * `'x@' || replace(email, '@', '#')` keeps the whole address after its `@`); a value whose make
+ * cannot be traced (a record-returning function, SQL hidden in a string, a listed user function,
+ * a user operator) is "lineage unknown", hashed.
+ */
+const EMAIL_RULE: MaskRuleLite[] = [{ field_pattern: 'customers.email', strategy: 'partial' }];
+const E = 'customers.email';
+const FAIL_CLOSED_CASES: LineageCase[] = ([
+  { name: 'the column itself keeps partial', sql: 'SELECT email FROM customers', columns: ['email'], masked: { email: E }, strategies: { email: 'partial' } },
+  {
+    name: 'plain references through a CTE, a subquery, UNION and the LIMIT wrap keep partial',
+    sql: 'SELECT * FROM (WITH c AS (SELECT email AS e FROM customers) SELECT s.e FROM (SELECT e FROM c) s UNION SELECT email FROM customers) AS cortado_limited LIMIT 10',
+    columns: ['e'], masked: { e: E }, strategies: { e: 'partial' },
+  },
+  {
+    name: 'expressions over the column are hashed',
+    sql: "SELECT upper(email) AS u, split_part(email, '@', 2) AS d, email || '' AS c, CAST(email AS int) AS i, reverse(email) AS r, 'x@' || replace(email, '@', '#') AS x, coalesce(email, '') AS co, length(email) AS n FROM customers",
+    columns: ['u', 'd', 'c', 'i', 'r', 'x', 'co', 'n'],
+    masked: { u: E, d: E, c: E, i: E, r: E, x: E, co: E, n: E },
+    strategies: { u: 'hash', d: 'hash', c: 'hash', i: 'hash', r: 'hash', x: 'hash', co: 'hash', n: 'hash' },
+  },
+  {
+    name: 'aggregates and windows of the column are hashed; counts reveal no value and stay',
+    sql: "SELECT string_agg(email, ',') AS s, array_agg(email) AS a, json_agg(email) AS j, jsonb_object_agg(id, email) AS o, min(email) AS lo, max(email) AS hi, mode() WITHIN GROUP (ORDER BY email) AS mo, any_value(email) AS av, count(email) AS n, count(DISTINCT email) AS nd FROM customers",
+    columns: ['s', 'a', 'j', 'o', 'lo', 'hi', 'mo', 'av', 'n', 'nd'],
+    masked: { s: E, a: E, j: E, o: E, lo: E, hi: E, mo: E, av: E },
+    strategies: { s: 'hash', a: 'hash', j: 'hash', o: 'hash', lo: 'hash', hi: 'hash', mo: 'hash', av: 'hash' },
+  },
+  {
+    name: 'first_value over a window',
+    sql: 'SELECT id, first_value(email) OVER (ORDER BY id) AS fv FROM customers',
+    columns: ['id', 'fv'], masked: { fv: E }, strategies: { fv: 'hash' },
+  },
+  {
+    name: 'a record-returning function with a column definition list: unknown',
+    sql: 'SELECT * FROM f() AS t(a text)',
+    columns: ['a'], masked: { a: U }, strategies: { a: 'hash' },
+  },
+  {
+    name: 'a SETOF record function next to the table, qualified columns: unknown, the table\'s columns traced',
+    sql: 'SELECT c.id, t.x, t.y FROM customers c, LATERAL leak(c.id) AS t(x int, y text)',
+    columns: ['id', 'x', 'y'], masked: { x: U, y: U }, strategies: { x: 'hash', y: 'hash' },
+  },
+  {
+    name: 'ROWS FROM with a function that is no table function: unknown',
+    sql: 'SELECT * FROM ROWS FROM (leak() AS (a text), generate_series(1, 2)) AS t(a, n)',
+    columns: ['a', 'n'], masked: { a: U, n: U },
+  },
+  {
+    name: 'json_to_recordset, jsonb_each, unnest of an array made from the column: traced and hashed',
+    sql: "SELECT r.e, k.key, k.value, u.x FROM json_to_recordset((SELECT json_agg(json_build_object('e', email)) FROM customers)) AS r(e text), jsonb_each((SELECT jsonb_object_agg(id, email) FROM customers)) AS k, unnest((SELECT array_agg(email) FROM customers)) AS u(x)",
+    columns: ['e', 'key', 'value', 'x'],
+    masked: { e: E, key: E, value: E, x: E },
+    strategies: { e: 'hash', key: 'hash', value: 'hash', x: 'hash' },
+  },
+  {
+    name: 'unnest(array_agg(email)) in the select list',
+    sql: 'SELECT unnest(array_agg(email)) AS v FROM customers',
+    columns: ['v'], masked: { v: E }, strategies: { v: 'hash' },
+  },
+  {
+    name: 'JSON_TABLE and XMLTABLE over a harmless document: traced, nothing to mask',
+    sql: "SELECT j.x, x.a FROM orders, JSON_TABLE(doc, '$[*]' COLUMNS (x int PATH '$')) AS j, XMLTABLE('/r' PASSING doc COLUMNS a text PATH 'a') AS x",
+    columns: ['x', 'a'], masked: {},
+  },
+  { name: 'MySQL: JSON_TABLE over a harmless document', dialect: 'mysql', sql: "SELECT t.x FROM orders, JSON_TABLE(doc, '$[*]' COLUMNS (x int PATH '$')) t", columns: ['x'], masked: {} },
+  {
+    name: 'a scalar function in FROM is no table function: unknown',
+    sql: "SELECT v FROM upper('x') AS u(v)",
+    columns: ['v'], masked: { v: U },
+  },
+  {
+    name: 'generate_series over harmless values: nothing to mask',
+    sql: 'SELECT g FROM generate_series(1, 3) AS g',
+    columns: ['g'], masked: {},
+  },
+  {
+    name: 'a LATERAL subquery reading the table',
+    sql: 'SELECT c.id, s.x FROM customers c CROSS JOIN LATERAL (SELECT d.email AS x FROM customers d WHERE d.id = c.id) s',
+    columns: ['id', 'x'], masked: { x: E }, strategies: { x: 'partial' },
+  },
+  {
+    name: 'a LATERAL subquery under a star',
+    sql: 'SELECT * FROM customers c, LATERAL (SELECT upper(d.email) AS up FROM customers d WHERE d.id = c.id) s',
+    columns: ['id', 'name', 'email', 'up'], masked: { email: E, up: E }, strategies: { email: 'partial', up: 'hash' },
+  },
+  {
+    name: 'CROSS JOIN LATERAL ts_rewrite: SQL in a string, unknown',
+    sql: "SELECT q FROM customers c CROSS JOIN LATERAL ts_rewrite('a'::tsquery, 'SELECT email::tsquery, ''b''::tsquery FROM customers') AS q",
+    columns: ['q'], masked: { q: U }, strategies: { q: 'hash' },
+  },
+  {
+    name: 'functions that read rows from a string or elsewhere, in the select list: unknown',
+    sql: "SELECT ts_rewrite('a'::tsquery, 'SELECT 1') AS a, query_to_xml('select email from customers', true, false, '') AS b, lo_get(42) AS c, id FROM customers",
+    columns: ['a', 'b', 'c', 'id'], masked: { a: U, b: U, c: U },
+  },
+  {
+    name: 'a user function the deployment allows may read any table: unknown',
+    sql: 'SELECT id, get_email(id) AS who, public.get_email(id) AS who2 FROM customers',
+    allowed: ['public.get_email'],
+    columns: ['id', 'who', 'who2'], masked: { who: U, who2: U }, strategies: { who: 'hash', who2: 'hash' },
+  },
+  {
+    name: 'a user-defined operator: unknown',
+    sql: 'SELECT id === 1 AS a, id OPERATOR(public.+) 1 AS b, id OPERATOR(pg_catalog.+) 1 AS c, id + 1 AS d FROM customers',
+    columns: ['a', 'b', 'c', 'd'], masked: { a: U, b: U },
+  },
+  {
+    name: 'redact stays redact on a derived value',
+    sql: 'SELECT upper(email) AS u FROM customers',
+    rules: [{ field_pattern: 'customers.email', strategy: 'redact' }],
+    columns: ['u'], masked: { u: E }, strategies: { u: 'redact' },
+  },
+  // the other dialects
+  {
+    name: 'MySQL: GROUP_CONCAT, JSON_ARRAYAGG, ANY_VALUE, an XPATH wrapper',
+    dialect: 'mysql',
+    sql: 'SELECT GROUP_CONCAT(email) AS g, JSON_ARRAYAGG(email) AS j, ANY_VALUE(email) AS a, EXTRACTVALUE(1, CONCAT(0x7e, (SELECT GROUP_CONCAT(email) FROM customers))) AS x, COUNT(DISTINCT email) AS n FROM customers',
+    columns: ['g', 'j', 'a', 'x', 'n'], masked: { g: E, j: E, a: E, x: E }, strategies: { g: 'hash', j: 'hash', a: 'hash', x: 'hash' },
+  },
+  {
+    name: 'MySQL: JSON_TABLE over the column; LOAD_FILE',
+    dialect: 'mysql',
+    sql: "SELECT t.x, LOAD_FILE('/etc/passwd') AS f FROM customers, JSON_TABLE(CONCAT('[\"', email, '\"]'), '$[*]' COLUMNS (x varchar(100) PATH '$')) t",
+    columns: ['x', 'f'], masked: { x: E, f: U }, strategies: { x: 'hash', f: 'hash' },
+  },
+  {
+    name: 'BigQuery: STRING_AGG, ARRAY_AGG, UNNEST of an aggregate; EXTERNAL_QUERY',
+    dialect: 'bigquery',
+    sql: "SELECT (SELECT STRING_AGG(email, ',') FROM customers) AS s, u AS x, q.y FROM UNNEST((SELECT ARRAY_AGG(email) FROM customers)) AS u, EXTERNAL_QUERY('conn', 'select email as y from customers') AS q",
+    columns: ['s', 'x', 'y'], masked: { s: E, x: E, y: U }, strategies: { s: 'hash', x: 'hash', y: 'hash' },
+  },
+  {
+    name: 'Trino: array_agg and CROSS JOIN UNNEST over it',
+    dialect: 'trino',
+    sql: 'SELECT t.v FROM (SELECT array_agg(email) AS a FROM customers) s CROSS JOIN UNNEST(s.a) AS t(v)',
+    columns: ['v'], masked: { v: E }, strategies: { v: 'hash' },
+  },
+  {
+    name: 'Trino: a query pass-through table function',
+    dialect: 'trino',
+    sql: "SELECT * FROM TABLE(system.query(query => 'SELECT email FROM customers'))",
+    columns: ['email'], masked: { email: U }, strategies: { email: 'hash' },
+  },
+] as LineageCase[]).map((c) => ({ ...c, rules: c.rules ?? EMAIL_RULE }));
+
 interface Asserts {
   equal(found: unknown, wanted: unknown, message: string): boolean;
   same(found: unknown, wanted: unknown, message: string): boolean;
@@ -240,18 +394,22 @@ interface Asserts {
 
 function runCases(t: Asserts, cases: LineageCase[]): void {
   for (const c of cases) {
-    const plan = planMasks(c.sql, c.dialect ?? 'postgresql', c.columns.map((name) => ({ name, type: 'text' })), c.rules ?? RULES);
+    const plan = planMasks(c.sql, c.dialect ?? 'postgresql', c.columns.map((name) => ({ name, type: 'text' })), c.rules ?? RULES, opaqueFunctions(c.allowed));
     const got: Record<string, string> = {};
+    const strategies: Record<string, string> = {};
     for (const m of plan) {
       t.equal(c.columns[m.index], m.column, `${c.name}: index and name agree`);
       got[m.column] = m.rule;
+      strategies[m.column] = m.strategy;
     }
     t.same(got, c.masked, c.name);
+    if (c.strategies) t.same(strategies, c.strategies, `${c.name}: strategies`);
   }
 }
 
 t.test('lineage: PostgreSQL', async (t) => runCases(t, POSTGRES_CASES));
 t.test('lineage: MySQL, BigQuery, Trino', async (t) => runCases(t, OTHER_DIALECT_CASES));
+t.test('lineage fails closed; what is made from a masked column is masked', async (t) => runCases(t, FAIL_CLOSED_CASES));
 
 t.test('the report names the traced source columns', async (t) => {
   const plan = planMasks('WITH a AS (SELECT email AS x FROM crm.users) SELECT x AS y, id FROM a', 'postgresql', [{ name: 'y', type: 'text' }, { name: 'id', type: 'int4' }], RULES);
@@ -455,8 +613,8 @@ t.test('over the bus: rules from the identity actor\'s store', async (t) => {
   const unparseable = await bus.request(ResultMask, { ...req, sql: 'SELEC contact FRM c' }, ctx);
   t.same(
     unparseable.masked.map((m) => [m.column, m.rule, m.strategy]),
-    req.columns.map((c) => [c.name, UNKNOWN_LINEAGE_RULE, 'partial']),
-    'fails closed over the bus too: every column, with the strongest active strategy',
+    req.columns.map((c) => [c.name, UNKNOWN_LINEAGE_RULE, 'hash']),
+    'fails closed over the bus too: every column, hashed (the only active rule is partial, and a value of unknown make is never partial)',
   );
-  t.same(unparseable.rows[0], ['a***@example.com', '***-**-**89', '****']);
+  for (const cell of unparseable.rows[0]!) t.match(cell, /^sha256:[0-9a-f]{16}$/);
 });
