@@ -159,6 +159,11 @@ export async function authLogin(input: I.AuthLoginRequest, deps: AuthDeps, ctx: 
       throw new CortadoError('UNAUTHORIZED', REFUSED);
     }
     await attempt.released();
+    // the credentials were good (PostgreSQL checks them first), the database named is not there: the login's mistake, no outage
+    if (e.code === 'DB_UNAVAILABLE' && (e.details?.sqlstate === '3D000' || /the database does not exist/i.test(e.message))) {
+      record(false, 'no_such_database');
+      throw new CortadoError('VALIDATION_FAILED', `database: there is no database "${String(built.view.database ?? '').slice(0, 64)}" on the server`);
+    }
     // FORBIDDEN: the role may do more than read (executor/privilege.ts); the reasons are in the message
     record(false, e.code === 'FORBIDDEN' ? 'privileged_role' : 'unreachable');
     throw e;

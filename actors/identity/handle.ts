@@ -15,7 +15,7 @@ import { applyOverride, checkOverride, configValue, isSecretKey, maskSecrets } f
 import type { Config } from '../../config/schema.js';
 import { ldapLogin, testLdapConnection, type LdapSettings } from './ldap.js';
 import type { SecretBox } from './secrets.js';
-import { newSecret, publicSession, sha256, type Lockouts, type SessionStore } from './sessions.js';
+import { lockedOut, newSecret, publicSession, sha256, type Lockouts, type SessionStore } from './sessions.js';
 import type { ApiTokenRecord, Store } from './store/store.js';
 
 export interface IdentityDeps {
@@ -82,11 +82,13 @@ export async function login(input: I.LoginRequest, deps: IdentityDeps, ctx: Ctx)
     record(false, { reason: 'disabled' });
     throw new CortadoError('FORBIDDEN', 'the assistant login is disabled (plugins.assistant_login.enabled and ldap.enabled must be true)');
   }
-  const locked = await deps.lockouts.lockedFor(input.kind, input.username, input.client, now(deps));
-  if (locked > 0) {
+  // counted before the password is checked (compare-and-set): parallel guesses cannot all get a check
+  const reserved = await deps.lockouts.reserve(input.kind, input.username, input.client, now(deps));
+  if (!reserved.attempt) {
     record(false, { reason: 'locked' });
-    throw new CortadoError('RATE_LIMITED', `too many failed logins: try again in ${Math.ceil(locked / 60_000)} min`, { retry_after_s: Math.ceil(locked / 1000) });
+    throw lockedOut(reserved.lockedMs);
   }
+  const attempt = reserved.attempt;
 
   let source: 'ldap' | 'local' | undefined;
   let reason = 'invalid_credentials';
@@ -107,12 +109,12 @@ export async function login(input: I.LoginRequest, deps: IdentityDeps, ctx: Ctx)
     }
   }
   if (!source) {
-    await deps.lockouts.fail(input.kind, input.username, input.client, now(deps));
+    await attempt.failed();
     record(false, { reason });
     if (reason === 'not_in_group') throw new CortadoError('FORBIDDEN', 'this account is not allowed in (not a member of the required group)');
     throw new CortadoError('UNAUTHORIZED', WRONG);
   }
-  await deps.lockouts.succeed(input.kind, input.username, input.client);
+  await attempt.succeeded();
   const ttlMs = input.kind === 'admin' ? config.admin.session_ttl_minutes * 60_000 : config.plugins.assistant_login.ttl_hours * 3_600_000;
   const { token, session } = await deps.sessions.create({ username: input.username, kind: input.kind, source }, ttlMs, now(deps));
   record(true, { source });
@@ -323,6 +325,8 @@ export async function ldapTest(input: { settings?: Record<string, unknown> }, de
   for (const [k, v] of Object.entries(input.settings ?? {})) {
     if (!(k in merged)) throw new CortadoError('VALIDATION_FAILED', `unknown LDAP setting: ${k}`);
     if (isSecretKey(k) && v === '********') continue;
+    // the same rules as a saved setting: a server that is no string is a 400, not a crash in the client
+    checkOverride(deps.config, `ldap.${k}`, v);
     merged[k] = v;
   }
   return testLdapConnection(merged as unknown as LdapSettings);

@@ -9,6 +9,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import type { KV } from '../../protocol/bus.js';
+import { CortadoError } from '../../protocol/errors.js';
 import type { SessionInfo, SessionKind } from '../../protocol/schemas/identity.js';
 
 export interface SessionRecord extends SessionInfo {
@@ -94,6 +95,39 @@ interface Failures {
   first: number;
 }
 
+/** JetStream's answer when a compare-and-set lost the race (the key changed since it was read). */
+const WRONG_LAST_SEQUENCE = new Set([10071, 10164]);
+/** compare-and-set tries on one counter before the attempt is refused (fail closed) */
+const CAS_TRIES = 40;
+
+function lostRace(err: unknown): boolean {
+  return WRONG_LAST_SEQUENCE.has((err as { code?: unknown } | null)?.code as number);
+}
+
+/** 429 for a locked login, with the minutes (message) and seconds (retry_after_s) to wait. */
+export function lockedOut(ms: number): CortadoError {
+  return new CortadoError('RATE_LIMITED', `too many failed logins: try again in ${Math.ceil(ms / 60_000)} min`, { retry_after_s: Math.ceil(ms / 1000) });
+}
+
+/** One login attempt, counted before its password is checked: say how it ended. */
+export interface ReservedAttempt {
+  /** the credentials were wrong (or the account not allowed in): the attempt stays counted */
+  failed(): Promise<void>;
+  /** signed in: this client's count is cleared, and the attempt taken back from the user's */
+  succeeded(): Promise<void>;
+  /** no verdict on the credentials (the directory or database could not be reached): taken back */
+  released(): Promise<void>;
+}
+
+export type Reservation = { attempt: ReservedAttempt; lockedMs?: undefined } | { attempt?: undefined; lockedMs: number };
+
+/**
+ * Failed logins per user and client address, and per user overall, in the shared KV. An
+ * attempt is counted BEFORE its password is checked, by compare-and-set on both counters, so
+ * parallel requests to any number of edges and identity copies cannot all slip past a check
+ * made before any of them failed: at most LOCKOUT.perClient attempts for one user from one
+ * address (LOCKOUT.perUser from anywhere) reach a password check in a window.
+ */
 export class Lockouts {
   constructor(private readonly kv: KV) {}
 
@@ -109,7 +143,34 @@ export class Lockouts {
     return now - f.first > LOCKOUT.windowMs ? { count: 0, first: now } : f;
   }
 
-  /** ms until the user may try again from this client, or 0. */
+  /**
+   * Add `step` to one counter by compare-and-set. With `max`, a counter already at `max` is
+   * left alone and the ms until its window ends come back instead. Taking back (step -1)
+   * never goes below 0.
+   */
+  private async change(key: string, step: 1 | -1, now: number, max?: number): Promise<{ lockedMs: number }> {
+    for (let tries = 0; tries < CAS_TRIES; tries++) {
+      const e = await this.kv.get(key);
+      const live = e !== null && e.operation === 'PUT' && e.value.length > 0;
+      let f: Failures = live ? (JSON.parse(e.string()) as Failures) : { count: 0, first: now };
+      if (now - f.first > LOCKOUT.windowMs) f = { count: 0, first: now };
+      if (max !== undefined && step > 0 && f.count >= max) return { lockedMs: Math.max(1, f.first + LOCKOUT.windowMs - now) };
+      if (step < 0 && f.count <= 0) return { lockedMs: 0 };
+      const next = JSON.stringify({ count: f.count + step, first: f.first });
+      try {
+        if (e !== null && e.operation === 'PUT') await this.kv.update(key, next, e.revision);
+        else await this.kv.create(key, next);
+        return { lockedMs: 0 };
+      } catch (err) {
+        if (!lostRace(err)) throw err;
+        // another request changed the counter since it was read: read it again, a little later
+        await new Promise((r) => setTimeout(r, Math.random() * 2 * (tries + 1)));
+      }
+    }
+    throw new CortadoError('RATE_LIMITED', 'too many logins for this account at once: try again in a moment', { retry_after_s: 1 });
+  }
+
+  /** ms until the user may try again from this client, or 0 (a read: nothing is counted). */
   async lockedFor(kind: SessionKind, username: string, client: string, now = Date.now()): Promise<number> {
     const [perClient, perUser] = this.keys(kind, username, client);
     const [a, b] = await Promise.all([this.read(perClient, now), this.read(perUser, now)]);
@@ -117,16 +178,48 @@ export class Lockouts {
     return Math.max(until(a, LOCKOUT.perClient), until(b, LOCKOUT.perUser), 0);
   }
 
-  async fail(kind: SessionKind, username: string, client: string, now = Date.now()): Promise<void> {
-    for (const key of this.keys(kind, username, client)) {
-      const f = await this.read(key, now);
-      await this.kv.put(key, JSON.stringify({ count: f.count + 1, first: f.first }));
+  /**
+   * Count one attempt before its password is checked: the attempt to report the outcome to, or
+   * the ms until the user may try again (nothing counted then).
+   */
+  async reserve(kind: SessionKind, username: string, client: string, now = Date.now()): Promise<Reservation> {
+    const [perClient, perUser] = this.keys(kind, username, client);
+    const a = await this.change(perClient, 1, now, LOCKOUT.perClient);
+    if (a.lockedMs > 0) return { lockedMs: a.lockedMs };
+    let b: { lockedMs: number };
+    try {
+      b = await this.change(perUser, 1, now, LOCKOUT.perUser);
+    } catch (err) {
+      await this.change(perClient, -1, now).catch(() => undefined);
+      throw err;
     }
+    if (b.lockedMs > 0) {
+      await this.change(perClient, -1, now);
+      return { lockedMs: b.lockedMs };
+    }
+    let settled = false;
+    const once = async (work: () => Promise<void>): Promise<void> => {
+      if (settled) return;
+      settled = true;
+      await work();
+    };
+    return {
+      attempt: {
+        failed: () => once(async () => undefined),
+        succeeded: () => once(async () => {
+          await this.kv.delete(perClient).catch(() => undefined);
+          await this.change(perUser, -1, now);
+        }),
+        released: () => once(async () => {
+          await this.change(perClient, -1, now);
+          await this.change(perUser, -1, now);
+        }),
+      },
+    };
   }
 
-  /** a success clears this client's count (not the per-user one: an attacker elsewhere still counts) */
-  async succeed(kind: SessionKind, username: string, client: string): Promise<void> {
-    const [perClient] = this.keys(kind, username, client);
-    await this.kv.delete(perClient).catch(() => undefined);
+  /** Count one failure without a reservation (a failure known before any check). */
+  async fail(kind: SessionKind, username: string, client: string, now = Date.now()): Promise<void> {
+    for (const key of this.keys(kind, username, client)) await this.change(key, 1, now);
   }
 }

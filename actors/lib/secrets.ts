@@ -43,6 +43,13 @@ export interface SecretBox {
 
 const KEY_SETTING = 'config_db.encryption_key';
 
+/**
+ * Objects and arrays inside each other that a walk goes through, at most: a db_config or a
+ * config section is a few levels deep; a value nested thousands deep (a hostile admin body)
+ * is refused with VALIDATION_FAILED instead of exhausting the stack.
+ */
+export const MAX_WALK_DEPTH = 64;
+
 /** true when the last segment of a dotted config path names a secret (`ldap.bind_password`). */
 export function isSecretKey(path: string): boolean {
   const last = path.split('.').pop() ?? '';
@@ -106,11 +113,18 @@ export function createSecretBox(config: { config_db: { encryption_key: string } 
     return value.json ? (JSON.parse(plain) as unknown) : plain;
   }
 
-  function walk(value: unknown, onSecret: (v: unknown) => unknown): unknown {
-    if (Array.isArray(value)) return value.map((v) => walk(v, onSecret));
+  function walk(value: unknown, onSecret: (v: unknown) => unknown, depth = 0): unknown {
+    if (value === null || typeof value !== 'object') return value;
+    if (depth >= MAX_WALK_DEPTH) {
+      throw new CortadoError('VALIDATION_FAILED', `the value nests objects and arrays more than ${MAX_WALK_DEPTH} levels deep`);
+    }
+    if (Array.isArray(value)) return value.map((v) => walk(v, onSecret, depth + 1));
     if (!isPlainObject(value) || isSealed(value)) return value;
     const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) out[k] = SECRET_KEYS.has(k) ? onSecret(v) : walk(v, onSecret);
+    for (const [k, v] of Object.entries(value)) {
+      // defineProperty: a field named __proto__ stays a field, never the copy's prototype
+      Object.defineProperty(out, k, { value: SECRET_KEYS.has(k) ? onSecret(v) : walk(v, onSecret, depth + 1), enumerable: true, writable: true, configurable: true });
+    }
     return out;
   }
 

@@ -3,6 +3,7 @@ import type { Validator } from 'typebox/compile';
 import { describeErrors } from '../../protocol/define.js';
 import { CortadoError, toCortadoError } from '../../protocol/errors.js';
 import { HTTP_REQUEST_ID } from '../../protocol/headers.js';
+import { checkText, type TextRules } from './json.js';
 import type { HttpRequest, HttpResponse } from './server.js';
 
 export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
@@ -30,12 +31,20 @@ export function errorBody(err: CortadoError, rid: string): { error: Record<strin
 
 export function sendError(res: HttpResponse, err: unknown, rid: string, extra: Record<string, string> = {}): CortadoError {
   const e = toCortadoError(err);
-  sendJson(res, e.httpStatus, errorBody(e, rid), rid, extra);
+  // a lockout says how long it lasts (details.retry_after_s); the rate limiter sets its own header
+  const wait = e.details?.retry_after_s;
+  const retry: Record<string, string> = e.code === 'RATE_LIMITED' && typeof wait === 'number' && Number.isFinite(wait) ? { 'retry-after': String(Math.max(1, Math.ceil(wait))) } : {};
+  sendJson(res, e.httpStatus, errorBody(e, rid), rid, { ...retry, ...extra });
   return e;
 }
 
-/** Content type → 415, size → 413, syntax → 400, schema → 400 with the failing paths. */
-export async function readJson<T>(req: HttpRequest, check: Validator): Promise<T> {
+/**
+ * Content type → 415, size → 413, nesting deeper than MAX_JSON_DEPTH → 400 (the server refuses
+ * it while reading the body), syntax → 400, control characters → 400 naming the field (every
+ * string is a name but the top-level fields `rules.text` names), schema → 400 with the failing
+ * paths.
+ */
+export async function readJson<T>(req: HttpRequest, check: Validator, rules: TextRules = {}): Promise<T> {
   const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
   if (type !== 'application/json') {
     throw new CortadoError('UNSUPPORTED_MEDIA_TYPE', 'send the body as application/json');
@@ -47,6 +56,7 @@ export async function readJson<T>(req: HttpRequest, check: Validator): Promise<T
   } catch {
     throw new CortadoError('MALFORMED_BODY', 'the body is not valid JSON');
   }
+  checkText(value, rules);
   if (!check.Check(value)) {
     const errors = describeErrors(check, value);
     const first = errors[0];

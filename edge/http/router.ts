@@ -1,5 +1,12 @@
-/** Method + path patterns (`/api/tables/:name`) → handlers; 404 and 405 told apart. */
+/**
+ * Method + path patterns (`/api/tables/:name`) → handlers; 404 and 405 told apart. A path
+ * parameter is percent-decoded, and one that holds a control character or a lone surrogate
+ * after decoding (protocol/schemas/text.ts) is refused with 400 naming it, before any handler
+ * runs: ids and names go on to stores, databases and logs.
+ */
+import { CortadoError } from '../../protocol/errors.js';
 import type { Logger } from '../../protocol/log.js';
+import { textProblem } from '../../protocol/schemas/text.js';
 import type { HttpRequest, HttpResponse } from './server.js';
 
 export interface RouteContext {
@@ -39,11 +46,25 @@ export class Router {
     for (const r of this.routes) {
       const params = matchSegments(r.segments, parts);
       if (!params) continue;
-      if (r.method === method || (method === 'HEAD' && r.method === 'GET')) return { handler: r.handler, params };
+      if (r.method === method || (method === 'HEAD' && r.method === 'GET')) return { handler: refusing(params) ?? r.handler, params };
       allowed.push(r.method);
     }
     return allowed.length ? { allowed } : { notFound: true };
   }
+}
+
+/** A handler answering 400 for the first path parameter that is no clean name, or undefined. */
+function refusing(params: Record<string, string>): RouteHandler | undefined {
+  for (const [name, value] of Object.entries(params)) {
+    const problem = textProblem(value, 'name');
+    if (problem) {
+      const label = name === '*' ? 'the path' : `path parameter ${name}`;
+      return () => {
+        throw new CortadoError('VALIDATION_FAILED', `${label}: ${problem}`, { errors: [{ path: name === '*' ? '/' : `:${name}`, message: problem }] });
+      };
+    }
+  }
+  return undefined;
 }
 
 function split(path: string): string[] {

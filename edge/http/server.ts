@@ -9,6 +9,8 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { CortadoError } from '../../protocol/errors.js';
+import { checkJsonDepth, isJsonType } from './json.js';
+import { CheckedQuery } from './query.js';
 
 export interface HttpRequest {
   /** upper case */
@@ -22,7 +24,10 @@ export interface HttpRequest {
   readonly remoteAddress: string;
   /** route parameters, filled by the router */
   params: Record<string, string>;
-  /** the whole body; rejects with PAYLOAD_TOO_LARGE over the limit */
+  /**
+   * the whole body; rejects with PAYLOAD_TOO_LARGE over the limit, and with VALIDATION_FAILED
+   * when a JSON body (by its Content-Type) nests deeper than MAX_JSON_DEPTH (edge/http/json.ts)
+   */
   body(): Promise<Buffer>;
 }
 
@@ -60,6 +65,17 @@ const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 function statusLine(status: number): string {
   return `${status} ${http.STATUS_CODES[status] ?? ''}`.trim();
+}
+
+/** The body as read, refused when it is JSON nested too deep: checked once here, for every route. */
+function checked(body: Promise<Buffer>, headers: Record<string, string>): Promise<Buffer> {
+  if (!isJsonType(headers['content-type'])) return body;
+  const out = body.then((b) => {
+    checkJsonDepth(b);
+    return b;
+  });
+  out.catch(() => undefined);
+  return out;
 }
 
 function tooLarge(limit: number): CortadoError {
@@ -141,6 +157,7 @@ async function uwsServer(opts: ServerOptions): Promise<HttpServer> {
         });
       });
       bodyPromise.catch(() => undefined);
+      bodyPromise = checked(bodyPromise, headers);
     } else {
       bodyPromise = Promise.resolve(Buffer.alloc(0));
     }
@@ -183,7 +200,7 @@ async function uwsServer(opts: ServerOptions): Promise<HttpServer> {
       method,
       path: url,
       rawQuery,
-      get query() { return new URLSearchParams(rawQuery); },
+      get query() { return new CheckedQuery(rawQuery); },
       headers,
       remoteAddress,
       params: {},
@@ -260,6 +277,7 @@ function nodeServer(opts: ServerOptions): HttpServer {
         nreq.on('error', reject);
       });
       bodyPromise.catch(() => undefined);
+      bodyPromise = checked(bodyPromise, headers);
       return bodyPromise;
     };
 
@@ -292,7 +310,7 @@ function nodeServer(opts: ServerOptions): HttpServer {
       method,
       path: urlPath,
       rawQuery,
-      get query() { return new URLSearchParams(rawQuery); },
+      get query() { return new CheckedQuery(rawQuery); },
       headers,
       remoteAddress: nreq.socket.remoteAddress ?? '',
       params: {},

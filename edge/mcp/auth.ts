@@ -2,8 +2,10 @@
  * Who is calling: the API token of an MCP request, checked by the identity actor before any
  * session exists. The token arrives in `x-mcp-token`, as `Authorization: Bearer ctd_…` (what
  * Streamable HTTP clients send), or in the `token` query parameter (clients that can only be
- * given a URL). It is never logged: the edge's request line redacts `token=`, and nothing here
- * names it.
+ * given a URL). The query is read as URLSearchParams parses it (`%74oken=` is `token=`), and
+ * the edge's request log line redacts with the same decoding (protocol/log.ts redactUrl: any
+ * secret-named parameter, encoded or not, and anything shaped like `ctd_…`), so a token that
+ * opens a session is never logged in clear; nothing here names it either.
  */
 import { createHash } from 'node:crypto';
 import type { Bus } from '../../protocol/bus.js';
@@ -24,7 +26,10 @@ export function tokenOf(req: HttpRequest): string | undefined {
     const bearer = auth.replace(/^bearer\s+/i, '').trim();
     if (bearer) return bearer;
   }
-  const query = req.query.get(TOKEN_QUERY)?.trim();
+  const all = req.query.getAll(TOKEN_QUERY);
+  // two different tokens in one URL: which one was meant is not for the server to guess
+  if (new Set(all).size > 1) throw new CortadoError('UNAUTHORIZED', `send one token (the ${TOKEN_QUERY} query parameter is repeated with different values)`);
+  const query = all[0]?.trim();
   return query || undefined;
 }
 

@@ -1,10 +1,12 @@
 import Type, { type Static } from 'typebox';
 import { Cell, Channel, Column, Usage } from './common.js';
 import { Insight } from './insights.js';
+import { NameString, TextString } from './text.js';
 
 export const AskRequest = Type.Object({
-  question: Type.String({ minLength: 1, maxLength: 4000 }),
-  tables: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 512 }), { maxItems: 200 })),
+  /** tabs and line breaks, but no other control character (protocol/schemas/text.ts) */
+  question: TextString({ minLength: 1, maxLength: 4000 }),
+  tables: Type.Optional(Type.Array(NameString({ minLength: 1, maxLength: 512 }), { maxItems: 200 })),
   conversation_id: Type.Optional(Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9_.:-]+$' })),
   channel: Channel,
   /** publish step-by-step progress on progress.<request id> */

@@ -4,9 +4,12 @@
  * a reply: values of secret keys come back as "********".
  */
 import Type, { type Static } from 'typebox';
+import { NameString } from './text.js';
 
 const Iso = Type.String({ description: 'ISO 8601 time' });
-const Username = Type.String({ minLength: 1, maxLength: 256 });
+/** names and passwords hold no control character (protocol/schemas/text.ts): NUL would end them on a database's wire */
+const Username = NameString({ minLength: 1, maxLength: 256 });
+const Password = NameString({ maxLength: 1024 });
 
 /** admin panel, assistant login gate, and the multi-user sessions of plugins.auth */
 export const SessionKind = Type.Enum(['admin', 'assistant', 'auth']);
@@ -40,7 +43,7 @@ export type SessionInfo = Static<typeof SessionInfo>;
 export const LoginRequest = Type.Object({
   kind: SessionKind,
   username: Username,
-  password: Type.String({ maxLength: 1024 }),
+  password: Password,
   /** the client's address, for the lockout */
   client: Type.String({ maxLength: 128 }),
 });
@@ -62,18 +65,18 @@ export const Ok = Type.Object({ ok: Type.Boolean() });
 /** POST /auth/login: the user's own DATABASE credentials, validated by connecting with them. */
 export const AuthLoginRequest = Type.Object({
   username: Username,
-  password: Type.String({ maxLength: 1024 }),
+  password: Password,
   /** the provider (trino, postgresql, mysql, bigquery); default plugins.auth.db_provider, else database.provider */
-  db_type: Type.Optional(Type.String({ maxLength: 32 })),
+  db_type: Type.Optional(NameString({ maxLength: 32 })),
   /** must be the configured host/port when given (plugins.auth.db_host/db_port, else the database section's) */
-  host: Type.Optional(Type.String({ maxLength: 255 })),
+  host: Type.Optional(NameString({ maxLength: 255 })),
   port: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535 })),
   /** PostgreSQL/MySQL database (checked against allowed_catalogs when set) */
-  database: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
+  database: Type.Optional(NameString({ minLength: 1, maxLength: 256 })),
   /** Trino catalog (checked against allowed_catalogs when set) */
-  catalog: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
+  catalog: Type.Optional(NameString({ minLength: 1, maxLength: 256 })),
   /** checked against the catalog's allowed_schemas when set */
-  schema: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
+  schema: Type.Optional(NameString({ minLength: 1, maxLength: 256 })),
   /** the client's address, for the lockout */
   client: Type.String({ maxLength: 128 }),
 });
@@ -91,7 +94,7 @@ export type AutoSessionRequest = Static<typeof AutoSessionRequest>;
 export const AuthTokenRequest = Type.Object({
   /** the auth session's secret */
   token: Type.String({ maxLength: 256 }),
-  label: Type.Optional(Type.String({ maxLength: 200 })),
+  label: Type.Optional(NameString({ maxLength: 200 })),
   ttl_hours: Type.Optional(Type.Integer({ minimum: 1 })),
   /** a catalog-less discovery token (Trino, plugins.auth.enable_discovery_tokens) */
   discovery: Type.Optional(Type.Boolean()),
@@ -118,7 +121,7 @@ export type ApiTokenInfo = Static<typeof ApiTokenInfo>;
 
 export const TokenIssueRequest = Type.Object({
   username: Username,
-  label: Type.Optional(Type.String({ maxLength: 200 })),
+  label: Type.Optional(NameString({ maxLength: 200 })),
   /** capped by plugins.auth.token_max_ttl_hours */
   ttl_hours: Type.Optional(Type.Integer({ minimum: 1 })),
   /** the database scope: provider, catalog, schema, connection fields */
@@ -149,9 +152,22 @@ export const ConfigViewReply = Type.Object({
 });
 export type ConfigViewReply = Static<typeof ConfigViewReply>;
 
+/**
+ * Whether a dotted config key is well formed: lower-case words between dots, and no word that
+ * every object inherits (`__proto__`, `constructor`): keys walk into the live config object.
+ */
+export function configKeyOk(key: string): boolean {
+  return key.length > 0 && key.length <= 200 && /^[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)*$/.test(key)
+    && !key.split('.').some((part) => part === 'prototype' || part in Object.prototype);
+}
+
 export const ConfigUpdateRequest = Type.Object({
   /** dotted path, e.g. query.max_limit */
-  key: Type.String({ minLength: 1, maxLength: 200, pattern: '^[a-z_][a-z0-9_]*(\\.[a-z_][a-z0-9_]*)*$' }),
+  key: Type.Refine(
+    Type.String({ minLength: 1, maxLength: 200, pattern: '^[a-z_][a-z0-9_]*(\\.[a-z_][a-z0-9_]*)*$' }),
+    configKeyOk,
+    () => 'a dotted config key of lower-case words, none of them __proto__, constructor or prototype',
+  ),
   value: Type.Unknown(),
   by: Username,
 });

@@ -1,5 +1,6 @@
 import Type, { type Static } from 'typebox';
 import { Cell, Column, Dialect, Turn, Usage } from './common.js';
+import { TextString } from './text.js';
 
 // ---- sqlgen -------------------------------------------------------------------------------
 
@@ -55,7 +56,8 @@ export type ChatReplyReply = Static<typeof ChatReplyReply>;
 // ---- executor -----------------------------------------------------------------------------
 
 export const SqlExecuteRequest = Type.Object({
-  sql: Type.String({ minLength: 1 }),
+  /** tabs and line breaks, but no other control character (NUL ends a string on PostgreSQL's wire) */
+  sql: TextString({ minLength: 1 }),
   /** rows when the SQL has no LIMIT (defaults to query.default_limit) */
   default_limit: Type.Optional(Type.Integer({ minimum: 1 })),
   /** hard cap (defaults to query.max_limit) */
@@ -83,7 +85,7 @@ export const SqlExecuteReply = Type.Object({
 });
 export type SqlExecuteReply = Static<typeof SqlExecuteReply>;
 
-export const SqlCheckRequest = Type.Object({ sql: Type.String({ minLength: 1 }) });
+export const SqlCheckRequest = Type.Object({ sql: TextString({ minLength: 1 }) });
 export type SqlCheckRequest = Static<typeof SqlCheckRequest>;
 
 export const SqlCheckReply = Type.Object({

@@ -1,12 +1,16 @@
 /**
  * The edge alone (no actors), on both HTTP servers: request hygiene, error shapes,
- * request ids, CORS, 503 when no actor answers.
+ * request ids, CORS, 503 when no actor answers; JSON nested too deep and control characters in
+ * bodies, path and query parameters refused with 400 before anything reaches the bus; URLs
+ * redacted for the log the way the query is parsed.
  */
 import t from 'tap';
 import { startNats } from '../helpers/nats.js';
 import { testConfig } from '../helpers/config.js';
 import { call, startStack } from '../helpers/stack.js';
 import { uwsAvailable } from '../../edge/http/server.js';
+import { jsonDepth, MAX_JSON_DEPTH } from '../../edge/http/json.js';
+import { redactUrl } from '../../protocol/log.js';
 
 t.test('edge', async (t) => {
   const nats = await startNats();
@@ -45,6 +49,55 @@ t.test('edge', async (t) => {
           t.equal(r.body.error.code, 'VALIDATION_FAILED');
           t.type(r.body.error.message, 'string');
         }
+      });
+
+      await t.test(`JSON nested more than ${MAX_JSON_DEPTH} deep → 400 while reading, cheaply`, async (t) => {
+        const json = { 'content-type': 'application/json' };
+        const over = await call(q, { raw: `{"question":"x","tables":${'['.repeat(MAX_JSON_DEPTH)}${']'.repeat(MAX_JSON_DEPTH)}}`, headers: json });
+        t.equal(over.status, 400);
+        t.equal(over.body.error.code, 'VALIDATION_FAILED');
+        t.match(over.body.error.message, /more than 64 levels deep/);
+        const at = await call(q, { raw: `{"question":"x","tables":${'['.repeat(MAX_JSON_DEPTH - 1)}${']'.repeat(MAX_JSON_DEPTH - 1)}}`, headers: json });
+        t.equal(at.status, 400, 'exactly the limit reaches the schema check');
+        t.match(at.body.error.message, /^\/tables/, 'which names the field');
+        const started = performance.now();
+        const flat = await call(q, { raw: '['.repeat(4_000), headers: json });
+        t.equal(flat.status, 400);
+        t.ok(performance.now() - started < 2_000, 'no parse of a bracket wall');
+        const brackets = await call(q, { raw: `{"question":"${'[{'.repeat(100)}"}`, headers: json });
+        t.equal(brackets.status, 503, 'brackets inside a string are text, not nesting');
+      });
+
+      await t.test('control characters → 400 naming the field; tabs and newlines are text in a question', async (t) => {
+        const cases: Array<[unknown, RegExp]> = [
+          [{ question: 'a\u0000b' }, /^\/question: control characters other than tab and line breaks/],
+          [{ question: 'bell \u0007' }, /^\/question/],
+          [{ question: 'x', tables: ['or\tders'] }, /^\/tables\/0: control characters are not allowed here \(found U\+0009/],
+          [{ question: 'x', conversation_id: 'c\u0000' }, /^\/conversation_id/],
+          [{ question: 'x', 'a\u0000': 1 }, /the field name/],
+          [{ question: 'lone \udc00' }, /not valid Unicode/],
+        ];
+        for (const [body, message] of cases) {
+          const r = await call(q, { body });
+          t.equal(r.status, 400, JSON.stringify(body));
+          t.equal(r.body.error.code, 'VALIDATION_FAILED');
+          t.match(r.body.error.message, message);
+          t.ok(r.body.error.details.errors[0].path.startsWith('/'));
+        }
+        const text = await call(q, { body: { question: 'which store\tsold\r\nthe most? 💥 \u202e' } });
+        t.equal(text.status, 503, 'a question with tabs, line breaks, emoji and RTL passes the edge (no actor behind it)');
+      });
+
+      await t.test('path and query parameters with control characters → 400 naming them', async (t) => {
+        const path = await call(`${stack.url}/api/tables/or%00ders`);
+        t.equal(path.status, 400);
+        t.match(path.body.error.message, /^path parameter name: control characters/);
+        t.equal((await call(`${stack.url}/api/tables/or%0Aders`)).status, 400);
+        t.equal((await call(`${stack.url}/api/tables/orders`)).status, 503, 'a clean name goes on');
+        t.equal((await call(`${stack.url}/api/tables/%ED%A0%80`)).status, 404, 'not UTF-8 at all: no such route');
+        const query = await call(`${stack.url}/api/tables?refresh=tr%00ue`);
+        t.equal(query.status, 400);
+        t.match(query.body.error.message, /^query parameter refresh/);
       });
 
       await t.test('a body over the limit → 413', async (t) => {
@@ -110,6 +163,32 @@ t.test('edge', async (t) => {
       });
     });
   }
+
+  await t.test('redactUrl: secret parameters however encoded, and anything like a token anywhere', async (t) => {
+    const token = `ctd_${'Ab9_-'.repeat(8)}`;
+    const cases = [
+      `/mcp/sse?token=${token}`, `/mcp/sse?%74oken=${token}`, `/mcp/sse?%54OKEN=${token}`, `/mcp/sse?t%6Fken=${token}`, `/mcp/sse?%2574oken=${token}`,
+      `/mcp/sse?a=1;token=${token}`, `/mcp/sse?token=x&token=${token}`, `/mcp/sse?to+ken=${token}`, `/mcp/sse?q=${token.replace('_', '%5F')}`,
+      `/mcp/sse?q=${token.replace('_', '%255F')}`, `/mcp/${token}/x`, `/x?${token}`, `/x?api_key=${token}`,
+    ];
+    for (const url of cases) {
+      const out = redactUrl(url);
+      t.notOk(out.includes(token.slice(4)), `${url} → ${out}`);
+      t.match(out, /\[redacted\]/);
+    }
+    t.equal(redactUrl('/x?password=hunter2&q=hello+world&limit=5'), '/x?password=[redacted]&q=hello+world&limit=5', 'other parameters stay as sent');
+    t.equal(redactUrl('/x?%70assword=hunter2'), '/x?%70assword=[redacted]');
+    t.equal(redactUrl('/x?secret=1;apikey=2'), '/x?secret=[redacted];apikey=[redacted]');
+    t.equal(redactUrl('/api/tables?refresh=true'), '/api/tables?refresh=true');
+    t.equal(redactUrl('/x?q=%E0%A4%A'), '/x?q=%E0%A4%A', 'a malformed escape neither throws nor changes');
+  });
+
+  await t.test('jsonDepth counts brackets outside strings only', async (t) => {
+    t.equal(jsonDepth(Buffer.from('{"a":[1,{"b":"[[[["}]}')), 3);
+    t.equal(jsonDepth(Buffer.from(String.raw`"\\"[[`)), 2, 'an escaped backslash: the string ends at the next quote');
+    t.equal(jsonDepth(Buffer.from(String.raw`"\"[[`)), 0, 'an escaped quote: the string goes on');
+    t.equal(jsonDepth(Buffer.from(String.raw`{"a\"]]":[[1]]}`)), 3, 'a closing bracket inside a key is text');
+  });
 
   await t.test('a wildcard origin never goes out with credentials', async (t) => {
     const config = testConfig({ natsUrl: nats.url, extra: { cors: { allow_origins: ['*'], allow_credentials: true } } });

@@ -8,10 +8,11 @@ import { Compile } from 'typebox/compile';
 import type { Bus, Ctx } from '../../../protocol/bus.js';
 import { CortadoError } from '../../../protocol/errors.js';
 import { HTTP_REQUEST_ID } from '../../../protocol/headers.js';
-import type { AuditQueryRequest, SessionKind } from '../../../protocol/schemas/identity.js';
+import { configKeyOk, type AuditQueryRequest, type SessionKind } from '../../../protocol/schemas/identity.js';
 import * as S from '../../../protocol/subjects.js';
 import type { Config } from '../../../config/schema.js';
 import { toCsv } from '../csv.js';
+import { checkText } from '../json.js';
 import { readJson, SECURITY_HEADERS, sendJson } from '../reply.js';
 import type { Router, RouteContext } from '../router.js';
 import type { HttpRequest, HttpResponse } from '../server.js';
@@ -38,6 +39,17 @@ const LdapTestBody = Compile(Type.Object({ settings: Type.Optional(Type.Record(T
 
 /** CSV export: at most this many entries. */
 const CSV_MAX = 50_000;
+/** the largest offset a listing takes (PostgreSQL's OFFSET is a bigint; a 1e300 is no number to it) */
+const MAX_OFFSET = 1_000_000_000;
+
+/** Strings of these top-level fields are text (tabs and line breaks allowed); every other string is a name. */
+const TEXT_FIELDS = { prompt: { text: ['text'] }, config: { text: ['value'] }, mask: { text: ['description'] } } as const;
+
+/** A dotted config key from a path, checked as the bus checks it (configKeyOk), with a message for people. */
+function configKey(key: string, what = 'key'): string {
+  if (!configKeyOk(key)) throw new CortadoError('VALIDATION_FAILED', `${what}: a dotted config key of lower-case words (letters, digits and _ between dots), e.g. query.max_limit`);
+  return key;
+}
 
 export interface AdminRouteDeps {
   bus: Bus;
@@ -52,6 +64,7 @@ async function readLogin(req: HttpRequest): Promise<{ username: string; password
     const username = form.get('username') ?? '';
     const password = form.get('password') ?? '';
     if (!username || username.length > 256 || password.length > 1024) throw new CortadoError('VALIDATION_FAILED', 'username and password are required');
+    checkText({ username, password });
     return { username, password, form: true };
   }
   const body = await readJson<{ username: string; password: string }>(req, LoginBody);
@@ -109,7 +122,9 @@ function auditFilter(req: HttpRequest): AuditQueryRequest {
     const v = q.get(k);
     if (v === null) continue;
     const n = Number(v);
-    if (!Number.isInteger(n) || n < 0 || (k === 'limit' && (n < 1 || n > 1000))) throw new CortadoError('VALIDATION_FAILED', `${k}: ${k === 'limit' ? 'an integer from 1 to 1000' : 'a non-negative integer'}`);
+    if (!Number.isInteger(n) || n < 0 || n > MAX_OFFSET || (k === 'limit' && (n < 1 || n > 1000))) {
+      throw new CortadoError('VALIDATION_FAILED', `${k}: ${k === 'limit' ? 'an integer from 1 to 1000' : `an integer from 0 to ${MAX_OFFSET}`}`);
+    }
     f[k] = n;
   }
   return f;
@@ -130,25 +145,28 @@ export function adminRoutes(router: Router, deps: AdminRouteDeps): void {
 
   admin('GET', '/admin/config', async (_req, res, ctx, b) => sendJson(res, 200, await bus.request(S.ConfigView, {}, b), ctx.rid));
   admin('PUT', '/admin/config/:key', async (req, res, ctx, b) => {
-    const { value } = await readJson<{ value: unknown }>(req, ValueBody);
-    sendJson(res, 200, await bus.request(S.ConfigUpdate, { key: req.params.key ?? '', value, by: b.user }, b), ctx.rid);
+    const key = configKey(req.params.key ?? '');
+    const { value } = await readJson<{ value: unknown }>(req, ValueBody, TEXT_FIELDS.config);
+    sendJson(res, 200, await bus.request(S.ConfigUpdate, { key, value, by: b.user }, b), ctx.rid);
   });
   admin('DELETE', '/admin/config/:key', async (req, res, ctx, b) => {
-    sendJson(res, 200, await bus.request(S.ConfigReset, { key: req.params.key ?? '', by: b.user }, b), ctx.rid);
+    sendJson(res, 200, await bus.request(S.ConfigReset, { key: configKey(req.params.key ?? ''), by: b.user }, b), ctx.rid);
   });
   admin('GET', '/admin/config-history', async (req, res, ctx, b) => {
     const f = auditFilter(req);
     const key = req.query.get('key');
+    if (key) configKey(key);
     sendJson(res, 200, await bus.request(S.ConfigHistory, { ...(key ? { key } : {}), ...(f.limit ? { limit: f.limit } : {}), ...(f.offset ? { offset: f.offset } : {}) }, b), ctx.rid);
   });
 
   admin('GET', '/admin/prompts', async (_req, res, ctx, b) => sendJson(res, 200, await bus.request(S.PromptsList, {}, b), ctx.rid));
   admin('PUT', '/admin/prompts/:key', async (req, res, ctx, b) => {
-    const { text } = await readJson<{ text: string }>(req, TextBody);
-    sendJson(res, 200, await bus.request(S.ConfigUpdate, { key: `prompts.${req.params.key ?? ''}`, value: text, by: b.user }, b), ctx.rid);
+    const key = configKey(`prompts.${req.params.key ?? ''}`, 'the prompt name');
+    const { text } = await readJson<{ text: string }>(req, TextBody, TEXT_FIELDS.prompt);
+    sendJson(res, 200, await bus.request(S.ConfigUpdate, { key, value: text, by: b.user }, b), ctx.rid);
   });
   admin('DELETE', '/admin/prompts/:key', async (req, res, ctx, b) => {
-    sendJson(res, 200, await bus.request(S.ConfigReset, { key: `prompts.${req.params.key ?? ''}`, by: b.user }, b), ctx.rid);
+    sendJson(res, 200, await bus.request(S.ConfigReset, { key: configKey(`prompts.${req.params.key ?? ''}`, 'the prompt name'), by: b.user }, b), ctx.rid);
   });
 
   admin('GET', '/admin/tokens', async (req, res, ctx, b) => {
@@ -164,11 +182,11 @@ export function adminRoutes(router: Router, deps: AdminRouteDeps): void {
 
   admin('GET', '/admin/mask-rules', async (_req, res, ctx, b) => sendJson(res, 200, await bus.request(S.MaskRulesList, {}, b), ctx.rid));
   admin('POST', '/admin/mask-rules', async (req, res, ctx, b) => {
-    const body = await readJson<Parameters<typeof bus.request<typeof S.MaskRuleCreate>>[1]>(req, MaskBody);
+    const body = await readJson<Parameters<typeof bus.request<typeof S.MaskRuleCreate>>[1]>(req, MaskBody, TEXT_FIELDS.mask);
     sendJson(res, 201, await bus.request(S.MaskRuleCreate, body, b), ctx.rid);
   });
   admin('PUT', '/admin/mask-rules/:id', async (req, res, ctx, b) => {
-    const body = await readJson<Record<string, unknown>>(req, MaskPatch);
+    const body = await readJson<Record<string, unknown>>(req, MaskPatch, TEXT_FIELDS.mask);
     sendJson(res, 200, await bus.request(S.MaskRuleUpdate, { ...body, id: req.params.id ?? '' }, b), ctx.rid);
   });
   admin('DELETE', '/admin/mask-rules/:id', async (req, res, ctx, b) => sendJson(res, 200, await bus.request(S.MaskRuleDelete, { id: req.params.id ?? '' }, b), ctx.rid));

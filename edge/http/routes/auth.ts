@@ -26,7 +26,7 @@ import type { Router } from '../router.js';
 import type { HttpRequest } from '../server.js';
 import { clearCookie, clientAddress, CSRF_HEADER, overTls, sessionCookie, sessionToken } from '../session.js';
 import { discoverTargets, discoveryEnabled, scopeCatalog } from '../../discovery.js';
-import { legacyShape } from './query.js';
+import { LEGACY_TEXT, legacyShape } from './query.js';
 
 /** The header SQLatte's auth widget sends its session in. */
 export const SESSION_HEADER = 'x-session-id';
@@ -176,7 +176,7 @@ export function authRoutes(router: Router, deps: AuthRouteDeps): void {
 
   router.post('/auth/query', async (req, res, ctx) => {
     const caller = await requireAuth(deps, req, ctx.rid);
-    const body = await readJson<QueryBody>(req, QueryBody);
+    const body = await readJson<QueryBody>(req, QueryBody, LEGACY_TEXT);
     // a conversation belongs to its session: another session cannot read it by guessing its id
     const conversation = body.conversation_id ? `${caller.owner.slice(2)}:${body.conversation_id}` : undefined;
     const ask: AskRequest = { question: body.question, channel: 'auth', owner: caller.owner };

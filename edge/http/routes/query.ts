@@ -22,6 +22,9 @@ import { clientAddress, sessionToken } from '../session.js';
 
 const checkApi = Compile(ApiQueryBody);
 const checkLegacy = Compile(LegacyQueryBody);
+/** fields whose strings are text (tabs and line breaks allowed); every other string is a name (edge/http/json.ts) */
+const API_TEXT = { text: ['question'] } as const;
+export const LEGACY_TEXT = { text: ['question', 'table_schema', 'schema'] } as const;
 
 export interface QueryRouteDeps {
   bus: Bus;
@@ -148,7 +151,7 @@ export function legacyShape(reply: AskReply, sessionId: string | undefined): Rec
 
 export function queryRoutes(router: Router, deps: QueryRouteDeps): void {
   router.post('/api/query', async (req, res, ctx) => {
-    const body = await readJson<ApiQueryBody>(req, checkApi);
+    const body = await readJson<ApiQueryBody>(req, checkApi, API_TEXT);
     const ask: AskRequest = { question: body.question.trim() || body.question, channel: 'api' };
     if (body.tables?.length) ask.tables = body.tables;
     if (body.conversation_id) ask.conversation_id = body.conversation_id;
@@ -156,7 +159,7 @@ export function queryRoutes(router: Router, deps: QueryRouteDeps): void {
   });
 
   router.post('/query', async (req, res, ctx) => {
-    const body = await readJson<LegacyQueryBody>(req, checkLegacy);
+    const body = await readJson<LegacyQueryBody>(req, checkLegacy, LEGACY_TEXT);
     const sessionId = body.session_id ?? undefined;
     const caller = await legacyCaller(deps.bus, deps.config, req, ctx.rid, sessionId);
     const tables = body.tables?.length ? body.tables : tablesFromSchemaText(body.table_schema ?? body.schema);
