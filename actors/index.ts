@@ -17,6 +17,7 @@ export const ACTOR_MODULES: Readonly<Record<Actor, () => Promise<ActorModule>>> 
   [Actor.Llm]: () => import('./llm/actor.js'),
   [Actor.Insights]: () => import('./insights/actor.js'),
   [Actor.Identity]: () => import('./identity/actor.js'),
+  [Actor.Settings]: () => import('./settings/actor.js'),
   [Actor.Audit]: () => import('./audit/actor.js'),
   [Actor.Masking]: () => import('./masking/actor.js'),
   [Actor.Alerts]: () => import('./alerts/actor.js'),
@@ -39,6 +40,9 @@ export const DRAIN_ORDER: readonly Actor[] = [
   Actor.Llm,
   Actor.Executor,
   Actor.Mailer,
+  // it answers the mask rules masking and alerts read to the end, and (started second) applies
+  // the stored config overrides before the actors after it start
+  Actor.Settings,
   // last: it writes down the events of everything above
   Actor.Audit,
 ];

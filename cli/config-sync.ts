@@ -1,7 +1,7 @@
 /**
  * Runtime config changes reach every process: a `config.changed` event is applied to this
  * process's config object (every actor here holds it), and a process that starts after
- * changes were made asks the identity actor for the stored overrides once.
+ * changes were made asks the settings actor for the stored overrides once.
  */
 import type { Bus } from '../protocol/bus.js';
 import type { Logger } from '../protocol/log.js';
@@ -9,7 +9,7 @@ import type { ConfigChanged } from '../protocol/schemas/identity.js';
 import { ConfigChangedEvt, ConfigStored } from '../protocol/subjects.js';
 import { applyOverride, checkOverride } from '../config/runtime.js';
 import type { Config } from '../config/schema.js';
-import { createSecretBox } from '../actors/identity/secrets.js';
+import { createSecretBox } from '../actors/lib/secrets.js';
 
 export function startConfigSync(bus: Bus, config: Config, log: Logger): () => void {
   const box = createSecretBox(config);
@@ -29,7 +29,7 @@ export function startConfigSync(bus: Bus, config: Config, log: Logger): () => vo
   });
 }
 
-/** The overrides already stored, for a process without an identity actor of its own. */
+/** The overrides already stored, for a process without a settings actor of its own. */
 export async function loadStoredOverrides(bus: Bus, config: Config, log: Logger): Promise<void> {
   const box = createSecretBox(config);
   try {
@@ -45,6 +45,6 @@ export async function loadStoredOverrides(bus: Bus, config: Config, log: Logger)
     }
     if (overrides.length) log.info({ overrides: overrides.length }, 'runtime config overrides applied');
   } catch (err) {
-    log.debug({ err: (err as Error).message }, 'no stored config overrides (no identity actor answered)');
+    log.debug({ err: (err as Error).message }, 'no stored config overrides (no settings actor answered)');
   }
 }

@@ -12,7 +12,8 @@ import { CortadoError } from '../protocol/errors.js';
 import { createLogger } from '../protocol/log.js';
 import { ALL_ACTORS, type Actor } from '../protocol/subjects.js';
 import { loadConfigFile, resolveConfigPath } from '../config/load.js';
-import { parseActorList } from '../actors/runtime/host.js';
+import { parseActorList, requestsInFlight } from '../actors/runtime/host.js';
+import { containCrashes } from './crash.js';
 import { runCortado, VERSION, type Roles } from './run.js';
 import { runTap } from './tap.js';
 
@@ -91,6 +92,8 @@ export async function main(argv: readonly string[]): Promise<number> {
   const log = createLogger({ svc: roles.edge && roles.actors.length === 0 ? 'edge' : roles.edge ? 'cortado' : 'actors', level: config.app.debug ? 'debug' : config.app.log_level });
   for (const w of loaded.warnings) log.warn({ config: file }, w);
   const portArg = option(argv, '--port');
+  // a throw from a callback nobody awaits, or a rejection nobody handles, is logged, not fatal (cli/crash.ts)
+  containCrashes({ log, requestsInFlight });
 
   let running;
   try {

@@ -21,7 +21,10 @@ function natsServerOnPath(): boolean {
 }
 
 export async function connectBus(config: Config, log: Logger, name: string): Promise<BusHandle> {
-  const opts = { url: config.bus.url, prefix: config.bus.prefix, name, log, strict: process.env.CORTADO_STRICT === '1', preferLocal: config.bus.prefer_local };
+  const opts = {
+    url: config.bus.url, prefix: config.bus.prefix, name, log, strict: process.env.CORTADO_STRICT === '1', preferLocal: config.bus.prefer_local,
+    outboxMaxEvents: config.bus.outbox_max_events,
+  };
   try {
     return { bus: await Bus.connect(opts) };
   } catch (first) {

@@ -48,7 +48,7 @@ export async function runCortado(opts: RunOptions): Promise<Running> {
   try {
     await bus.ensureEventStream({ maxAgeMs: config.bus.events_max_age_days * 24 * 3600_000 });
     stopSync = startConfigSync(bus, config, log);
-    if (!roles.actors.includes('identity')) await loadStoredOverrides(bus, config, log);
+    if (!roles.actors.includes('settings')) await loadStoredOverrides(bus, config, log);
     if (roles.actors.length) actors = await startActors(roles.actors, { bus, config, log });
     if (roles.edge) {
       edge = await startEdge({ bus, config, log, version: VERSION, ...(opts.port !== undefined ? { port: opts.port } : {}), ...(opts.host ? { host: opts.host } : {}) });
@@ -70,7 +70,8 @@ export async function runCortado(opts: RunOptions): Promise<Running> {
         await edge?.stop(deadline);
         await actors?.stop(deadline);
         stopSync?.();
-        await bus.close();
+        // durable events still waiting for JetStream get what is left of the grace
+        await bus.close(deadline);
         await stopChild(child);
       })();
       return stopping;

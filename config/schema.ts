@@ -168,6 +168,13 @@ export const ConfigSchema = Type.Object({
     events_max_age_days: Int(7, { minimum: 1 }),
     /** a request for an actor running in the same process skips the wire (see protocol/bus.ts) */
     prefer_local: Bool(true),
+    /** durable events waiting for JetStream's acknowledgement (per process) at which questions are refused */
+    outbox_max_events: Int(10_000, { minimum: 1 }),
+  }),
+  /** (Cortado) the audit trail */
+  audit: Section({
+    /** refuse questions (AUDIT_UNAVAILABLE) while their events could not reach the audit trail */
+    required: Bool(true),
   }),
   llm: LlmSection,
   model_routing: ModelRouting,

@@ -1,5 +1,5 @@
 /**
- * The bus: the ONLY importer of the NATS client.
+ * The bus: with protocol/bus-durable.ts, the ONLY importer of the NATS client.
  *
  * - `request(def, input, ctx)`: typed request/reply with one wildcard inbox of our own
  *   (one subscription, a map of pending replies) instead of the client's per-request
@@ -7,7 +7,17 @@
  * - `serve(def, handler)`: queue group = the owning actor; input validated with the
  *   compiled schema; anything thrown is normalised into the reply envelope; in-flight
  *   handlers are tracked so a stop can wait for them.
- * - `publish(event, payload, ctx)`: facts, captured by the JetStream stream.
+ * - `publish(event, payload, ctx)`: facts, captured by the JetStream stream. A `durable` event
+ *   (protocol/define.ts) is published to JetStream with an acknowledgement and its id as
+ *   `Nats-Msg-Id`, and waits in the outbox until the stream stored it, across a lost connection
+ *   and a restarted server (protocol/bus-durable.ts, protocol/outbox.ts); `eventTrouble()` says
+ *   when that cannot be promised (stream not kept, outbox full): the assistant refuses
+ *   questions then.
+ * - The connection lost: the client drops whatever is written while it is away, so the bus holds
+ *   its writes until it is back (up to HELD_MAX), a request already sent fails at once
+ *   (ACTOR_UNAVAILABLE: its answer cannot arrive) and one not yet sent waits for the reconnect
+ *   at most HOLD_MS; for a moment after the reconnect "no responders" is sent again (the
+ *   actor's process may not have resubscribed yet) instead of failing.
  * - request id, user, deadline, hop count and database scope travel in headers.
  * - `preferLocal`: a request whose actor is served by this very process is handed to the
  *   handler directly (same validation, deadline, in-flight tracking and error model, no
@@ -19,14 +29,15 @@
  */
 import { randomUUID } from 'node:crypto';
 import { connect, headers as natsHeaders, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from '@nats-io/transport-node';
-import { AckPolicy, DeliverPolicy, jetstreamManager, RetentionPolicy, StorageType, DiscardPolicy } from '@nats-io/jetstream';
+import { AckPolicy, DeliverPolicy, jetstreamManager } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
 import type { Static, TSchema } from 'typebox';
 import { describeErrors, type EventDef, type PayloadOf, type ReplyOf, type RequestDef, type RequestOf } from './define.js';
 import { CortadoError, toCortadoError, type WireError } from './errors.js';
 import { Header, MAX_HOPS } from './headers.js';
 import type { Logger } from './log.js';
-import { eventsStreamName, EVENTS_WILDCARD } from './subjects.js';
+import { DurableEvents, type OutboxStats, type StreamOptions } from './bus-durable.js';
+import { eventsStreamName } from './subjects.js';
 
 /** What travels with every message: who asked, for which request, until when. */
 export interface Ctx {
@@ -51,6 +62,11 @@ interface Pending {
   reject: (err: CortadoError) => void;
   timer: NodeJS.Timeout;
   def: RequestDef;
+  /** handed to the connection (lost with it when it drops) */
+  written: boolean;
+  since: number;
+  /** sends it (again) */
+  write?: () => void;
 }
 
 export interface BusOptions {
@@ -65,6 +81,8 @@ export interface BusOptions {
   connectTimeoutMs?: number;
   /** call handlers served by this process directly instead of over NATS (config bus.prefer_local) */
   preferLocal?: boolean;
+  /** durable events waiting for JetStream at which questions are refused (config bus.outbox_max_events) */
+  outboxMaxEvents?: number;
 }
 
 interface LocalRoute {
@@ -92,6 +110,18 @@ const PULL_ANSWER_TIMEOUT_MS = 5_000;
 /** the status of a pull that got no answer in that time */
 const NO_ANSWER = -1;
 const dec = new TextDecoder();
+/** how long a request not yet sent waits for a lost connection to come back */
+const HOLD_MS = 10_000;
+/**
+ * after a reconnect, how long "no responders" is taken for an actor's process that has not
+ * resubscribed yet (the request goes again every RESEND_NO_RESPONDERS_MS) rather than for none
+ */
+const RESUBSCRIBE_GRACE_MS = 3_000;
+const RESEND_NO_RESPONDERS_MS = 250;
+/** writes kept while the connection is away; past it they are dropped (requests then fail after HOLD_MS) */
+const HELD_MAX = 50_000;
+/** how long flush() waits for the outbox, and close() without a deadline */
+const OUTBOX_WAIT_MS = 5_000;
 
 export class Bus {
   readonly prefix: string;
@@ -111,8 +141,23 @@ export class Bus {
   private readonly flushOutgoing = (): void => {
     const batch = this.outgoing;
     this.outgoing = [];
+    if (this.down) {
+      this.hold(batch);
+      return;
+    }
     for (const write of batch) write();
   };
+  /** the connection is lost (the client reconnects); since when */
+  private down = false;
+  private downSince = 0;
+  private reconnectedAt = 0;
+  /** writes kept while the connection is lost, sent when it is back */
+  private held: Array<() => void> = [];
+  private heldDropped = 0;
+  private holdTimer: NodeJS.Timeout | undefined;
+
+  /** the event stream and the outbox of durable events */
+  private readonly durable: DurableEvents;
 
   private constructor(nc: NatsConnection, opts: BusOptions) {
     this.nc = nc;
@@ -121,7 +166,12 @@ export class Bus {
     this.strict = opts.strict ?? false;
     this.preferLocal = opts.preferLocal ?? false;
     this.inbox = `_INBOX.${randomUUID().replace(/-/g, '')}`;
+    this.durable = new DurableEvents({
+      nc, prefix: opts.prefix, log: opts.log, ...(opts.outboxMaxEvents !== undefined ? { max: opts.outboxMaxEvents } : {}),
+      send: (write) => this.send(write), down: () => this.down,
+    });
     this.nc.subscribe(`${this.inbox}.*`, { callback: (err, msg) => { this.onReply(err, msg); } });
+    void this.watchConnection();
   }
 
   static async connect(opts: BusOptions): Promise<Bus> {
@@ -169,16 +219,20 @@ export class Bus {
         this.pending.delete(id);
         reject(new CortadoError('TIMEOUT', `${def.owner} did not answer ${def.subject} within ${timeoutMs} ms`, { subject: def.subject }));
       }, timeoutMs);
-      this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject, timer, def });
-      this.send(() => {
+      const p: Pending = { resolve: resolve as (v: unknown) => void, reject, timer, def, written: false, since: Date.now() };
+      this.pending.set(id, p);
+      p.write = () => {
+        if (this.pending.get(id) !== p) return; // given up while the connection was away
         try {
           this.nc.publish(this.subject(def.subject), payload, { reply: `${this.inbox}.${id}`, headers });
+          p.written = true;
         } catch (err) {
           clearTimeout(timer);
           this.pending.delete(id);
           reject(new CortadoError('ACTOR_UNAVAILABLE', `cannot reach the bus: ${(err as Error).message}`));
         }
-      });
+      };
+      this.send(p.write);
     });
   }
 
@@ -190,6 +244,14 @@ export class Bus {
     const id = msg.subject.slice(this.inbox.length + 1);
     const p = this.pending.get(id);
     if (!p) return; // late reply after a timeout
+    if (msg.headers?.code === 503 && msg.data.length === 0 && p.write && Date.now() - this.reconnectedAt < RESUBSCRIBE_GRACE_MS) {
+      // nobody got it (so nothing ran): the actor's process may not have resubscribed after
+      // the broker came back yet; the same message goes again in a moment
+      p.written = false;
+      const write = p.write;
+      setTimeout(() => this.send(write), RESEND_NO_RESPONDERS_MS).unref();
+      return;
+    }
     this.pending.delete(id);
     clearTimeout(p.timer);
     if (msg.headers?.code === 503 && msg.data.length === 0) {
@@ -371,7 +433,11 @@ export class Bus {
 
   // ---- events and raw subjects --------------------------------------------------------
 
-  /** Publish a fact. The JetStream stream keeps it; duplicates (same id) are dropped. */
+  /**
+   * Publish a fact. The JetStream stream keeps it; duplicates (same id) are dropped. A durable
+   * event, once the stream is known to be kept (ensureEventStream), goes through the outbox:
+   * acknowledged by JetStream, sent again until it is. Nothing here waits for the ack.
+   */
   publish<E extends EventDef>(def: E, payload: PayloadOf<E>, ctx: Ctx): void {
     if (this.closed) return;
     if (this.strict && !def.checkPayload.Check(payload)) {
@@ -382,13 +448,20 @@ export class Bus {
     const h = natsHeaders();
     h.set(Header.RequestId, ctx.requestId);
     if (ctx.user) h.set(Header.User, ctx.user);
-    const id = (payload as { id?: unknown }).id;
-    if (typeof id === 'string') h.set(Header.MsgId, id);
+    const given = (payload as { id?: unknown }).id;
+    const id = typeof given === 'string' && given !== '' ? given : undefined;
+    if (id) h.set(Header.MsgId, id);
     let data: Uint8Array;
     try {
       data = enc.encode(JSON.stringify(payload));
     } catch (err) {
       this.log.warn({ err, subj: def.subject }, 'cannot encode event');
+      return;
+    }
+    if (def.durable && this.durable.active) {
+      const msgId = id ?? randomUUID();
+      if (!id) h.set(Header.MsgId, msgId);
+      this.durable.add({ id: msgId, subject: def.subject, requestId: ctx.requestId, data, headers: h });
       return;
     }
     this.send(() => {
@@ -436,39 +509,41 @@ export class Bus {
     return () => sub.unsubscribe();
   }
 
-  /** Round trip to the server: everything published before is on the server after it. */
+  /**
+   * Round trip to the server: everything published before is on the server after it, and the
+   * durable events waiting in the outbox are stored (waited for up to OUTBOX_WAIT_MS).
+   */
   async flush(): Promise<void> {
     this.flushOutgoing();
     await this.nc.flush();
+    await this.durable.settled(Date.now() + OUTBOX_WAIT_MS);
+  }
+
+  /**
+   * Why a durable event published now might never reach the audit trail, as the error a
+   * question is refused with (the caller decides whether to: config audit.required); undefined
+   * when it will get there. Two reasons: JetStream did not keep the event stream when it was
+   * made (ensureEventStream failed; tried again every few seconds), or the outbox is full.
+   */
+  eventTrouble(): CortadoError | undefined {
+    return this.durable.trouble();
+  }
+
+  /** How many durable events wait for JetStream's acknowledgement, and the outbox's counters. */
+  outboxStats(): OutboxStats {
+    return this.durable.stats();
   }
 
   // ---- JetStream ----------------------------------------------------------------------
 
-  /** Create the event stream if missing. Without JetStream, events still flow (warned). */
-  async ensureEventStream(opts: { maxAgeMs?: number; maxBytes?: number } = {}): Promise<boolean> {
-    const name = eventsStreamName(this.prefix);
-    try {
-      const jsm = await jetstreamManager(this.nc, { timeout: 2_000 });
-      try {
-        await jsm.streams.info(name);
-      } catch {
-        await jsm.streams.add({
-          name,
-          subjects: [this.subject(EVENTS_WILDCARD)],
-          retention: RetentionPolicy.Limits,
-          storage: StorageType.File,
-          discard: DiscardPolicy.Old,
-          max_age: (opts.maxAgeMs ?? 7 * 24 * 3600_000) * 1_000_000,
-          max_bytes: opts.maxBytes ?? 1024 * 1024 * 1024,
-          duplicate_window: 120 * 1_000_000_000,
-        });
-        this.log.info({ stream: name }, 'created the event stream');
-      }
-      return true;
-    } catch (err) {
-      this.log.warn({ err: (err as Error).message, stream: name }, 'JetStream is not available: events are not kept');
-      return false;
-    }
+  /**
+   * Create the event stream if missing; from then on durable events go through the outbox.
+   * When JetStream cannot keep it (not enabled, out of storage: "insufficient storage
+   * resources"), events still flow as plain messages (warned), `eventTrouble()` says so, and
+   * making the stream is tried again every STREAM_RETRY_MS until it works.
+   */
+  async ensureEventStream(opts: StreamOptions = {}): Promise<boolean> {
+    return this.durable.ensureStream(opts);
   }
 
   /**
@@ -670,8 +745,13 @@ export class Bus {
 
   // ---- lifecycle ----------------------------------------------------------------------
 
-  /** Flush and close. Pending requests fail with SHUTTING_DOWN. */
-  async close(): Promise<void> {
+  /**
+   * Flush and close. Pending requests fail with SHUTTING_DOWN. Durable events still waiting in
+   * the outbox get until `deadline` (the shutdown grace; OUTBOX_WAIT_MS when not given) to be
+   * stored; what is left then is logged at error level, by event id, and is not in the audit
+   * trail (the outbox lives in this process's memory).
+   */
+  async close(deadline: number = Date.now() + OUTBOX_WAIT_MS): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     for (const [id, p] of this.pending) {
@@ -680,6 +760,8 @@ export class Bus {
       this.pending.delete(id);
     }
     this.flushOutgoing();
+    await this.durable.close(deadline);
+    if (this.holdTimer) clearInterval(this.holdTimer);
     try {
       await this.nc.drain();
     } catch {
@@ -690,6 +772,78 @@ export class Bus {
   /** Resolves when the connection is closed for good (server gone and no reconnect). */
   closedPromise(): Promise<void | Error> {
     return this.nc.closed();
+  }
+
+  // ---- the connection -----------------------------------------------------------------
+
+  private async watchConnection(): Promise<void> {
+    try {
+      for await (const s of this.nc.status()) {
+        if (s.type === 'disconnect') this.onDisconnect();
+        else if (s.type === 'reconnect') this.onReconnect();
+      }
+    } catch {
+      // the connection closed
+    }
+  }
+
+  /**
+   * The connection dropped. What was sent and not answered cannot be answered any more (the
+   * server forgets our inbox with us): those requests fail now instead of at their timeout.
+   * What is sent from now on is kept until the connection is back (see `flushOutgoing`).
+   */
+  private onDisconnect(): void {
+    if (this.down) return;
+    this.down = true;
+    this.downSince = Date.now();
+    this.durable.pause();
+    let failed = 0;
+    for (const [id, p] of this.pending) {
+      if (!p.written) continue;
+      this.pending.delete(id);
+      clearTimeout(p.timer);
+      failed++;
+      p.reject(new CortadoError('ACTOR_UNAVAILABLE', `the connection to the message broker was lost while ${p.def.owner} worked on ${p.def.subject}: its answer cannot arrive`, { actor: p.def.owner }));
+    }
+    this.log.warn({ failed, waiting_events: this.durable.waiting }, 'lost the connection to NATS: reconnecting');
+    this.holdTimer = setInterval(() => this.expireHeld(), 500);
+    this.holdTimer.unref();
+  }
+
+  /** Requests that waited HOLD_MS for the connection to come back fail. */
+  private expireHeld(): void {
+    const limit = Date.now() - HOLD_MS;
+    for (const [id, p] of this.pending) {
+      if (p.written || Math.max(p.since, this.downSince) > limit) continue;
+      this.pending.delete(id);
+      clearTimeout(p.timer);
+      p.reject(new CortadoError('ACTOR_UNAVAILABLE', `the message broker has been unreachable for ${Math.round((Date.now() - this.downSince) / 1000)} s: ${p.def.subject} was not sent`, { actor: p.def.owner }));
+    }
+  }
+
+  private hold(writes: Array<() => void>): void {
+    const room = HELD_MAX - this.held.length;
+    if (writes.length > room) {
+      if (this.heldDropped === 0) this.log.warn({ held: this.held.length }, 'the connection to NATS is still lost: further messages are dropped until it is back');
+      this.heldDropped += writes.length - Math.max(0, room);
+    }
+    for (let i = 0; i < Math.min(room, writes.length); i++) this.held.push(writes[i]!);
+  }
+
+  /** Back: what was kept goes out first, in order; the outbox sends what waits again. */
+  private onReconnect(): void {
+    if (!this.down) return;
+    this.down = false;
+    this.reconnectedAt = Date.now();
+    if (this.holdTimer) clearInterval(this.holdTimer);
+    this.holdTimer = undefined;
+    const held = this.held;
+    this.held = [];
+    this.log.info({ after_ms: Date.now() - this.downSince, held: held.length, dropped: this.heldDropped, waiting_events: this.durable.waiting }, 'reconnected to NATS');
+    this.heldDropped = 0;
+    this.outgoing = held.concat(this.outgoing);
+    this.flushOutgoing();
+    this.durable.resume();
   }
 
   // ---- headers ------------------------------------------------------------------------

@@ -34,6 +34,11 @@ export interface EventDef<P extends TSchema = TSchema> {
   readonly subject: string;
   readonly payload: P;
   readonly checkPayload: Validator;
+  /**
+   * must not be lost: published to JetStream with an acknowledgement and its id as
+   * `Nats-Msg-Id`, waiting in the bus's outbox until the stream has stored it (protocol/outbox.ts)
+   */
+  readonly durable: boolean;
 }
 
 export type RequestOf<D> = D extends RequestDef<infer Q, TSchema> ? Static<Q> : never;
@@ -57,10 +62,16 @@ export function defineRequest<Q extends TSchema, R extends TSchema>(def: {
   });
 }
 
-export function defineEvent<P extends TSchema>(def: { subject: string; payload: P }): EventDef<P> {
+/** `durable: true` for a fact the audit trail must have (see EventDef.durable); the payload then needs an `id`. */
+export function defineEvent<P extends TSchema>(def: { subject: string; payload: P; durable?: boolean }): EventDef<P> {
   assertSubject(def.subject);
   if (!def.subject.startsWith('evt.')) throw new Error(`event subject "${def.subject}" must start with evt.`);
-  return Object.freeze({ kind: 'event' as const, ...def, checkPayload: Compile(def.payload) });
+  // the id is the message id JetStream drops a retried copy by, and the audit entry's key
+  const schema = def.payload as { properties?: Record<string, { type?: unknown }>; required?: string[] };
+  if (def.durable && (schema.properties?.id?.type !== 'string' || !schema.required?.includes('id'))) {
+    throw new Error(`durable event "${def.subject}" needs a required string id in its payload`);
+  }
+  return Object.freeze({ kind: 'event' as const, ...def, durable: def.durable ?? false, checkPayload: Compile(def.payload) });
 }
 
 /** `{instancePath, message}` items for a failed check: what VALIDATION_FAILED carries. */

@@ -49,6 +49,7 @@ export const ERRORS = {
   DB_UNAVAILABLE: spec(503, McpMapping.ToolError, true, 'The database cannot be reached.'),
   ACTOR_UNAVAILABLE: spec(503, McpMapping.ToolError, true, 'No actor is running to handle this step.'),
   SHUTTING_DOWN: spec(503, McpMapping.ToolError, true, 'The process is draining and takes no new work.'),
+  AUDIT_UNAVAILABLE: spec(503, McpMapping.ToolError, true, 'The audit trail cannot be written (the broker does not keep the event stream, or too many events wait for it): questions are refused rather than answered unaudited (audit.required).'),
   TIMEOUT: spec(504, McpMapping.ToolError, true, 'A step did not answer in time.'),
   DB_TIMEOUT: spec(504, McpMapping.ToolError, true, 'The query ran past its timeout and was cancelled on the server.'),
   CONFIG_INVALID: spec(500, McpMapping.InternalError, false, 'The configuration is invalid, or lacks a setting the operation needs; the message names the setting, never its value. At start-up the process exits with code 2.'),

@@ -46,6 +46,7 @@ export const Actor = {
   Llm: 'llm',
   Insights: 'insights',
   Identity: 'identity',
+  Settings: 'settings',
   Audit: 'audit',
   Masking: 'masking',
   Alerts: 'alerts',
@@ -111,10 +112,16 @@ export const InsightsGenerate = defineRequest({
   subject: 'insights.generate', owner: Actor.Insights, timeoutMs: 60_000, request: InsightsGenerateRequest, reply: InsightsGenerateReply,
 });
 
-// ---- identity and audit ------------------------------------------------------------------
+// ---- identity, settings and audit ---------------------------------------------------------
 
 const identity = <Q extends import('typebox').TSchema, R extends import('typebox').TSchema>(subject: string, request: Q, reply: R, timeoutMs = 15_000) =>
   defineRequest({ subject: `identity.${subject}`, owner: Actor.Identity, timeoutMs, request, reply });
+/**
+ * Runtime config, prompts, mask rules and LDAP settings are the settings actor's (split from
+ * identity); their subjects keep the `identity.` names they always had, so no client changes.
+ */
+const settings = <Q extends import('typebox').TSchema, R extends import('typebox').TSchema>(subject: string, request: Q, reply: R, timeoutMs = 15_000) =>
+  defineRequest({ subject: `identity.${subject}`, owner: Actor.Settings, timeoutMs, request, reply });
 
 export const IdentityLogin = identity('login', I.LoginRequest, I.LoginReply);
 export const IdentitySession = identity('session', I.SessionRequest, I.SessionInfo);
@@ -124,19 +131,19 @@ export const TokenCheck = identity('token.check', I.TokenCheckRequest, I.TokenCh
 export const TokenList = identity('token.list', I.TokenListRequest, I.TokenListReply);
 export const TokenRevoke = identity('token.revoke', I.TokenIdRequest, I.Ok);
 export const TokenDelete = identity('token.delete', I.TokenIdRequest, I.Ok);
-export const ConfigView = identity('config.view', Empty, I.ConfigViewReply);
-export const ConfigUpdate = identity('config.update', I.ConfigUpdateRequest, I.ConfigChangeReply);
-export const ConfigReset = identity('config.reset', I.ConfigResetRequest, I.ConfigChangeReply);
-export const ConfigHistory = identity('config.history', I.ConfigHistoryRequest, I.ConfigHistoryReply);
-export const ConfigStored = identity('config.stored', Empty, I.StoredOverridesReply, 5_000);
-export const PromptsList = identity('prompts.list', Empty, I.PromptsReply);
-export const MaskRulesList = identity('mask.list', Empty, I.MaskRulesReply);
-export const MaskRuleCreate = identity('mask.create', I.MaskRuleCreate, I.MaskRuleSchema);
-export const MaskRuleUpdate = identity('mask.update', I.MaskRuleUpdate, I.MaskRuleSchema);
-export const MaskRuleDelete = identity('mask.delete', I.TokenIdRequest, I.Ok);
-export const LdapView = identity('ldap.view', Empty, I.LdapSettingsView);
-export const LdapUpdate = identity('ldap.update', I.LdapUpdateRequest, I.LdapSettingsView);
-export const LdapTest = identity('ldap.test', I.LdapTestRequest, I.LdapTestReply, 30_000);
+export const ConfigView = settings('config.view', Empty, I.ConfigViewReply);
+export const ConfigUpdate = settings('config.update', I.ConfigUpdateRequest, I.ConfigChangeReply);
+export const ConfigReset = settings('config.reset', I.ConfigResetRequest, I.ConfigChangeReply);
+export const ConfigHistory = settings('config.history', I.ConfigHistoryRequest, I.ConfigHistoryReply);
+export const ConfigStored = settings('config.stored', Empty, I.StoredOverridesReply, 5_000);
+export const PromptsList = settings('prompts.list', Empty, I.PromptsReply);
+export const MaskRulesList = settings('mask.list', Empty, I.MaskRulesReply);
+export const MaskRuleCreate = settings('mask.create', I.MaskRuleCreate, I.MaskRuleSchema);
+export const MaskRuleUpdate = settings('mask.update', I.MaskRuleUpdate, I.MaskRuleSchema);
+export const MaskRuleDelete = settings('mask.delete', I.TokenIdRequest, I.Ok);
+export const LdapView = settings('ldap.view', Empty, I.LdapSettingsView);
+export const LdapUpdate = settings('ldap.update', I.LdapUpdateRequest, I.LdapSettingsView);
+export const LdapTest = settings('ldap.test', I.LdapTestRequest, I.LdapTestReply, 30_000);
 // multi-user sessions (plugins.auth) and database scopes
 export const AuthLogin = identity('auth.login', I.AuthLoginRequest, I.LoginReply, 30_000);
 export const AuthAutoSession = identity('auth.auto', I.AutoSessionRequest, I.LoginReply);
@@ -155,17 +162,20 @@ export const MailSend = defineRequest({ subject: 'mail.send', owner: Actor.Maile
 export const SchemaDiscover = defineRequest({ subject: 'schema.discover', owner: Actor.Catalog, timeoutMs: 60_000, request: P.SchemaDiscoverRequest, reply: P.SchemaDiscoverReply });
 
 // ---- events -------------------------------------------------------------------------------
+// Every event lands in the CORTADO_EVENTS stream and the audit actor records each one, so each
+// is `durable`: acknowledged by JetStream, held in the bus's outbox until it is (protocol/outbox.ts).
+// A fact nobody must be able to lose opts in the same way; one that may be lost leaves it out.
 
-export const QueryGeneratedEvt = defineEvent({ subject: 'evt.query.generated', payload: QueryGenerated });
-export const QueryExecutedEvt = defineEvent({ subject: 'evt.query.executed', payload: QueryExecuted });
-export const QueryRejectedEvt = defineEvent({ subject: 'evt.query.rejected', payload: QueryRejected });
-export const QueryFailedEvt = defineEvent({ subject: 'evt.query.failed', payload: QueryFailed });
-export const ConfigChangedEvt = defineEvent({ subject: 'evt.config.changed', payload: I.ConfigChanged });
-export const LoginEvt = defineEvent({ subject: 'evt.identity.login', payload: I.LoginAttempt });
-export const TokenEvt = defineEvent({ subject: 'evt.identity.token', payload: I.TokenEvent });
-export const AlertRaisedEvt = defineEvent({ subject: 'evt.alert.raised', payload: P.AlertRaised });
-export const MailSentEvt = defineEvent({ subject: 'evt.mail.sent', payload: P.MailSent });
-export const ScopeEndedEvt = defineEvent({ subject: 'evt.identity.scope.ended', payload: Sc.ScopeEnded });
+export const QueryGeneratedEvt = defineEvent({ subject: 'evt.query.generated', payload: QueryGenerated, durable: true });
+export const QueryExecutedEvt = defineEvent({ subject: 'evt.query.executed', payload: QueryExecuted, durable: true });
+export const QueryRejectedEvt = defineEvent({ subject: 'evt.query.rejected', payload: QueryRejected, durable: true });
+export const QueryFailedEvt = defineEvent({ subject: 'evt.query.failed', payload: QueryFailed, durable: true });
+export const ConfigChangedEvt = defineEvent({ subject: 'evt.config.changed', payload: I.ConfigChanged, durable: true });
+export const LoginEvt = defineEvent({ subject: 'evt.identity.login', payload: I.LoginAttempt, durable: true });
+export const TokenEvt = defineEvent({ subject: 'evt.identity.token', payload: I.TokenEvent, durable: true });
+export const AlertRaisedEvt = defineEvent({ subject: 'evt.alert.raised', payload: P.AlertRaised, durable: true });
+export const MailSentEvt = defineEvent({ subject: 'evt.mail.sent', payload: P.MailSent, durable: true });
+export const ScopeEndedEvt = defineEvent({ subject: 'evt.identity.scope.ended', payload: Sc.ScopeEnded, durable: true });
 
 export const REQUESTS = [
   Ask, AskConfirm, SqlEstimate, IntentDetect, ChatReply, SqlGenerate, SqlExecute, SqlCheck, SqlIntrospect, SqlPing,

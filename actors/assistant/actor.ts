@@ -21,7 +21,16 @@ export async function start(deps: ActorDeps): Promise<RunningActor> {
     deps.log.warn({ err: (err as Error).message }, 'JetStream KV is not available: query.confirm_before_execute cannot hold SQL');
   }
   const h: AssistantDeps = { ...deps, conversations, ...(confirmations ? { confirmations } : {}) };
-  deps.bus.serve(Ask, (input, ctx) => ask(input, h, ctx));
-  deps.bus.serve(AskConfirm, (input, ctx) => confirm(input, h, ctx));
+  // A question whose events could not reach the audit trail is refused before any work
+  // (AUDIT_UNAVAILABLE, 503), unless the operator turned audit.required off.
+  const admit = (): void => {
+    if (!deps.config.audit.required) return;
+    const refused = deps.bus.eventTrouble();
+    if (refused) throw refused;
+  };
+  const trouble = deps.config.audit.required ? deps.bus.eventTrouble() : undefined;
+  if (trouble) deps.log.error({ reason: trouble.message }, 'questions are refused until the audit trail can be written (audit.required)');
+  deps.bus.serve(Ask, async (input, ctx) => { admit(); return ask(input, h, ctx); });
+  deps.bus.serve(AskConfirm, async (input, ctx) => { admit(); return confirm(input, h, ctx); });
   return { name: Actor.Assistant, stop: async () => undefined };
 }

@@ -1,10 +1,11 @@
 /**
- * The audit log: every event of the CORTADO_EVENTS stream written once (the store keeps one
- * entry per event id, so a redelivery after a crash is harmless), and queries over it.
+ * The audit log: every event of the CORTADO_EVENTS stream written once (the audit repository,
+ * store/audit.ts, keeps one entry per event id, so a redelivery after a crash is harmless),
+ * and queries over it.
  */
 import { createHash } from 'node:crypto';
 import type { AuditQueryRequest } from '../../protocol/schemas/identity.js';
-import type { AuditEntry, Store } from '../identity/store/store.js';
+import type { AuditEntry, Storage } from '../../store/index.js';
 
 const EVENTS_TOKEN = 'evt.';
 
@@ -29,10 +30,10 @@ export function toEntry(subject: string, data: unknown): AuditEntry {
   return entry;
 }
 
-export async function record(store: Store, subject: string, data: unknown): Promise<boolean> {
-  return store.appendAudit(toEntry(subject, data));
+export async function record(store: Pick<Storage, 'audit'>, subject: string, data: unknown): Promise<boolean> {
+  return store.audit.append(toEntry(subject, data));
 }
 
-export async function query(input: AuditQueryRequest, store: Store) {
-  return store.queryAudit({ limit: 50, ...input });
+export async function query(input: AuditQueryRequest, store: Pick<Storage, 'audit'>) {
+  return store.audit.query({ limit: 50, ...input });
 }

@@ -22,8 +22,10 @@ import { QueryRejectedEvt, SqlExecute } from '../../protocol/subjects.js';
 import type { Config } from '../../config/schema.js';
 import type { DbEngine } from './engines/engine.js';
 import { configuredTimeoutMs } from './engines/index.js';
+import { capsFromConfig } from './engines/wire-cap.js';
 import { checkCatalogLock } from './guard/catalog-lock.js';
 import { guardSql, type GuardLimits, type GuardResult } from './guard/index.js';
+import { sanitizeDbError } from './sanitize.js';
 import { baseLease, type Lease, type ScopeRegistry } from './scopes.js';
 
 export interface ExecutorDeps {
@@ -63,7 +65,7 @@ async function inSlot<T>(deps: ExecutorDeps, lease: Lease, timeoutMs: number, wo
 }
 
 /** Failures that are about this SQL (not about the service): reported as query.rejected. */
-const REJECTIONS: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['SQL_REJECTED', 'DB_QUERY_FAILED', 'DB_TIMEOUT']);
+const REJECTIONS: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['SQL_REJECTED', 'DB_QUERY_FAILED', 'DB_TIMEOUT', 'RESULT_TOO_LARGE']);
 
 /** A ping answers before the health check (2 s) gives up on it. */
 const PING_TIMEOUT_MS = 1_500;
@@ -74,14 +76,18 @@ export async function execute(input: SqlExecuteRequest, deps: ExecutorDeps, ctx:
   const started = performance.now();
   const { log } = deps;
   let lease: Lease | undefined;
+  let ran: string | undefined;
   try {
     lease = await leaseFor(deps, ctx);
     const { engine } = lease;
     const guarded = guardFor(input.sql, lease, limitsFor(input, deps.config));
+    ran = guarded.runSql;
     if (!lease.scoped) await deps.ensureReadOnly?.();
     const result = await inSlot(deps, lease, queryTimeoutMs(input.timeout_ms, deps.config, ctx), (timeoutMs) => engine.execute(guarded.runSql, {
       timeoutMs,
       maxRows: guarded.limit + 1,
+      // query.max_result_mb / max_value_kb, read at each question (an admin may change them)
+      ...capsFromConfig(deps.config.query),
       ...(ctx.user ? { user: ctx.user } : {}),
     }));
     const rows = result.rows.slice(0, guarded.limit);
@@ -99,7 +105,9 @@ export async function execute(input: SqlExecuteRequest, deps: ExecutorDeps, ctx:
     log.info({ rid: ctx.requestId, subj: SqlExecute.subject, code: 'OK', ms: reply.duration_ms, rows: reply.row_count, truncated: reply.truncated }, 'query ran');
     return reply;
   } catch (err) {
-    const e = toCortadoError(err);
+    // the database's words may carry values of the rows: sanitised before any channel (reply,
+    // event, log, the model's self-correction) gets them (sanitize.ts)
+    const e = sanitizeDbError(toCortadoError(err), (lease?.engine ?? deps.engine).dialect, [input.sql, ran]);
     const line = { rid: ctx.requestId, subj: SqlExecute.subject, code: e.code, ms: round(performance.now() - started), rows: 0, ...safeDetails(e) };
     if (e.httpStatus >= 500 && e.code !== 'DB_TIMEOUT') log.warn(line, 'query failed');
     else log.info(line, 'query refused');
@@ -112,6 +120,7 @@ export async function execute(input: SqlExecuteRequest, deps: ExecutorDeps, ctx:
         sql: input.sql,
         code: e.code,
         reason: e.message,
+        ...(typeof e.details?.kind === 'string' ? { kind: e.details.kind } : {}),
       }, ctx);
     }
     throw e;

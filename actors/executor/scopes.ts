@@ -35,6 +35,8 @@ import { catalogLockFor, type CatalogLock } from './guard/catalog-lock.js';
 import { prepareGuard } from './guard/index.js';
 import { mysqlCatalogLockFor } from './guard/catalog-lock-mysql.js';
 import { checkScopeRole } from './privilege.js';
+import { PostgresEngine } from './engines/postgresql.js';
+import { checkPostgresAllowList } from './guard/allow-postgresql.js';
 
 /** How long a resolved scope is reused before the identity actor is asked again. */
 export const RESOLVE_CACHE_MS = 10_000;
@@ -332,6 +334,8 @@ export class ScopeRegistry {
         await prepareGuard(built.dialect);
         // checked again when the scope's connections open: grants change, and tokens with a db_config had no login
         await checkScopeRole(built, this.o.config, log, String(db.user ?? ''));
+        // the scope's database may have functions that shadow allowed names: the allow-list only ever tightens
+        if (built instanceof PostgresEngine) await checkPostgresAllowList(() => built.allowListCatalog(), log);
       } catch (err) {
         await built.close().catch(() => undefined);
         throw err;

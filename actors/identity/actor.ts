@@ -1,20 +1,20 @@
 /**
- * The identity actor: logins, sessions, API tokens, runtime config, prompts, mask rules and
- * LDAP settings, over the bus. At start it opens the store (config_db or memory) and applies
- * the stored overrides to this process's config.
+ * The identity actor: logins, sessions (admin, assistant, and the database sessions of
+ * plugins.auth), API tokens and the scopes they stand for, over the bus. It opens the storage
+ * for its tokens (config_db or memory); runtime config, prompts, mask rules and LDAP settings
+ * are the settings actor's (actors/settings/), which applies the stored overrides at start.
  */
 import {
-  Actor, AuthAutoSession, AuthLogin, AuthLogout, AuthToken, ConfigHistory, ConfigStored, ConfigReset, ConfigUpdate, ConfigView, IdentityLogin, IdentityLogout, IdentitySession, LdapTest,
-  LdapUpdate, LdapView, MaskRuleCreate, MaskRuleDelete, MaskRuleUpdate, MaskRulesList, PromptsList, TokenCheck, TokenDelete,
-  ScopeResolve, TokenIssue, TokenList, TokenRevoke, sessionsBucket,
+  Actor, AuthAutoSession, AuthLogin, AuthLogout, AuthToken, IdentityLogin, IdentityLogout, IdentitySession, ScopeResolve, TokenCheck,
+  TokenDelete, TokenIssue, TokenList, TokenRevoke, sessionsBucket,
 } from '../../protocol/subjects.js';
 import { CortadoError } from '../../protocol/errors.js';
-import { authLogin, authLogout, authToken, autoSession, scopeResolve, type AuthDeps } from './auth.js';
+import { openStorage } from '../../store/index.js';
+import { createSecretBox } from '../lib/secrets.js';
 import type { ActorDeps, RunningActor } from '../runtime/actor.js';
+import { authLogin, authLogout, authToken, autoSession, scopeResolve, type AuthDeps } from './auth.js';
 import * as h from './handle.js';
-import { createSecretBox } from './secrets.js';
 import { Lockouts, LOCKOUT, SessionStore } from './sessions.js';
-import { openStore } from './store/index.js';
 
 export async function start(deps: ActorDeps): Promise<RunningActor> {
   const { bus, config, log } = deps;
@@ -23,7 +23,7 @@ export async function start(deps: ActorDeps): Promise<RunningActor> {
     // an auth session keeps the user's database password: never unencrypted, never under a made-up key
     throw new CortadoError('CONFIG_INVALID', 'plugins.auth.enabled needs config_db.encryption_key: the sessions keep each user\'s database credentials encrypted with it (any Fernet key: see README, config_db)');
   }
-  const store = await openStore(config, log);
+  const store = await openStorage(config, log);
   try {
     const auth = config.plugins.auth;
     const maxTtlMs = Math.max(
@@ -33,8 +33,6 @@ export async function start(deps: ActorDeps): Promise<RunningActor> {
     const kv = await bus.kv(sessionsBucket(bus.prefix), { ttlMs: maxTtlMs });
     const d: h.IdentityDeps = { bus, config, log, store, box, sessions: new SessionStore(kv), lockouts: new Lockouts(kv) };
     const a: AuthDeps = { ...d, bus };
-    const applied = await h.applyStoredOverrides(d);
-    if (applied) log.info({ overrides: applied }, 'runtime config overrides applied');
 
     bus.serve(IdentityLogin, (input, ctx) => h.login(input, d, ctx));
     bus.serve(IdentitySession, (input) => h.session(input, d));
@@ -44,19 +42,6 @@ export async function start(deps: ActorDeps): Promise<RunningActor> {
     bus.serve(TokenList, (input) => h.tokenList(input, d));
     bus.serve(TokenRevoke, (input, ctx) => h.tokenRevoke(input, d, ctx));
     bus.serve(TokenDelete, (input, ctx) => h.tokenDelete(input, d, ctx));
-    bus.serve(ConfigView, () => h.configView(d));
-    bus.serve(ConfigUpdate, (input, ctx) => h.configUpdate(input, d, ctx));
-    bus.serve(ConfigReset, (input, ctx) => h.configReset(input, d, ctx));
-    bus.serve(ConfigHistory, (input) => h.configHistory(input, d));
-    bus.serve(ConfigStored, async () => ({ overrides: (await store.listOverrides()).map((o) => ({ key: o.key, value: o.value })) }));
-    bus.serve(PromptsList, () => h.promptsList(d));
-    bus.serve(MaskRulesList, async () => ({ rules: await store.listMaskRules() }));
-    bus.serve(MaskRuleCreate, (input) => h.maskCreate(input, d));
-    bus.serve(MaskRuleUpdate, (input) => h.maskUpdate(input, d));
-    bus.serve(MaskRuleDelete, (input) => h.maskDelete(input, d));
-    bus.serve(LdapView, async () => h.ldapView(d));
-    bus.serve(LdapUpdate, (input, ctx) => h.ldapUpdate(input, d, ctx));
-    bus.serve(LdapTest, (input) => h.ldapTest(input, d));
     bus.serve(AuthLogin, (input, ctx) => authLogin(input, a, ctx));
     bus.serve(AuthAutoSession, (input, ctx) => autoSession(input, a, ctx));
     bus.serve(AuthLogout, (input, ctx) => authLogout(input, a, ctx));

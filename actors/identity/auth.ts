@@ -251,7 +251,7 @@ export async function scopeResolve(input: { scope: string }, deps: AuthDeps): Pr
     return scopeOf(input.scope, 'session', s.username, s.expires_at, s.db_config, deps.config);
   }
   if (kind === 't:') {
-    const r = id ? await deps.store.getToken(id) : undefined;
+    const r = id ? await deps.store.tokens.get(id) : undefined;
     if (!r || r.revoked_at || Date.parse(r.expires_at) <= at) throw gone;
     return scopeOf(input.scope, 'token', r.username, r.expires_at, r.db_config, deps.config);
   }

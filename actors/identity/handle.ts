@@ -1,28 +1,26 @@
 /**
  * The identity actor's logic: logins (LDAP first, then the local admin account as SPEC.md
- * says), sessions, API tokens, runtime config overrides (prompts and LDAP settings are config
- * keys too), mask rules. Plain functions over (input, deps, ctx).
+ * says), sessions, API tokens. Plain functions over (input, deps, ctx). Runtime config,
+ * prompts, mask rules and LDAP settings are the settings actor's (actors/settings/).
  */
 import { randomUUID, timingSafeEqual } from 'node:crypto';
 import type { Bus, Ctx } from '../../protocol/bus.js';
 import { CortadoError } from '../../protocol/errors.js';
 import type { Logger } from '../../protocol/log.js';
 import type * as I from '../../protocol/schemas/identity.js';
-import { ConfigChangedEvt, LoginEvt, ScopeEndedEvt, TokenEvt } from '../../protocol/subjects.js';
-import { baselineOf } from '../../config/load.js';
-import { DEFAULT_PROMPTS, PROMPT_KEYS } from '../../config/prompts.js';
-import { applyOverride, checkOverride, configValue, isSecretKey, maskSecrets } from '../../config/runtime.js';
+import { LoginEvt, ScopeEndedEvt, TokenEvt } from '../../protocol/subjects.js';
+import { maskSecrets } from '../../config/runtime.js';
 import type { Config } from '../../config/schema.js';
-import { ldapLogin, testLdapConnection, type LdapSettings } from './ldap.js';
-import type { SecretBox } from './secrets.js';
+import type { ApiTokenRecord, Storage } from '../../store/index.js';
+import { ldapLogin, type LdapSettings } from '../lib/ldap.js';
+import { sealForRequest, type SecretBox } from '../lib/secrets.js';
 import { lockedOut, newSecret, publicSession, sha256, type Lockouts, type SessionStore } from './sessions.js';
-import type { ApiTokenRecord, Store } from './store/store.js';
 
 export interface IdentityDeps {
   bus: Pick<Bus, 'publish'>;
   config: Config;
   log: Logger;
-  store: Store;
+  store: Pick<Storage, 'tokens'>;
   box: SecretBox;
   sessions: SessionStore;
   lockouts: Lockouts;
@@ -46,19 +44,6 @@ export function safeEqual(a: string, b: string): boolean {
   const ha = Buffer.from(sha256(a), 'hex');
   const hb = Buffer.from(sha256(b), 'hex');
   return timingSafeEqual(ha, hb) && a.length === b.length;
-}
-
-/**
- * Seal with the box; without config_db.encryption_key that is refused, and the admin who asked
- * hears why as a 409 (CONFIG_INVALID would be an opaque 500 on the wire).
- */
-function sealing<T>(work: () => T): T {
-  try {
-    return work();
-  } catch (err) {
-    if (err instanceof CortadoError && err.code === 'CONFIG_INVALID') throw new CortadoError('CONFLICT', err.message);
-    throw err;
-  }
 }
 
 // ---- login and sessions --------------------------------------------------------------------
@@ -158,11 +143,11 @@ export async function tokenIssue(input: I.TokenIssueRequest, deps: IdentityDeps,
     hash: sha256(token),
     label: input.label ?? '',
     username: input.username,
-    db_config: sealing(() => deps.box.sealSecretsIn(input.db_config ?? {})),
+    db_config: sealForRequest(() => deps.box.sealSecretsIn(input.db_config ?? {})),
     created_at: new Date(at).toISOString(),
     expires_at: new Date(at + ttl * 3_600_000).toISOString(),
   };
-  await deps.store.insertToken(record);
+  await deps.store.tokens.insert(record);
   deps.bus.publish(TokenEvt, { ...event(ctx, deps), token_id: record.id, action: 'issued' }, ctx);
   return { token, info: tokenInfo(record, at) };
 }
@@ -172,162 +157,31 @@ export async function tokenCheck(input: { token: string }, deps: IdentityDeps): 
   const bad = new CortadoError('UNAUTHORIZED', 'the token is missing, invalid, expired or revoked');
   if (!input.token.startsWith(TOKEN_PREFIX) || input.token.length > 200) throw bad;
   // the lookup is by the SHA-256 of the token: no comparison of secrets happens in the clear
-  const r = await deps.store.findTokenByHash(sha256(input.token));
+  const r = await deps.store.tokens.findByHash(sha256(input.token));
   const at = now(deps);
   if (!r || r.revoked_at || Date.parse(r.expires_at) <= at) throw bad;
   if (!r.last_used_at || at - Date.parse(r.last_used_at) > TOUCH_EVERY_MS) {
-    await deps.store.touchToken(r.id, new Date(at).toISOString()).catch((err: unknown) => deps.log.warn({ err: (err as Error).message }, 'cannot record the token use'));
+    await deps.store.tokens.touch(r.id, new Date(at).toISOString()).catch((err: unknown) => deps.log.warn({ err: (err as Error).message }, 'cannot record the token use'));
   }
   return { info: tokenInfo(r, at) };
 }
 
 export async function tokenList(input: { username?: string }, deps: IdentityDeps): Promise<{ tokens: I.ApiTokenInfo[] }> {
   const at = now(deps);
-  const list = await deps.store.listTokens(input.username ? { username: input.username } : {});
+  const list = await deps.store.tokens.list(input.username ? { username: input.username } : {});
   return { tokens: list.map((r) => tokenInfo(r, at)) };
 }
 
 export async function tokenRevoke(input: { id: string }, deps: IdentityDeps, ctx: Ctx): Promise<{ ok: boolean }> {
-  if (!(await deps.store.revokeToken(input.id, new Date(now(deps)).toISOString()))) throw new CortadoError('NOT_FOUND', 'there is no such token');
+  if (!(await deps.store.tokens.revoke(input.id, new Date(now(deps)).toISOString()))) throw new CortadoError('NOT_FOUND', 'there is no such token');
   deps.bus.publish(TokenEvt, { ...event(ctx, deps), token_id: input.id, action: 'revoked' }, ctx);
   deps.bus.publish(ScopeEndedEvt, { ...event(ctx, deps), scope: `t:${input.id}`, reason: 'revoked' }, ctx);
   return { ok: true };
 }
 
 export async function tokenDelete(input: { id: string }, deps: IdentityDeps, ctx: Ctx): Promise<{ ok: boolean }> {
-  if (!(await deps.store.deleteToken(input.id))) throw new CortadoError('NOT_FOUND', 'there is no such token');
+  if (!(await deps.store.tokens.delete(input.id))) throw new CortadoError('NOT_FOUND', 'there is no such token');
   deps.bus.publish(TokenEvt, { ...event(ctx, deps), token_id: input.id, action: 'deleted' }, ctx);
   deps.bus.publish(ScopeEndedEvt, { ...event(ctx, deps), scope: `t:${input.id}`, reason: 'deleted' }, ctx);
   return { ok: true };
-}
-
-// ---- config overrides ----------------------------------------------------------------------
-
-export async function configView(deps: IdentityDeps): Promise<I.ConfigViewReply> {
-  const overrides = await deps.store.listOverrides();
-  return {
-    config: maskSecrets(deps.config) as unknown as Record<string, unknown>,
-    overrides: overrides.map((o) => ({ key: o.key, value: isSecretKey(o.key) ? '********' : o.value, updated_by: o.updated_by, updated_at: o.updated_at })),
-    persistent: deps.store.kind === 'postgresql',
-  };
-}
-
-export async function configUpdate(input: I.ConfigUpdateRequest, deps: IdentityDeps, ctx: Ctx): Promise<{ key: string; value: unknown; previous?: unknown }> {
-  const { key, value } = input;
-  checkOverride(deps.config, key, value);
-  const secret = isSecretKey(key);
-  const stored = sealing(() => deps.box.sealForKey(key, value));
-  const { previous } = await deps.store.setOverride(key, stored, input.by);
-  applyOverride(deps.config, key, value);
-  deps.bus.publish(ConfigChangedEvt, { ...event(ctx, deps), user: input.by, key, value: stored, reset: false }, ctx);
-  deps.log.info({ key, by: input.by }, 'config changed');
-  const shown = (v: unknown) => (secret ? '********' : v);
-  return { key, value: shown(value), ...(previous !== undefined ? { previous: shown(previous) } : {}) };
-}
-
-export async function configReset(input: { key: string; by: string }, deps: IdentityDeps, ctx: Ctx): Promise<{ key: string; value: unknown }> {
-  checkOverride(deps.config, input.key, configValue(baselineOf(deps.config) ?? deps.config, input.key));
-  const removed = await deps.store.deleteOverride(input.key, input.by);
-  if (!removed) throw new CortadoError('NOT_FOUND', `${input.key} has no runtime override`);
-  applyOverride(deps.config, input.key, undefined);
-  deps.bus.publish(ConfigChangedEvt, { ...event(ctx, deps), user: input.by, key: input.key, reset: true }, ctx);
-  const value = configValue(deps.config, input.key);
-  return { key: input.key, value: isSecretKey(input.key) ? '********' : value };
-}
-
-export async function configHistory(input: { key?: string; limit?: number; offset?: number }, deps: IdentityDeps) {
-  const changes = await deps.store.overrideHistory(input);
-  const mask = (key: string, v: unknown) => (v === undefined ? undefined : isSecretKey(key) ? '********' : v);
-  return {
-    changes: changes.map((c) => ({
-      id: c.id, key: c.key, changed_by: c.changed_by, changed_at: c.changed_at,
-      ...(c.old_value !== undefined ? { old_value: mask(c.key, c.old_value) } : {}),
-      ...(c.new_value !== undefined ? { new_value: mask(c.key, c.new_value) } : {}),
-    })),
-  };
-}
-
-export async function promptsList(deps: IdentityDeps): Promise<{ prompts: Array<{ key: string; text: string; source: 'override' | 'file' | 'default' }> }> {
-  const overridden = new Set((await deps.store.listOverrides()).map((o) => o.key));
-  const file = baselineOf(deps.config)?.prompts as Record<string, string | undefined> | undefined;
-  const current = deps.config.prompts as Record<string, string | undefined>;
-  return {
-    prompts: PROMPT_KEYS.map((key) => {
-      const source = overridden.has(`prompts.${key}`) ? 'override' : file?.[key]?.trim() ? 'file' : 'default';
-      const text = current[key]?.trim() ? current[key]! : DEFAULT_PROMPTS[key];
-      return { key, text, source };
-    }),
-  };
-}
-
-/** Overrides from the store applied to this process's config at start (sealed secrets opened). */
-export async function applyStoredOverrides(deps: IdentityDeps): Promise<number> {
-  let n = 0;
-  for (const o of await deps.store.listOverrides()) {
-    try {
-      const value = deps.box.openForKey(o.key, o.value);
-      checkOverride(deps.config, o.key, value);
-      applyOverride(deps.config, o.key, value);
-      n++;
-    } catch (err) {
-      deps.log.warn({ key: o.key, err: (err as Error).message }, 'a stored config override no longer applies: skipped');
-    }
-  }
-  return n;
-}
-
-// ---- mask rules ----------------------------------------------------------------------------
-
-function checkPattern(p: string | undefined): void {
-  if (p !== undefined && !/^[A-Za-z0-9_*?.$-]+$/.test(p)) {
-    throw new CortadoError('VALIDATION_FAILED', 'field_pattern: letters, digits, _, -, $, . and the wildcards * and ? only');
-  }
-}
-
-export async function maskCreate(input: I.MaskRuleCreateInput, deps: IdentityDeps) {
-  checkPattern(input.field_pattern);
-  return deps.store.createMaskRule(input);
-}
-
-export async function maskUpdate(input: I.MaskRuleUpdateInput, deps: IdentityDeps) {
-  const { id, ...patch } = input;
-  checkPattern(patch.field_pattern);
-  const r = await deps.store.updateMaskRule(id, patch);
-  if (!r) throw new CortadoError('NOT_FOUND', 'there is no such mask rule');
-  return r;
-}
-
-export async function maskDelete(input: { id: string }, deps: IdentityDeps) {
-  if (!(await deps.store.deleteMaskRule(input.id))) throw new CortadoError('NOT_FOUND', 'there is no such mask rule');
-  return { ok: true };
-}
-
-// ---- LDAP settings -------------------------------------------------------------------------
-
-export function ldapView(deps: IdentityDeps) {
-  return { settings: maskSecrets(deps.config.ldap) as unknown as Record<string, unknown> };
-}
-
-export async function ldapUpdate(input: { settings: Record<string, unknown>; by: string }, deps: IdentityDeps, ctx: Ctx) {
-  const keys = Object.keys(input.settings);
-  const known = Object.keys(deps.config.ldap);
-  const unknown = keys.filter((k) => !known.includes(k));
-  if (unknown.length) throw new CortadoError('VALIDATION_FAILED', `unknown LDAP settings: ${unknown.join(', ')}`);
-  // the masked placeholder sent back unchanged means "keep the stored secret"
-  const changes = keys.filter((k) => !(isSecretKey(k) && input.settings[k] === '********'));
-  for (const k of changes) checkOverride(deps.config, `ldap.${k}`, input.settings[k]);
-  for (const k of changes) await configUpdate({ key: `ldap.${k}`, value: input.settings[k], by: input.by }, deps, ctx);
-  return ldapView(deps);
-}
-
-export async function ldapTest(input: { settings?: Record<string, unknown> }, deps: IdentityDeps) {
-  const merged = { ...deps.config.ldap } as Record<string, unknown>;
-  for (const [k, v] of Object.entries(input.settings ?? {})) {
-    if (!(k in merged)) throw new CortadoError('VALIDATION_FAILED', `unknown LDAP setting: ${k}`);
-    if (isSecretKey(k) && v === '********') continue;
-    // the same rules as a saved setting: a server that is no string is a 400, not a crash in the client
-    checkOverride(deps.config, `ldap.${k}`, v);
-    merged[k] = v;
-  }
-  return testLdapConnection(merged as unknown as LdapSettings);
 }

@@ -7,8 +7,9 @@
  * Which values are secret is decided by key name (SECRET_KEYS in config/schema.ts), both for a
  * dotted config path (`ldap.bind_password`) and for the fields of a db_config object.
  *
- * Shared library code: the identity actor seals (stored secrets, the db_config of auth sessions
- * and API tokens), the executor opens the db_config of a scope with its own box.
+ * Shared library code: the identity actor seals (the db_config of auth sessions and API
+ * tokens), the settings actor seals stored config secrets, the executor opens the db_config of
+ * a scope with its own box.
  */
 import { CortadoError } from '../../protocol/errors.js';
 import { SECRET_KEYS } from '../../config/schema.js';
@@ -138,4 +139,17 @@ export function createSecretBox(config: { config_db: { encryption_key: string } 
     sealForKey: (path, value) => (isSecretKey(path) ? sealSecret(value) : walk(value, sealSecret)),
     openForKey: (path, value) => (isSecretKey(path) ? openSecret(value) : walk(value, openSecret)),
   };
+}
+
+/**
+ * Seal something for an admin's request: without config_db.encryption_key that is refused, and
+ * the admin who asked hears why as a 409 (CONFIG_INVALID would be an opaque 500 on the wire).
+ */
+export function sealForRequest<T>(work: () => T): T {
+  try {
+    return work();
+  } catch (err) {
+    if (err instanceof CortadoError && err.code === 'CONFIG_INVALID') throw new CortadoError('CONFLICT', err.message);
+    throw err;
+  }
 }

@@ -1,5 +1,5 @@
 /**
- * The masking actor: `ResultMask` over the bus. The active rules come from the identity actor's
+ * The masking actor: `ResultMask` over the bus. The active rules come from the settings actor's
  * rule store (`MaskRulesList`, enabled rules only, cached a few seconds).
  */
 import { Actor, MaskRulesList, ResultMask } from '../../protocol/subjects.js';

@@ -4,7 +4,7 @@
  *
  * Rules: `field_pattern` is a glob over column names, case-insensitive: `*` any run of
  * characters (also none), `?` one character, everything else literal. The active rules are the
- * rule store's enabled ones (asked from the identity actor, cached RULES_TTL_MS), unless the
+ * rule store's enabled ones (asked from the settings actor, cached RULES_TTL_MS), unless the
  * request brings its own.
  *
  * Which columns a rule covers (lineage.ts traces every output column to its source columns):

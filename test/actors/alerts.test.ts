@@ -3,7 +3,7 @@
  * threshold of 70 is reached by realistic bad queries), the guard's real refusal messages
  * read back as factors, and the alerts actor over a real NATS with JetStream: it consumes the
  * query events, fires only when the rules say so, raises one alert per question across
- * redeliveries and copies, takes mask rules from the identity actor, and mails a real SMTP
+ * redeliveries and copies, takes mask rules from the settings actor, and mails a real SMTP
  * server through the mailer.
  */
 import { randomUUID } from 'node:crypto';
@@ -22,7 +22,7 @@ import { appliesTo, MemoryAlertState, widgetType } from '../../actors/alerts/han
 import { FACTORS, guardClass, score, sensitivity, type GuardClass, type ScoreInput } from '../../actors/alerts/score.js';
 import { catalogLockFor, checkCatalogLock } from '../../actors/executor/guard/catalog-lock.js';
 import { guardSql, prepareGuard } from '../../actors/executor/guard/index.js';
-import { start as startIdentity } from '../../actors/identity/actor.js';
+import { start as startSettings } from '../../actors/settings/actor.js';
 import { startMailer } from '../../actors/mailer/actor.js';
 import { testConfig } from '../helpers/config.js';
 import { startNats } from '../helpers/nats.js';
@@ -223,7 +223,7 @@ const alerts0 = structuredClone(config.mcp.security_alerts);
 const bus = await Bus.connect({ url: nats.url, prefix: 'cortado', name: 'actors', log, strict: true });
 await bus.ensureEventStream();
 const client = await Bus.connect({ url: nats.url, prefix: 'cortado', name: 'client', log: quiet, strict: true });
-const identity = await startIdentity({ bus, config, log: quiet });
+const settings = await startSettings({ bus, config, log: quiet });
 const mailer = await startMailer({ bus, config, log: quiet });
 // the mask rules exist before the alerts actor first reads them
 await client.request(MaskRuleCreate, { field_pattern: '*phone*', strategy: 'redact' }, { requestId: 'setup' });
@@ -238,8 +238,8 @@ const jsm = await jetstreamManager(nc);
 t.teardown(async () => {
   unlisten();
   await alerts.stop();
-  await bus.stopServing(['identity', 'mailer'], Date.now() + 2_000);
-  await identity.stop();
+  await bus.stopServing(['settings', 'mailer'], Date.now() + 2_000);
+  await settings.stop();
   await mailer.stop();
   await nc.close();
   await bus.close();

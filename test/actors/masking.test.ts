@@ -571,10 +571,10 @@ t.test('speed: 10,000 rows x 20 columns', async (t) => {
   t.ok(mixed < 500 && allPartial < 1_000 && allRedact < 500 && allHash < 5_000, report.join('; '));
 });
 
-t.test('over the bus: rules from the identity actor\'s store', async (t) => {
+t.test('over the bus: rules from the settings actor\'s store', async (t) => {
   const nats = await startNats();
   const config = testConfig({ natsUrl: nats.url, extra: { bus: { prefer_local: false } } });
-  const stack = await startStack(config, { edge: false, actors: ['identity', 'masking'] });
+  const stack = await startStack(config, { edge: false, actors: ['settings', 'masking'] });
   t.teardown(async () => {
     await stack.stop();
     await nats.stop();

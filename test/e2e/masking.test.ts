@@ -1,7 +1,7 @@
 /**
  * Masking end to end: questions through every channel (POST /api/query as JSON and SSE, the
  * legacy POST /query, MCP `ask_database` with the official SDK client, a follow-up question in
- * a conversation) on a real PostgreSQL, every actor on a private NATS, the rules in the identity
+ * a conversation) on a real PostgreSQL, every actor on a private NATS, the rules in the settings
  * actor's store (`customers.email: partial`, `ssn: hash`). The model's SQL (scripted in the fake
  * LLM) tries every way out a value has: aliases, expressions, aggregates, record-returning and
  * user functions, LATERAL, JSON table functions. No raw value reaches a reply, an SSE event, a

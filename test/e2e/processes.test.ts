@@ -115,7 +115,7 @@ t.test('edge and actors in separate processes; two executors share the queries',
   const file = writeConfig('split', nats.url, httpPort);
   const ex1 = cortado(['--config', file, '--role', 'actors:executor']);
   const ex2 = cortado(['--config', file, '--role', 'actors:executor']);
-  const rest = cortado(['--config', file, '--role', 'edge', '--role', 'actors:assistant,intent,sqlgen,catalog,llm,insights,masking,identity']);
+  const rest = cortado(['--config', file, '--role', 'edge', '--role', 'actors:assistant,intent,sqlgen,catalog,llm,insights,masking,identity,settings']);
   await until('health', healthy(httpPort));
   await until('both executors', () => /executor ready/.test(ex1.output()) && /executor ready/.test(ex2.output()));
 

@@ -44,7 +44,7 @@ function sources(dir: string): string[] {
 }
 
 t.test('no subject string or header name outside protocol/', async (t) => {
-  const files = ['actors', 'edge', 'cli', 'config', 'bench'].flatMap((d) => {
+  const files = ['actors', 'store', 'edge', 'cli', 'config', 'bench'].flatMap((d) => {
     try { return sources(path.join(ROOT, d)); } catch { return []; }
   });
   t.ok(files.length > 10);

@@ -13,6 +13,12 @@
  *    when its id only arrives with the late jobs.query answer, and the error is DB_TIMEOUT.
  * The user who asked goes on the job as the label `cortado_user`, for BigQuery's audit.
  *
+ * Size: jobs.query's rows are bounded by BigQuery itself (a response is at most 10 MB); every
+ * further page (jobs.getQueryResults) is read as a stream and stopped once it is larger than
+ * what the result has left (query.max_result_mb), before it is parsed. The pages' bytes add up
+ * (jobs.query's counted from its values), and each page's values are checked against
+ * query.max_value_kb. Over either: RESULT_TOO_LARGE.
+ *
  * Credentials: credentials_json (inline) or credentials_path (read here), parsed and handed to
  * google-auth-library as an object: no temporary files, no environment changes; neither means
  * Application Default Credentials. google-auth-library always asks Google's token endpoint
@@ -25,6 +31,7 @@
  * DATE/DATETIME/TIME/STRING/BYTES (base64)/JSON as sent, arrays and structs JSON text.
  */
 import { readFileSync } from 'node:fs';
+import type { Readable } from 'node:stream';
 import { randomUUID } from 'node:crypto';
 import { BigQuery } from '@google-cloud/bigquery';
 import { GoogleAuth, gaxios, type AnyAuthClient, type JWTInput } from 'google-auth-library';
@@ -36,6 +43,7 @@ import type { Config } from '../../../config/schema.js';
 import { rejected } from '../guard/types.js';
 import type { DbEngine, DbSchema, EngineResult, ExecuteOptions, QueryStats, WriteAccess } from './engine.js';
 import { exactNumber } from './postgresql.js';
+import { capsOf, INTERNAL_CAPS, PAGE_SLACK_BYTES, PageBudget, valueBytes, type WireCaps } from './wire-cap.js';
 
 export interface BigQueryEngineOptions {
   projectId: string;
@@ -212,6 +220,11 @@ class Deadline {
     return Promise.race([work, this.up]);
   }
 
+  /** Run `stop` when the time is up (a page still being read). */
+  onUp(stop: () => void): void {
+    this.up.catch(stop);
+  }
+
   clear(): void {
     clearTimeout(this.timer);
   }
@@ -246,7 +259,7 @@ export class BigQueryEngine implements DbEngine {
       if (dry.statementType !== 'SELECT') {
         throw rejected('not_select', `only a SELECT query may run; BigQuery's dry run says this is ${dry.statementType}`, { statement: dry.statementType });
       }
-      const result = await this.query(sql, opts.maxRows, deadline, job, opts.user);
+      const result = await this.query(sql, opts.maxRows, deadline, job, { caps: capsOf(opts), ...(opts.user ? { user: opts.user } : {}) });
       const bytes = result.bytesProcessed ?? dry.bytesProcessed;
       const stats = this.stats(bytes);
       return { columns: result.columns, rows: result.rows, ...(stats ? { stats } : {}) };
@@ -290,8 +303,10 @@ export class BigQueryEngine implements DbEngine {
   }
 
   /** jobs.query, then pages until maxRows. `job` learns the job reference as soon as it is known. */
-  private async query(sql: string, maxRows: number, deadline: Deadline, job: RunningQuery, user?: string): Promise<{ columns: Column[]; rows: Cell[][]; bytesProcessed?: number }> {
+  private async query(sql: string, maxRows: number, deadline: Deadline, job: RunningQuery, o: { caps: WireCaps; user?: string }): Promise<{ columns: Column[]; rows: Cell[][]; bytesProcessed?: number }> {
     if (this.closed) throw new CortadoError('DB_UNAVAILABLE', 'the database cannot be reached: the executor is stopping');
+    const { user } = o;
+    const budget = new PageBudget(o.caps);
     const pageSize = (wanted: number): number => Math.max(1, Math.min(wanted, this.opts.maxResults));
     job.start = this.call<QueryResponse>({
       method: 'POST',
@@ -310,21 +325,26 @@ export class BigQueryEngine implements DbEngine {
     let res = await deadline.race(job.start);
     this.track(job, res.jobReference);
     try {
+      // jobs.query's own rows: BigQuery bounds its answer; counted from the values
+      budget.add(valueBytes(res.rows ?? [], Number.MAX_SAFE_INTEGER));
       while (!res.jobComplete) {
-        res = await deadline.race(this.results(job.ref, { timeoutMs: Math.min(SERVER_WAIT_MS, deadline.left()), maxResults: pageSize(maxRows) }));
+        res = await deadline.race(this.results(job.ref, { timeoutMs: Math.min(SERVER_WAIT_MS, deadline.left()), maxResults: pageSize(maxRows) }, budget, deadline));
       }
       const fields = res.schema?.fields ?? [];
       const rows: Cell[][] = [];
       const take = (page: QueryResponse): void => {
+        const cells: Cell[][] = [];
         for (const row of page.rows ?? []) {
-          if (rows.length >= maxRows) return;
-          rows.push(rowCells(fields, row));
+          if (rows.length + cells.length >= maxRows) break;
+          cells.push(rowCells(fields, row));
         }
+        if (budget.exceeded || !budget.checkValues(cells)) throw budget.exceeded;
+        rows.push(...cells);
       };
       take(res);
       const bytes = Number(res.totalBytesProcessed);
       while (rows.length < maxRows && res.pageToken) {
-        res = await deadline.race(this.results(job.ref, { pageToken: res.pageToken, maxResults: pageSize(maxRows - rows.length) }));
+        res = await deadline.race(this.results(job.ref, { pageToken: res.pageToken, maxResults: pageSize(maxRows - rows.length) }, budget, deadline));
         take(res);
       }
       return { columns: fields.map(columnOf), rows, ...(Number.isFinite(bytes) ? { bytesProcessed: bytes } : {}) };
@@ -333,11 +353,53 @@ export class BigQueryEngine implements DbEngine {
     }
   }
 
-  private results(ref: JobReference | undefined, qs: Record<string, string | number>): Promise<QueryResponse> {
+  /**
+   * jobs.getQueryResults, read as a stream (the SDK's authenticated request): the body is
+   * stopped once it is larger than what the result has left, before anything is parsed; a read
+   * still going when the time is up is stopped too.
+   */
+  private results(ref: JobReference | undefined, qs: Record<string, string | number>, budget: PageBudget, deadline: Deadline): Promise<QueryResponse> {
     if (!ref?.jobId) return Promise.reject(new CortadoError('INTERNAL', 'BigQuery did not name the job of the query'));
-    return this.call<QueryResponse>({
-      uri: `/queries/${encodeURIComponent(ref.jobId)}`,
-      qs: { ...qs, 'formatOptions.useInt64Timestamp': true, ...(ref.location ? { location: ref.location } : {}) },
+    const limit = budget.left + PAGE_SLACK_BYTES;
+    return new Promise<QueryResponse>((resolve, reject) => {
+      const stream = this.client.requestStream({
+        uri: `/queries/${encodeURIComponent(ref.jobId!)}`,
+        qs: { ...qs, 'formatOptions.useInt64Timestamp': true, ...(ref.location ? { location: ref.location } : {}) },
+      }) as unknown as Readable;
+      const chunks: Buffer[] = [];
+      let bytes = 0;
+      let status = 0;
+      let settled = false;
+      const fail = (err: unknown): void => {
+        if (settled) return;
+        settled = true;
+        stream.destroy();
+        reject(err);
+      };
+      deadline.onUp(() => fail(TIME_UP));
+      stream.on('response', (res: { statusCode?: number }) => {
+        status = res.statusCode ?? 0;
+      });
+      stream.on('data', (chunk: Buffer) => {
+        if (settled) return;
+        bytes += chunk.length;
+        if (bytes > limit) return fail(budget.pageStopped());
+        chunks.push(chunk);
+      });
+      stream.on('error', fail);
+      stream.on('end', () => {
+        if (settled) return;
+        settled = true;
+        let body: unknown;
+        try {
+          body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+        } catch {
+          body = undefined;
+        }
+        if (status >= 400 || body === null || typeof body !== 'object') return reject(apiError(status, body));
+        budget.add(bytes);
+        resolve(body as QueryResponse);
+      });
     });
   }
 
@@ -414,8 +476,8 @@ export class BigQueryEngine implements DbEngine {
       const scope = this.opts.dataset
         ? `${p}.${quoteIdent(this.opts.dataset)}`
         : `${p}.${quoteIdent(`region-${(this.opts.location || 'US').toLowerCase()}`)}`;
-      const tables = await this.query(INTROSPECT_TABLES(scope), Number.MAX_SAFE_INTEGER, deadline, {});
-      const columns = await this.query(INTROSPECT_COLUMNS(scope), Number.MAX_SAFE_INTEGER, deadline, {});
+      const tables = await this.query(INTROSPECT_TABLES(scope), Number.MAX_SAFE_INTEGER, deadline, {}, { caps: INTERNAL_CAPS });
+      const columns = await this.query(INTROSPECT_COLUMNS(scope), Number.MAX_SAFE_INTEGER, deadline, {}, { caps: INTERNAL_CAPS });
       const byName = new Map<string, DbTable>();
       const out: DbTable[] = [];
       for (const [schema, name, type, description] of tables.rows) {
@@ -469,6 +531,13 @@ export class BigQueryEngine implements DbEngine {
 interface RunningQuery {
   start?: Promise<QueryResponse>;
   ref?: JobReference | undefined;
+}
+
+/** An HTTP error read from a stream, in the shape of the SDK's ApiError (toDbError reads `code` and `errors`). */
+function apiError(status: number, body: unknown): Error {
+  const e = (body as { error?: { message?: unknown; errors?: unknown } } | undefined)?.error;
+  const message = typeof e?.message === 'string' ? e.message : `BigQuery answered HTTP ${status} without a readable body`;
+  return Object.assign(new Error(message), { code: status || 502, errors: Array.isArray(e?.errors) ? e.errors : [] });
 }
 
 function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {

@@ -38,6 +38,30 @@ export async function createEngine(config: Config, log: Logger): Promise<DbEngin
   return factory(config, log);
 }
 
+/**
+ * The reset after each question on the embedded server. PGlite has one session, shared by
+ * every client, set up by embedded/server.ts (restrictSession: UTC, read-only by default, SET
+ * ROLE to the reader role), not by start-up options: DISCARD ALL would reset it to the
+ * superuser. So: what DISCARD ALL does, then that set-up again, in one message (one statement
+ * list the multiplexer runs whole, so no other client's query sees the session in between).
+ */
+export function embeddedReset(readerRole: string): string {
+  const role = /^[a-z_][a-z0-9_]*$/.test(readerRole) ? readerRole : `"${readerRole.replace(/"/g, '""')}"`;
+  return [
+    'CLOSE ALL',
+    'RESET ALL',
+    'DEALLOCATE ALL',
+    'UNLISTEN *',
+    'SELECT pg_catalog.pg_advisory_unlock_all()',
+    'DISCARD PLANS',
+    'DISCARD TEMP',
+    'DISCARD SEQUENCES',
+    "SET TimeZone = 'UTC'",
+    'SET default_transaction_read_only = on',
+    `SET ROLE ${role}`,
+  ].join('; ');
+}
+
 async function createPostgresFromConfig(config: Config, log: Logger): Promise<DbEngine> {
   const pgc = config.database.postgresql;
   const common = {
@@ -77,6 +101,7 @@ async function createPostgresFromConfig(config: Config, log: Logger): Promise<Db
       password: '',
       ssl: false,
       onClose: () => server.stop(),
+      resetSql: embeddedReset(server.user),
     });
   } catch (err) {
     await server.stop().catch(() => undefined);

@@ -216,7 +216,11 @@ export class MysqlEngine implements DbEngine {
       // Nothing the question did stays on the connection: it is reset (after the caller has its
       // answer) before it goes back to the pool, or dropped.
       if (destroy) conn.destroy();
-      else void this.reset(conn).then((clean) => (clean ? conn.release() : conn.destroy()));
+      else {
+        void this.reset(conn)
+          .then((clean) => (clean ? conn.release() : conn.destroy()))
+          .catch((err: unknown) => this.log.warn({ err: (err as Error).message }, 'cannot give a connection back to the pool'));
+      }
     }
   }
 
@@ -255,7 +259,7 @@ export class MysqlEngine implements DbEngine {
       return true;
     } catch (err) {
       this.sessions.delete(core);
-      this.log.warn({ err: toDbError(err).message }, 'cannot reset a database connection: it is dropped');
+      if (!this.closed) this.log.warn({ err: toDbError(err).message }, 'cannot reset a database connection: it is dropped');
       return false;
     }
   }
@@ -301,6 +305,7 @@ export class MysqlEngine implements DbEngine {
     let other: mysql.Connection | undefined;
     try {
       other = await mysql.createConnection({ ...this.connectionOptions(), connectTimeout: KILL_CONNECT_TIMEOUT_MS });
+      other.on('error', () => undefined); // a failure reaches the query below; unheard, it would end the process
       await other.query(`KILL QUERY ${Math.floor(threadId)}`);
     } catch (err) {
       this.log.warn({ thread: threadId, err: toDbError(err).message }, 'cannot kill the query');

@@ -179,7 +179,9 @@ export class PostgresEngine implements DbEngine {
     // the pool only once the ROLLBACK and the reset have answered (dropped when either fails).
     let answered!: () => void;
     const done = new Promise<void>((resolve) => (answered = resolve));
-    void Promise.all([run.clean, done]).then(([clean]) => release(destroy || !clean || meter?.tripped !== undefined));
+    void Promise.all([run.clean, done])
+      .then(([clean]) => release(destroy || !clean || meter?.tripped !== undefined))
+      .catch((err: unknown) => this.log.warn({ err: (err as Error).message }, 'cannot give a connection back to the pool'));
     try {
       const outcome = await Promise.race([run.outcome, stuck]);
       if (meter?.tripped) throw meter.tripped;
@@ -225,6 +227,7 @@ export class PostgresEngine implements DbEngine {
   private async cancelBackend(pid: number | null): Promise<void> {
     if (pid === null) return;
     const other = new pg.Client({ ...this.connectionConfig(), connectionTimeoutMillis: CANCEL_CONNECT_TIMEOUT_MS });
+    other.on('error', () => undefined); // a failure reaches the query below; unheard, it would end the process
     try {
       await other.connect();
       await other.query('SELECT pg_cancel_backend($1)', [pid]);

@@ -11,6 +11,12 @@
  *   Authorization header is built here.)
  * - Rows: collected up to maxRows; when the coordinator still has pages, the query is
  *   cancelled (DELETE) rather than read to the end.
+ * - Size: each page's body may be as large as what the result has left (query.max_result_mb,
+ *   plus a little for the page's columns and stats): axios stops reading a larger one before
+ *   it is parsed (maxContentLength); the pages' bytes add up, and each page's values are
+ *   checked against query.max_value_kb once it is parsed. Over either: the query is cancelled
+ *   and the answer is RESULT_TOO_LARGE. (Set per request, through a per-query view of the
+ *   client whose request method adds them: boundedQuery.)
  * - Timeout: the session property `query_max_execution_time` lets the coordinator stop the
  *   query itself; a client timer a little later (queued time does not count for Trino, and a
  *   coordinator may be stuck) cancels it by its query id. Either way: DB_TIMEOUT.
@@ -29,6 +35,7 @@ import type { DbTable } from '../../../protocol/schemas/sql.js';
 import type { Config } from '../../../config/schema.js';
 import type { DbEngine, DbSchema, EngineResult, ExecuteOptions, WriteAccess } from './engine.js';
 import { exactNumber } from './postgresql.js';
+import { capsOf, INTERNAL_CAPS, PAGE_SLACK_BYTES, PageBudget, type WireCaps } from './wire-cap.js';
 
 export interface TrinoEngineOptions {
   /** `http(s)://host:port` of the coordinator */
@@ -86,6 +93,8 @@ interface RunOptions {
   catalog?: string;
   /** how long after timeoutMs the client cancels (0 for a ping) */
   graceMs: number;
+  /** the result's caps (query.max_result_mb, query.max_value_kb) */
+  caps: WireCaps;
 }
 
 /** A failed Trino query, as the coordinator described it. */
@@ -122,6 +131,7 @@ export class TrinoEngine implements DbEngine {
       maxRows: opts.maxRows,
       user: opts.user ?? this.opts.user,
       graceMs: BACKSTOP_GRACE_MS,
+      caps: capsOf(opts),
     });
   }
 
@@ -164,7 +174,8 @@ export class TrinoEngine implements DbEngine {
       ...(o.catalog ? { catalog: o.catalog } : {}),
       session: { query_max_execution_time: `${timeoutMs}ms` },
     };
-    const work = this.collect(client, query, o.maxRows, knowId, () => cancel('enough rows'));
+    const budget = new PageBudget(o.caps);
+    const work = this.collect(client, query, o.maxRows, budget, knowId, () => cancel('enough rows'));
     work.catch(() => undefined); // when the timer wins, the late failure has nobody to tell
     try {
       return await Promise.race([work, late]);
@@ -174,6 +185,11 @@ export class TrinoEngine implements DbEngine {
       if (timedOut) {
         await cancelling;
         throw timedOutError(timeoutMs);
+      }
+      if (budget.exceeded) {
+        const waited = new Promise<void>((r) => setTimeout(r, CANCEL_WAIT_MS).unref());
+        await Promise.race([cancel('result too large'), waited]);
+        throw budget.exceeded;
       }
       throw toTrinoError(err, timeoutMs);
     } finally {
@@ -187,10 +203,11 @@ export class TrinoEngine implements DbEngine {
     client: Trino,
     query: Parameters<Trino['query']>[0],
     maxRows: number,
+    budget: PageBudget,
     knowId: (id: string | undefined) => void,
     cancelRest: () => Promise<void>,
   ): Promise<EngineResult> {
-    const iter = await client.query(query);
+    const iter = await boundedQuery(client, query, budget);
     knowId(queryIdOf(iter));
     let columns: Columns | undefined;
     const rows: unknown[][] = [];
@@ -199,6 +216,7 @@ export class TrinoEngine implements DbEngine {
       const page = step.value as QueryResult | undefined;
       knowId(page?.id);
       if (page?.error) throw new TrinoQueryError(page.error);
+      if (budget.exceeded || !budget.checkValues(page?.data ?? [])) throw budget.exceeded;
       columns ??= page?.columns;
       if (step.done) break; // the value of a done step is the page already read (or the first answer)
       for (const row of page?.data ?? []) {
@@ -236,9 +254,9 @@ export class TrinoEngine implements DbEngine {
       ...(this.opts.schema ? { schema: this.opts.schema } : {}),
       extraHeaders: headers,
     });
-    if (!readExactly(client) && !this.warnedShape) {
+    if (!(readExactly(client) && canBoundPages(client)) && !this.warnedShape) {
       this.warnedShape = true;
-      this.log.warn('this trino-client version hides its HTTP settings: integers beyond 2^53 may lose precision');
+      this.log.error('this trino-client version hides its HTTP settings: integers beyond 2^53 may lose precision, and query.max_result_mb is not enforced (query.max_value_kb is, once a page is read)');
     }
     this.clients.set(user, client);
     if (this.clients.size > MAX_CLIENTS) {
@@ -250,7 +268,7 @@ export class TrinoEngine implements DbEngine {
 
   async ping(timeoutMs: number): Promise<void> {
     try {
-      await this.run('SELECT 1', { timeoutMs, maxRows: 1, user: this.opts.user, graceMs: 0 });
+      await this.run('SELECT 1', { timeoutMs, maxRows: 1, user: this.opts.user, graceMs: 0, caps: INTERNAL_CAPS });
     } catch (err) {
       const e = toTrinoError(err);
       if (e.code === 'DB_TIMEOUT') throw new CortadoError('DB_UNAVAILABLE', `the database cannot be reached: no answer within ${timeoutMs} ms`);
@@ -311,6 +329,7 @@ export class TrinoEngine implements DbEngine {
       maxRows: MAX_INTROSPECT_ROWS,
       user: this.opts.user,
       graceMs: BACKSTOP_GRACE_MS,
+      caps: INTERNAL_CAPS,
       ...(catalog ? { catalog } : {}),
     });
     if (r.rows.length >= MAX_INTROSPECT_ROWS) this.log.warn({ rows: r.rows.length }, 'the Trino catalog is larger than Cortado reads: set database.trino.schema');
@@ -349,17 +368,60 @@ function queryIdOf(iterator: unknown): string | undefined {
 function readExactly(trino: Trino): boolean {
   const config = (trino as unknown as { client?: { clientConfig?: unknown } }).client?.clientConfig;
   if (!config || typeof config !== 'object') return false;
-  (config as { transformResponse?: unknown }).transformResponse = [
-    (data: unknown): unknown => {
-      if (typeof data !== 'string' || data === '') return data;
-      try {
-        return parseJsonExact(data);
-      } catch {
-        return data; // not JSON (an HTTP error page): left for the error mapping
-      }
-    },
-  ];
+  (config as { transformResponse?: unknown }).transformResponse = [parseBody];
   return true;
+}
+
+function parseBody(data: unknown): unknown {
+  if (typeof data !== 'string' || data === '') return data;
+  try {
+    return parseJsonExact(data);
+  } catch {
+    return data; // not JSON (an HTTP error page): left for the error mapping
+  }
+}
+
+interface PageRequest {
+  maxContentLength?: number;
+  transformResponse?: unknown;
+}
+
+/** trino-client's inner client (`Trino.client`): one request method for the statement POST and every nextUri GET. */
+interface InnerClient {
+  request(cfg: PageRequest): Promise<unknown>;
+  query(query: Parameters<Trino['query']>[0]): ReturnType<Trino['query']>;
+}
+
+function innerClient(trino: Trino): InnerClient | undefined {
+  const inner = (trino as unknown as { client?: Partial<InnerClient> }).client;
+  return inner && typeof inner.request === 'function' && typeof inner.query === 'function' ? (inner as InnerClient) : undefined;
+}
+
+function canBoundPages(trino: Trino): boolean {
+  return innerClient(trino) !== undefined;
+}
+
+/**
+ * Run `query` with every page it reads bounded by `budget`: through a view of trino-client's
+ * inner client whose request method gives axios a maxContentLength of what the result has left
+ * (a larger body is stopped while it arrives) and a transformResponse that counts the body
+ * before parsing it. The view shares the client's headers (catalog, session) and its iterator
+ * reads the next pages through the view; the cancel (DELETE) goes through the client itself.
+ */
+function boundedQuery(trino: Trino, query: Parameters<Trino['query']>[0], budget: PageBudget): ReturnType<Trino['query']> {
+  const inner = innerClient(trino);
+  if (!inner) return trino.query(query); // warned in clientFor: only the values are checked, once a page is read
+  const view = Object.create(inner) as InnerClient;
+  const counted = (data: unknown): unknown => {
+    if (typeof data === 'string') budget.add(data.length);
+    return parseBody(data);
+  };
+  view.request = (cfg: PageRequest): Promise<unknown> =>
+    inner.request({ ...cfg, maxContentLength: budget.left + PAGE_SLACK_BYTES, transformResponse: [counted] }).catch((err: unknown) => {
+      if (/maxContentLength size of \d+ exceeded/.test(String((err as { message?: unknown })?.message))) throw budget.pageStopped();
+      throw err;
+    });
+  return inner.query.call(view, query);
 }
 
 /** JSON.parse, except that integers a double cannot hold exactly stay strings. */

@@ -3,9 +3,11 @@
  * (`pg_catalog.pg_sleep`, `"PG_SLEEP"` and `Pg_Sleep` are all `pg_sleep`); `*` matches any run
  * of characters. Each group says in one line why it is there.
  *
- * The read-only transaction is the second line of defence for writes; this list is the only
- * one for what a read-only transaction still allows (sleeping, reading server files, running
- * SQL hidden in a string, taking locks, signalling other sessions).
+ * The guards allow only what their allow-lists name (allow-<dialect>.ts); this list is not the
+ * defence, it is the explanation: a well-known dangerous function is refused as
+ * `dangerous_function` with the reason below, and wins over database.allowed_functions. Behind
+ * the guard stand the rolled-back read-only transaction and the role's own grants
+ * (docs/security.md).
  */
 import type { Dialect } from '../../../protocol/schemas/common.js';
 

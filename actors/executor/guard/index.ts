@@ -1,6 +1,7 @@
 /**
- * The SQL guard, by dialect. Adding a dialect: write `<dialect>.ts` exporting a DialectGuard,
- * add its function deny list in deny.ts, and add one line to GUARDS below.
+ * The SQL guard, by dialect. Adding a dialect: write `<dialect>.ts` exporting a DialectGuard
+ * and `allow-<dialect>.ts` with what its queries may call and read (everything else is refused),
+ * give its well-known dangerous functions a reason in deny.ts, and add one line to GUARDS below.
  */
 import type { Dialect } from '../../../protocol/schemas/common.js';
 import { postgresGuard } from './postgresql.js';

@@ -1,7 +1,8 @@
 /**
  * Directory (LDAP) login through `ldapts`: direct bind with `user_dn_template`, or
  * search-and-bind with a service account; an optional group requirement checked through
- * `member`, `memberOf` or `memberUid`.
+ * `member`, `memberOf` or `memberUid`. Shared library code: the identity actor logs people in
+ * with it, the settings actor tests a connection with it (the only importers of `ldapts`).
  *
  * Expected failures never throw: they come back as `{ ok: false, reason }`, and `unreachable`
  * (connect error, timeout, TLS failure, server busy/unavailable) lets the caller fall back to the

@@ -1,14 +1,24 @@
 /**
- * config_db's schema, as numbered migrations. Every table is prefixed `cortado_` so config_db
- * can share a database (and its search_path schema) with other things.
+ * config_db's schema, as numbered migrations, and the one runner of them. Every table is
+ * prefixed `cortado_` so config_db can share a database (and its search_path schema) with other
+ * things. One list for every repository: the versions are one sequence, whoever adds a table.
  *
  * `migrate` applies what is missing, each migration once and in its own transaction, recorded
  * in cortado_schema_version. Each transaction first takes a transaction-level advisory lock, so
  * processes starting together queue up: the first applies a migration, the next finds it
- * recorded and skips it. Never edit a released migration: add the next one.
+ * recorded and skips it. Never edit a released migration: add the next one (a repository's new
+ * table or column is a new version; data already stored is moved by that migration's SQL, never
+ * dropped).
+ *
+ * Which repository each table belongs to (store/<domain>.ts):
+ *   v1  cortado_config_overrides, cortado_config_override_history  overrides (and the prompts
+ *                                                                   and LDAP settings kept there)
+ *       cortado_api_tokens                                          tokens
+ *       cortado_mask_rules                                          mask-rules
+ *       cortado_audit_log                                           audit
  */
 import type pg from 'pg';
-import type { Logger } from '../../../protocol/log.js';
+import type { Logger } from '../protocol/log.js';
 
 export interface Migration {
   version: number;
