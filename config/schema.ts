@@ -1,7 +1,7 @@
 /**
  * One TypeBox schema for the whole config/config.yaml: every section and key of SPEC.md,
  * with its type and reference default. Only `llm` and `database` are required.
- * Keys marked (Cortado) are additions of ours, documented in README.md.
+ * Keys marked (Cortado) are additions of ours, documented in docs/configuration.md.
  */
 import Type, { type Static, type TSchema } from 'typebox';
 

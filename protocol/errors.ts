@@ -2,7 +2,7 @@
  * The one error type of Cortado and its table of stable codes.
  *
  * Every code has one HTTP status, one MCP mapping and a retryable flag.
- * README.md carries one line per code (a test checks it).
+ * docs/http-api.md carries one line per code in its error table (a test checks it).
  */
 
 export const McpMapping = {

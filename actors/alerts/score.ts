@@ -8,7 +8,7 @@
  * sensitive column counts only when it is not introduced by AS, a WHERE anywhere (subqueries
  * included) counts as a filter unless it is a tautology (`WHERE 1=1`, `WHERE true`).
  *
- * Every factor, with its points (README "Security alerts and e-mail" shows the same table):
+ * Every factor, with its points (docs/configuration.md "Security alerts and e-mail" shows the same table):
  */
 import type { RiskFactor } from '../../protocol/schemas/policy.js';
 

@@ -21,7 +21,7 @@ export async function start(deps: ActorDeps): Promise<RunningActor> {
   const box = createSecretBox(config);
   if (config.plugins.auth.enabled && !box.enabled) {
     // an auth session keeps the user's database password: never unencrypted, never under a made-up key
-    throw new CortadoError('CONFIG_INVALID', 'plugins.auth.enabled needs config_db.encryption_key: the sessions keep each user\'s database credentials encrypted with it (any Fernet key: see README, config_db)');
+    throw new CortadoError('CONFIG_INVALID', 'plugins.auth.enabled needs config_db.encryption_key: the sessions keep each user\'s database credentials encrypted with it (any Fernet key: see docs/operations.md, config_db)');
   }
   const store = await openStorage(config, log);
   try {
