@@ -11,6 +11,7 @@ import type { Config } from '../config/schema.js';
 import { createHttpServer, type HttpRequest, type HttpResponse, type HttpServer } from './http/server.js';
 import { sendError, SECURITY_HEADERS } from './http/reply.js';
 import { Router } from './http/router.js';
+import { createCallerResolver, type RouteAuth } from './caller.js';
 import { corsPolicy } from './http/cors.js';
 import { createRateLimiter } from './http/ratelimit.js';
 import { healthRoutes } from './http/routes/health.js';
@@ -35,6 +36,8 @@ export interface Edge {
   readonly port: number;
   readonly kind: 'uws' | 'node';
   readonly inFlight: number;
+  /** every route and what it needs of its caller (edge/caller.ts), in matching order */
+  readonly routes: ReadonlyArray<{ method: string; pattern: string; auth: RouteAuth }>;
   /** 503 for new requests, wait for in-flight ones (up to the deadline), close the socket */
   stop(deadline: number): Promise<void>;
 }
@@ -47,7 +50,7 @@ export async function startEdge(opts: EdgeOptions): Promise<Edge> {
   let inFlight = 0;
   let idle: (() => void) | undefined;
 
-  const router = new Router();
+  const router = new Router(createCallerResolver({ bus, config }));
   healthRoutes(router, { bus, version: opts.version, closing: () => closing });
   queryRoutes(router, { bus, config });
   adminRoutes(router, { bus, config });
@@ -144,6 +147,7 @@ export async function startEdge(opts: EdgeOptions): Promise<Edge> {
     port,
     kind: server.kind,
     get inFlight() { return inFlight; },
+    routes: router.table(),
     async stop(deadline: number) {
       closing = true;
       if (inFlight > 0) {

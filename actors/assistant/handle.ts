@@ -23,6 +23,7 @@ import {
   SqlExecute,
   SqlGenerate,
 } from '../../protocol/subjects.js';
+import { ownedKey } from '../../protocol/scope.js';
 import type { AskConfirmRequest, AskReply, AskRequest } from '../../protocol/schemas/ask.js';
 import { addUsage, ZERO_USAGE, type Channel, type Dialect, type Usage } from '../../protocol/schemas/common.js';
 import type { ProgressEvent } from '../../protocol/schemas/progress.js';
@@ -42,6 +43,19 @@ export interface AssistantDeps {
 
 /** Channels where query.execute_generated_sql applies (SPEC: the interactive assistant). */
 const INTERACTIVE = new Set(['legacy', 'auth', 'web']);
+
+/**
+ * The row cap of one caller (AskRequest.max_rows) as the executor's hard cap: the database
+ * returns no more rows than that, and never more than query.max_limit.
+ */
+function rowCap(maxRows: number | undefined, config: Config): { max_limit?: number } {
+  return maxRows === undefined ? {} : { max_limit: Math.min(maxRows, config.query.max_limit) };
+}
+
+/** Where a conversation is kept: under its owner (protocol/scope.ts), so no other caller continues it. */
+function conversationKey(owner: string | undefined, id: string | undefined): string | undefined {
+  return id ? ownedKey(owner, id) : undefined;
+}
 
 /** Database failures worth showing the model once more. */
 function correctable(err: CortadoError): boolean {
@@ -107,7 +121,8 @@ export async function ask(input: AskRequest, deps: AssistantDeps, ctx: Ctx): Pro
 
   try {
     progress('started', { question: input.question });
-    const history = input.conversation_id ? await timed('history', () => deps.conversations.load(input.conversation_id!)) : [];
+    const conversation = conversationKey(input.owner, input.conversation_id);
+    const history = conversation ? await timed('history', () => deps.conversations.load(conversation)) : [];
 
     const context = await timed('context', () =>
       bus.request(SchemaContext, {
@@ -153,7 +168,7 @@ export async function ask(input: AskRequest, deps: AssistantDeps, ctx: Ctx): Pro
         run.usage = addUsage(run.usage, chat.usage);
         message = chat.message;
       }
-      await deps.conversations.append(input.conversation_id, { question: input.question, answer: message });
+      await deps.conversations.append(conversation, { question: input.question, answer: message });
       return run.finish({ intent: 'chat', message });
     }
 
@@ -171,7 +186,7 @@ export async function ask(input: AskRequest, deps: AssistantDeps, ctx: Ctx): Pro
 
     const interactive = INTERACTIVE.has(input.channel);
     if (interactive && !config.query.execute_generated_sql) {
-      await deps.conversations.append(input.conversation_id, { question: input.question, sql, ...(explanation ? { answer: explanation } : {}) });
+      await deps.conversations.append(conversation, { question: input.question, sql, ...(explanation ? { answer: explanation } : {}) });
       return run.finish({ intent: 'sql', sql, ...(explanation ? { explanation } : {}), executed: false, tables: context.tables });
     }
 
@@ -198,7 +213,7 @@ export async function ask(input: AskRequest, deps: AssistantDeps, ctx: Ctx): Pro
     let attempt = 0;
     for (;;) {
       try {
-        result = await timed('execute', () => bus.request(SqlExecute, { sql }, ctx));
+        result = await timed('execute', () => bus.request(SqlExecute, { sql, ...rowCap(input.max_rows, config) }, ctx));
         break;
       } catch (err) {
         const e = toCortadoError(err);
@@ -218,7 +233,7 @@ export async function ask(input: AskRequest, deps: AssistantDeps, ctx: Ctx): Pro
     return await deliver(run, deps, ctx, {
       result, attempt, question: input.question, dialect: context.dialect, tables: context.tables,
       ...(explanation ? { explanation } : {}),
-      ...(input.conversation_id ? { conversation_id: input.conversation_id } : {}),
+      ...(conversation ? { conversation } : {}),
     });
   } catch (err) {
     return run.fail(err);
@@ -232,11 +247,12 @@ export async function confirm(input: AskConfirmRequest, deps: AssistantDeps, ctx
   const run = startRun(deps, ctx, { channel: pending.channel, ...(input.stream ? { stream: true } : {}), ...(pending.conversation_id ? { conversation_id: pending.conversation_id } : {}) });
   try {
     run.progress('started', { question: pending.question, confirmation_id: input.confirmation_id });
-    const result = await run.timed('execute', () => deps.bus.request(SqlExecute, { sql: pending.sql }, ctx));
+    const result = await run.timed('execute', () => deps.bus.request(SqlExecute, { sql: pending.sql, ...rowCap(input.max_rows, deps.config) }, ctx));
+    const conversation = conversationKey(pending.owner, pending.conversation_id);
     return await deliver(run, deps, ctx, {
       result, attempt: 0, question: pending.question, dialect: pending.dialect, tables: pending.tables,
       ...(pending.explanation ? { explanation: pending.explanation } : {}),
-      ...(pending.conversation_id ? { conversation_id: pending.conversation_id } : {}),
+      ...(conversation ? { conversation } : {}),
     });
   } catch (err) {
     return run.fail(err);
@@ -248,7 +264,7 @@ async function deliver(
   run: Run,
   deps: AssistantDeps,
   ctx: Ctx,
-  p: { result: SqlExecuteReply; attempt: number; question: string; explanation?: string; conversation_id?: string; dialect: Dialect; tables: string[] },
+  p: { result: SqlExecuteReply; attempt: number; question: string; explanation?: string; conversation?: string; dialect: Dialect; tables: string[] },
 ): Promise<AskReply> {
   const { bus, config } = deps;
   const executed = p.result;
@@ -279,7 +295,7 @@ async function deliver(
   bus.publish(QueryExecutedEvt, {
     ...run.event(), sql: result.sql, duration_ms: result.duration_ms, row_count: result.row_count, truncated: result.truncated, usage: run.usage, attempt: p.attempt,
   }, ctx);
-  await deps.conversations.append(p.conversation_id, { question: p.question, sql: result.sql, ...(p.explanation ? { answer: p.explanation } : {}) });
+  await deps.conversations.append(p.conversation, { question: p.question, sql: result.sql, ...(p.explanation ? { answer: p.explanation } : {}) });
   return run.finish({
     intent: 'sql',
     sql: result.sql,

@@ -56,6 +56,7 @@ import type { HttpRequest } from './server.js';
 import { compileRules, type Rule, type RuleSet } from './ratelimit-paths.js';
 import { decide, type Strategy, type Verdict } from './ratelimit-strategy.js';
 import { clientAddress, COOKIE, sessionToken } from './session.js';
+import { SESSION_HEADER, TOKEN_HEADER as MCP_TOKEN_HEADER } from '../caller.js';
 
 export interface RateLimitResult {
   allowed: boolean;
@@ -94,8 +95,6 @@ const TOKEN_MAX = 512;
 /** JetStream's "wrong last sequence": another writer got there first */
 const CONFLICT_CODES = new Set([10071, 10164]);
 
-const SESSION_HEADER = 'x-session-id';
-const MCP_TOKEN_HEADER = 'x-mcp-token';
 const SESSION_KINDS = Object.keys(COOKIE) as SessionKind[];
 
 /** Whose budget: a kind and a hash (never the address, session id or name itself). */

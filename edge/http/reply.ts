@@ -1,4 +1,5 @@
 /** Writing answers and errors, and reading JSON bodies, the same way on every route. */
+import type { StaticEncode, TSchema } from 'typebox';
 import type { Validator } from 'typebox/compile';
 import { describeErrors } from '../../protocol/define.js';
 import { CortadoError, toCortadoError } from '../../protocol/errors.js';
@@ -42,9 +43,9 @@ export function sendError(res: HttpResponse, err: unknown, rid: string, extra: R
  * Content type → 415, size → 413, nesting deeper than MAX_JSON_DEPTH → 400 (the server refuses
  * it while reading the body), syntax → 400, control characters → 400 naming the field (every
  * string is a name but the top-level fields `rules.text` names), schema → 400 with the failing
- * paths.
+ * paths. The body comes back as the schema's static type (protocol/schemas/http.ts).
  */
-export async function readJson<T>(req: HttpRequest, check: Validator, rules: TextRules = {}): Promise<T> {
+export async function readJson<T extends TSchema>(req: HttpRequest, check: Validator<{}, T>, rules: TextRules = {}): Promise<StaticEncode<T, {}>> {
   const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
   if (type !== 'application/json') {
     throw new CortadoError('UNSUPPORTED_MEDIA_TYPE', 'send the body as application/json');
@@ -62,5 +63,5 @@ export async function readJson<T>(req: HttpRequest, check: Validator, rules: Tex
     const first = errors[0];
     throw new CortadoError('VALIDATION_FAILED', first ? `${first.path}: ${first.message}` : 'the body does not match the expected shape', { errors });
   }
-  return value as T;
+  return value;
 }

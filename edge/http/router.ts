@@ -3,41 +3,74 @@
  * parameter is percent-decoded, and one that holds a control character or a lone surrogate
  * after decoding (protocol/schemas/text.ts) is refused with 400 naming it, before any handler
  * runs: ids and names go on to stores, databases and logs.
+ *
+ * Every route says what it needs of its caller (`auth`, edge/caller.ts). The admin, assistant
+ * and auth routes get their caller resolved before the handler runs (after the path check), so
+ * a handler of theirs never runs for a stranger; the others resolve it when they ask
+ * (`ctx.caller()`): the legacy assistant needs its body's session_id first, and MCP requests
+ * of an open session are matched by their token's digest rather than asked about each time.
  */
 import { CortadoError } from '../../protocol/errors.js';
 import type { Logger } from '../../protocol/log.js';
 import { textProblem } from '../../protocol/schemas/text.js';
+import type { CallerFor, CallerHint, CallerResolver, RouteAuth } from '../caller.js';
 import type { HttpRequest, HttpResponse } from './server.js';
 
-export interface RouteContext {
+/** What the edge knows of a request before routing. */
+export interface RequestContext {
   rid: string;
   log: Logger;
 }
 
-export type RouteHandler = (req: HttpRequest, res: HttpResponse, ctx: RouteContext) => Promise<void> | void;
+export interface RouteContext<A extends RouteAuth = RouteAuth> extends RequestContext {
+  /** who is calling, as the route's `auth` requires; resolved once per request (later calls share it) */
+  caller(hint?: CallerHint): Promise<CallerFor<A>>;
+}
+
+export type RouteHandler<A extends RouteAuth = RouteAuth> = (req: HttpRequest, res: HttpResponse, ctx: RouteContext<A>) => Promise<void> | void;
+
+export interface RouteOptions<A extends RouteAuth> {
+  /** what the route needs of its caller (edge/caller.ts) */
+  auth: A;
+}
+
+/** A matched route, ready to run with the request's context. */
+export type BoundHandler = (req: HttpRequest, res: HttpResponse, ctx: RequestContext) => Promise<void> | void;
 
 interface Route {
   method: string;
+  pattern: string;
   segments: string[];
-  handler: RouteHandler;
+  auth: RouteAuth;
+  handler: BoundHandler;
 }
 
-export type Match = { handler: RouteHandler; params: Record<string, string> } | { notFound: true } | { allowed: string[] };
+export type Match = { handler: BoundHandler; params: Record<string, string> } | { notFound: true } | { allowed: string[] };
+
+/** Routes whose caller is resolved before the handler runs. */
+const UP_FRONT: ReadonlySet<RouteAuth> = new Set<RouteAuth>(['admin', 'assistant', 'auth']);
 
 export class Router {
   private readonly routes: Route[] = [];
 
-  add(method: string, pattern: string, handler: RouteHandler): this {
-    this.routes.push({ method: method.toUpperCase(), segments: split(pattern), handler });
+  constructor(private readonly callers: CallerResolver) {}
+
+  add<A extends RouteAuth>(method: string, pattern: string, opts: RouteOptions<A>, handler: RouteHandler<A>): this {
+    this.routes.push({ method: method.toUpperCase(), pattern, segments: split(pattern), auth: opts.auth, handler: this.bind(opts.auth, handler as RouteHandler) });
     return this;
   }
 
-  get(pattern: string, handler: RouteHandler): this {
-    return this.add('GET', pattern, handler);
+  get<A extends RouteAuth>(pattern: string, opts: RouteOptions<A>, handler: RouteHandler<A>): this {
+    return this.add('GET', pattern, opts, handler);
   }
 
-  post(pattern: string, handler: RouteHandler): this {
-    return this.add('POST', pattern, handler);
+  post<A extends RouteAuth>(pattern: string, opts: RouteOptions<A>, handler: RouteHandler<A>): this {
+    return this.add('POST', pattern, opts, handler);
+  }
+
+  /** Every route and what it needs of its caller (method, pattern, auth), in the order they were added. */
+  table(): Array<{ method: string; pattern: string; auth: RouteAuth }> {
+    return this.routes.map((r) => ({ method: r.method, pattern: r.pattern, auth: r.auth }));
   }
 
   match(method: string, path: string): Match {
@@ -51,10 +84,26 @@ export class Router {
     }
     return allowed.length ? { allowed } : { notFound: true };
   }
+
+  /** A route's handler with its caller: resolved first for the routes that need it up front. */
+  private bind(auth: RouteAuth, handler: RouteHandler): BoundHandler {
+    const callers = this.callers;
+    const upFront = UP_FRONT.has(auth);
+    return async (req, res, base) => {
+      let resolved: Promise<CallerFor<RouteAuth>> | undefined;
+      const ctx: RouteContext = {
+        rid: base.rid,
+        get log() { return base.log; },
+        caller: (hint) => (resolved ??= callers.resolve(auth, req, base.rid, hint)),
+      };
+      if (upFront) await ctx.caller();
+      await handler(req, res, ctx);
+    };
+  }
 }
 
 /** A handler answering 400 for the first path parameter that is no clean name, or undefined. */
-function refusing(params: Record<string, string>): RouteHandler | undefined {
+function refusing(params: Record<string, string>): BoundHandler | undefined {
   for (const [name, value] of Object.entries(params)) {
     const problem = textProblem(value, 'name');
     if (problem) {

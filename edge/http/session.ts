@@ -1,13 +1,10 @@
 /**
  * Cookie sessions at the edge: the cookie carries the session secret (HttpOnly, SameSite=Strict,
- * Secure behind TLS); the identity actor keeps the session. Writes made with a cookie must
- * echo the session's CSRF token in `x-csrf-token`. The client address honours X-Forwarded-For
- * only from app.trusted_proxies.
+ * Secure behind TLS); the identity actor keeps the session, and edge/caller.ts decides who a
+ * request is (writes made with a cookie must echo the session's CSRF token in `x-csrf-token`).
+ * The client address honours X-Forwarded-For only from app.trusted_proxies.
  */
-import type { Bus } from '../../protocol/bus.js';
-import { CortadoError } from '../../protocol/errors.js';
-import type { SessionInfo, SessionKind } from '../../protocol/schemas/identity.js';
-import { IdentitySession } from '../../protocol/subjects.js';
+import type { SessionKind } from '../../protocol/schemas/identity.js';
 import type { Config } from '../../config/schema.js';
 import type { HttpRequest } from './server.js';
 
@@ -56,30 +53,4 @@ export function clearCookie(kind: SessionKind, secure: boolean): string {
 
 export function sessionToken(req: HttpRequest, kind: SessionKind): string | undefined {
   return parseCookies(req.headers.cookie).get(COOKIE[kind]) || undefined;
-}
-
-const WRITE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
-
-/**
- * The session of this request, or UNAUTHORIZED. For a write, the CSRF header must match
- * (FORBIDDEN otherwise).
- */
-export async function requireSession(bus: Bus, req: HttpRequest, kind: SessionKind, rid: string): Promise<{ token: string; session: SessionInfo }> {
-  const token = sessionToken(req, kind);
-  if (!token) throw new CortadoError('UNAUTHORIZED', `sign in ${kind === 'admin' ? 'to the admin panel ' : ''}first (POST /${kind}/login)`);
-  const session = await bus.request(IdentitySession, { token, kind }, { requestId: rid });
-  if (WRITE_METHODS.has(req.method)) {
-    const sent = req.headers[CSRF_HEADER] ?? '';
-    if (!sent || !equalConstant(sent, session.csrf)) {
-      throw new CortadoError('FORBIDDEN', `missing or wrong ${CSRF_HEADER} header (read it from GET /${kind}/session)`);
-    }
-  }
-  return { token, session };
-}
-
-function equalConstant(a: string, b: string): boolean {
-  if (a.length !== b.length) return false;
-  let diff = 0;
-  for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i);
-  return diff === 0;
 }

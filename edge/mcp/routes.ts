@@ -7,13 +7,16 @@
  *   GET  /mcp                          Streamable HTTP: the session's stream of server messages
  *   DELETE /mcp                        Streamable HTTP: ends the session
  *
- * The token is checked (identity actor, over the bus) before a session exists: missing,
- * unknown, expired or revoked gives 401 and creates nothing. Later requests of a session must
- * carry the same token (compared by digest); the SSE message route also accepts none, the
- * unguessable session id being what the SSE transport gives the client. The transports switch
+ * Every route takes an API token (`auth: 'token'`, edge/caller.ts: `x-mcp-token`, a bearer
+ * token, or `?token=`). The token is checked (identity actor, over the bus) before a session
+ * exists: missing, unknown, expired or revoked gives 401 and creates nothing. Later requests of
+ * a session must carry the same token (compared by digest, without asking the identity actor
+ * each time); the SSE message route also accepts none, the unguessable session id being what
+ * the SSE transport gives the client. The token is never logged: the request log redacts it
+ * (protocol/log.ts redactUrl), and nothing here names it. The transports switch
  * on `mcp.sse.enabled` and `mcp.streamable_http.enabled` (404 when off), read per request.
  */
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { isInitializeRequest, JSONRPCMessageSchema, SUPPORTED_PROTOCOL_VERSIONS, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { Bus } from '../../protocol/bus.js';
 import { CortadoError } from '../../protocol/errors.js';
@@ -22,9 +25,9 @@ import type { Logger } from '../../protocol/log.js';
 import { TokenCheck } from '../../protocol/subjects.js';
 import type { Config } from '../../config/schema.js';
 import { SECURITY_HEADERS } from '../http/reply.js';
-import type { Router } from '../http/router.js';
+import type { RouteContext, Router } from '../http/router.js';
 import type { HttpRequest, HttpResponse } from '../http/server.js';
-import { authenticate, tokenDigest, tokenOf, type Caller } from './auth.js';
+import { mcpToken, type TokenCaller } from '../caller.js';
 import { createMcpServer } from './server.js';
 import { createSessionRegistry, type McpSession, type McpSessionInfo, type McpSessionRegistry } from './session.js';
 import { EdgeSseTransport } from './transports/sse.js';
@@ -58,6 +61,11 @@ interface Live {
 /** A JSON-RPC error as the HTTP answer (what MCP clients parse on transport-level failures). */
 function rpcError(res: HttpResponse, status: number, code: number, message: string, rid: string): void {
   res.send(status, { 'content-type': 'application/json', [HTTP_REQUEST_ID]: rid, ...SECURITY_HEADERS }, JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }));
+}
+
+/** Compare tokens of later requests with the session's without keeping the token readable. */
+function tokenDigest(token: string): string {
+  return createHash('sha256').update(token).digest('hex');
 }
 
 function accepts(req: HttpRequest, type: string): boolean {
@@ -94,10 +102,10 @@ export function mcpRoutes(router: Router, deps: McpRouteDeps): McpSessionRegistr
   const live = new Map<string, Live>();
 
   /** Build the protocol server and the session record of a connection whose token checked out. */
-  const open = (info: McpSessionInfo, caller: Caller, attach: (l: Live) => void, busy: () => boolean): { session: McpSession; server: ReturnType<typeof createMcpServer> } => {
+  const open = (info: McpSessionInfo, caller: TokenCaller, attach: (l: Live) => void, busy: () => boolean): { session: McpSession; server: ReturnType<typeof createMcpServer> } => {
     let checkedAt = Date.now();
     let closing: Promise<void> | undefined;
-    const token = caller.token;
+    const token = caller.secret;
     const server = createMcpServer(info, {
       bus,
       config,
@@ -143,10 +151,10 @@ export function mcpRoutes(router: Router, deps: McpRouteDeps): McpSessionRegistr
 
   // ---- SSE ---------------------------------------------------------------------------------
 
-  router.get(SSE_PATH, async (req, res, ctx) => {
+  router.get(SSE_PATH, { auth: 'token' }, async (req, res, ctx) => {
     if (!config.mcp.sse.enabled) throw new CortadoError('NOT_FOUND', `no route for GET ${SSE_PATH} (mcp.sse.enabled is false)`);
     if (req.method !== 'GET') throw new CortadoError('METHOD_NOT_ALLOWED', `use GET on ${SSE_PATH}`);
-    const caller = await authenticate(bus, req, ctx.rid);
+    const caller = await ctx.caller();
     const id = randomUUID();
     const info = await registry.describe(caller, id, 'sse', ctx.rid);
     if (res.aborted) return;
@@ -156,13 +164,13 @@ export function mcpRoutes(router: Router, deps: McpRouteDeps): McpSessionRegistr
     ctx.log.info({ mcp_session: id, transport: 'sse', user: info.username, token_id: info.tokenId, open: registry.size }, 'MCP session opened');
   });
 
-  router.post(MESSAGES_PATH, async (req, res, ctx) => {
+  router.post(MESSAGES_PATH, { auth: 'token' }, async (req, res, ctx) => {
     if (!config.mcp.sse.enabled) throw new CortadoError('NOT_FOUND', `no route for POST ${MESSAGES_PATH} (mcp.sse.enabled is false)`);
     const id = req.query.get('sessionId') ?? '';
     const l = id ? live.get(id) : undefined;
-    const token = tokenOf(req);
+    const token = mcpToken(req);
     if (!l?.sse) {
-      if (token !== undefined) await authenticate(bus, req, ctx.rid); // a revoked token hears 401, not 404
+      if (token !== undefined) await ctx.caller(); // a revoked token hears 401, not 404
       throw new CortadoError('NOT_FOUND', `no open MCP session "${id.slice(0, 64)}": open one with GET ${SSE_PATH}`);
     }
     if (token !== undefined && tokenDigest(token) !== l.session.tokenDigest) throw new CortadoError('UNAUTHORIZED', 'this token did not open the session');
@@ -175,8 +183,9 @@ export function mcpRoutes(router: Router, deps: McpRouteDeps): McpSessionRegistr
   // ---- Streamable HTTP -----------------------------------------------------------------------
 
   /** The session a Streamable HTTP request names, checked against its token; or an error answer. */
-  const httpSession = async (req: HttpRequest, res: HttpResponse, rid: string): Promise<Live | undefined> => {
-    const token = tokenOf(req);
+  const httpSession = async (req: HttpRequest, res: HttpResponse, ctx: RouteContext<'token'>): Promise<Live | undefined> => {
+    const rid = ctx.rid;
+    const token = mcpToken(req);
     const id = req.headers[SESSION_HEADER];
     if (!token) throw new CortadoError('UNAUTHORIZED', 'send the API token with every request (x-mcp-token, Authorization: Bearer, or ?token=)');
     if (!id) {
@@ -185,7 +194,7 @@ export function mcpRoutes(router: Router, deps: McpRouteDeps): McpSessionRegistr
     }
     const l = live.get(id);
     if (!l?.http || tokenDigest(token) !== l.session.tokenDigest) {
-      await authenticate(bus, req, rid); // a bad token hears 401 rather than 404
+      await ctx.caller(); // a bad token hears 401 rather than 404
       rpcError(res, 404, -32001, 'Session not found', rid);
       return undefined;
     }
@@ -198,13 +207,13 @@ export function mcpRoutes(router: Router, deps: McpRouteDeps): McpSessionRegistr
     return l;
   };
 
-  router.post(STREAMABLE_PATH, async (req, res, ctx) => {
+  router.post(STREAMABLE_PATH, { auth: 'token' }, async (req, res, ctx) => {
     if (!config.mcp.streamable_http.enabled) throw new CortadoError('NOT_FOUND', `no route for POST ${STREAMABLE_PATH} (mcp.streamable_http.enabled is false)`);
     const { messages, batch } = await readMessages(req, true);
     if (messages.some(isInitializeRequest)) {
       if (req.headers[SESSION_HEADER]) return rpcError(res, 400, -32600, 'Invalid Request: this session is already initialized', ctx.rid);
       if (messages.length > 1) return rpcError(res, 400, -32600, 'Invalid Request: initialize comes alone', ctx.rid);
-      const caller = await authenticate(bus, req, ctx.rid);
+      const caller = await ctx.caller();
       const id = randomUUID();
       const info = await registry.describe(caller, id, 'streamable_http', ctx.rid);
       if (res.aborted) return;
@@ -215,25 +224,25 @@ export function mcpRoutes(router: Router, deps: McpRouteDeps): McpSessionRegistr
       await transport.handlePost(messages, batch, res, { rid: ctx.rid, stream: false, extra: { requestInfo: { headers: req.headers } } });
       return;
     }
-    const l = await httpSession(req, res, ctx.rid);
+    const l = await httpSession(req, res, ctx);
     if (!l?.http) return;
     // tool calls can take long: stream their answer when the client takes a stream
     const stream = accepts(req, 'text/event-stream') && messages.some((m) => 'method' in m && m.method === 'tools/call' && 'id' in m);
     await l.http.handlePost(messages, batch, res, { rid: ctx.rid, stream, extra: { requestInfo: { headers: req.headers } } });
   });
 
-  router.get(STREAMABLE_PATH, async (req, res, ctx) => {
+  router.get(STREAMABLE_PATH, { auth: 'token' }, async (req, res, ctx) => {
     if (!config.mcp.streamable_http.enabled) throw new CortadoError('NOT_FOUND', `no route for GET ${STREAMABLE_PATH} (mcp.streamable_http.enabled is false)`);
     if (req.method !== 'GET') throw new CortadoError('METHOD_NOT_ALLOWED', `use GET on ${STREAMABLE_PATH}`);
     if (!accepts(req, 'text/event-stream')) return rpcError(res, 406, -32000, 'Not Acceptable: the client must accept text/event-stream', ctx.rid);
-    const l = await httpSession(req, res, ctx.rid);
+    const l = await httpSession(req, res, ctx);
     if (!l?.http) return;
     if (!l.http.openStream(res, ctx.rid)) rpcError(res, 409, -32000, 'Conflict: this session has a stream open already', ctx.rid);
   });
 
-  router.add('DELETE', STREAMABLE_PATH, async (req, res, ctx) => {
+  router.add('DELETE', STREAMABLE_PATH, { auth: 'token' }, async (req, res, ctx) => {
     if (!config.mcp.streamable_http.enabled) throw new CortadoError('NOT_FOUND', `no route for DELETE ${STREAMABLE_PATH} (mcp.streamable_http.enabled is false)`);
-    const l = await httpSession(req, res, ctx.rid);
+    const l = await httpSession(req, res, ctx);
     if (!l) return;
     await l.session.close('ended by the client');
     res.send(200, { [HTTP_REQUEST_ID]: ctx.rid, ...SECURITY_HEADERS });

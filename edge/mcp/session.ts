@@ -11,13 +11,13 @@
 import type { Bus, Ctx } from '../../protocol/bus.js';
 import { toCortadoError } from '../../protocol/errors.js';
 import type { Logger } from '../../protocol/log.js';
+import type { Scope } from '../../protocol/scope.js';
 import type { Dialect } from '../../protocol/schemas/common.js';
 import type { MaskRuleLite } from '../../protocol/schemas/policy.js';
 import { MaskRulesList, SqlPing, TokenEvt } from '../../protocol/subjects.js';
 import type { Config } from '../../config/schema.js';
 import { discoveryEnabled } from '../discovery.js';
-import { tokenScope } from '../scope.js';
-import type { Caller } from './auth.js';
+import { callerCtx, type TokenCaller } from '../caller.js';
 
 export type McpTransportKind = 'sse' | 'streamable_http';
 
@@ -29,7 +29,7 @@ export interface McpSessionInfo {
   /** the token's database scope, secrets masked */
   readonly dbConfig: Readonly<Record<string, unknown>>;
   /** the bus scope every tool call of the session runs in (`t:<token id>` when the token has a db_config) */
-  readonly scope?: string;
+  readonly scope?: Scope;
   /** the enabled mask rules when the session opened */
   readonly maskRules: readonly MaskRuleLite[];
   readonly dialect: Dialect;
@@ -151,9 +151,8 @@ export class McpSessionRegistry {
    * dialect comes from the executor's ping once (the provider is fixed at start); when no
    * executor answers, the configured provider names it.
    */
-  async describe(caller: Caller, id: string, transport: McpTransportKind, rid: string): Promise<McpSessionInfo> {
-    const scoped = tokenScope(caller.info);
-    const ctx: Ctx = { requestId: rid, user: caller.info.username, ...scoped };
+  async describe(caller: TokenCaller, id: string, transport: McpTransportKind, rid: string): Promise<McpSessionInfo> {
+    const ctx: Ctx = callerCtx(rid, caller);
     const [rules, dialect] = await Promise.all([
       this.deps.bus.request(MaskRulesList, {}, ctx),
       this.resolveDialect(ctx),
@@ -161,15 +160,15 @@ export class McpSessionRegistry {
     return {
       id,
       transport,
-      username: caller.info.username,
-      tokenId: caller.info.id,
-      dbConfig: caller.info.db_config,
-      ...scoped,
+      username: caller.user,
+      tokenId: caller.token.id,
+      dbConfig: caller.token.db_config,
+      ...(caller.scope ? { scope: caller.scope } : {}),
       maskRules: rules.rules.filter((r) => r.enabled).map((r) => ({ field_pattern: r.field_pattern, strategy: r.strategy })),
       dialect,
       discovery: discoveryEnabled(this.deps.config),
       createdAt: new Date().toISOString(),
-      expiresAt: caller.info.expires_at,
+      expiresAt: caller.token.expires_at,
     };
   }
 

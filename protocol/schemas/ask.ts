@@ -1,30 +1,69 @@
 import Type, { type Static } from 'typebox';
+import { OwnerString } from '../scope.js';
 import { Cell, Channel, Column, Usage } from './common.js';
 import { Insight } from './insights.js';
 import { NameString, TextString } from './text.js';
 
+/**
+ * The limits of a question, the same on every channel (HTTP bodies and MCP tool arguments are
+ * derived from these fields: protocol/schemas/http.ts).
+ */
+export const ASK_LIMITS = {
+  /** characters of a question */
+  question: 4000,
+  /** table hints in one question */
+  tables: 200,
+  /** characters of one table name (catalog.schema.table, quoted parts included) */
+  table: 512,
+  /** characters of a conversation id (the caller's own name for it: the owner is not part of it) */
+  conversation_id: 128,
+  /** characters of a confirmation id */
+  confirmation_id: 100,
+} as const;
+
+/** A question: tabs and line breaks, but no other control character (protocol/schemas/text.ts). */
+export const Question = TextString({ minLength: 1, maxLength: ASK_LIMITS.question });
+/** A table hint: a name (no control character at all). */
+export const TableName = NameString({ minLength: 1, maxLength: ASK_LIMITS.table });
+export const Tables = Type.Array(TableName, { maxItems: ASK_LIMITS.tables });
+export const ConversationId = Type.String({ minLength: 1, maxLength: ASK_LIMITS.conversation_id, pattern: '^[A-Za-z0-9_.:-]+$' });
+export const ConfirmationId = Type.String({ minLength: 1, maxLength: ASK_LIMITS.confirmation_id });
+/** Rows a caller may ask for at most, before query.max_limit caps it again. */
+export const MaxRows = Type.Integer({ minimum: 1 });
+
 export const AskRequest = Type.Object({
-  /** tabs and line breaks, but no other control character (protocol/schemas/text.ts) */
-  question: TextString({ minLength: 1, maxLength: 4000 }),
-  tables: Type.Optional(Type.Array(NameString({ minLength: 1, maxLength: 512 }), { maxItems: 200 })),
-  conversation_id: Type.Optional(Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9_.:-]+$' })),
+  question: Question,
+  tables: Type.Optional(Tables),
+  /**
+   * the caller's name for a conversation: its last turns are the question's context. It is kept
+   * under the owner (protocol/scope.ts ownedKey): another owner using the same id starts a
+   * conversation of its own. Without an owner, callers share the name.
+   */
+  conversation_id: Type.Optional(ConversationId),
   channel: Channel,
   /** publish step-by-step progress on progress.<request id> */
   stream: Type.Optional(Type.Boolean()),
   /**
-   * who may confirm SQL held for confirmation: the edge's key of the asking session (a hash of
-   * the session cookie, or of the legacy session_id and the client address)
+   * who asks (protocol/scope.ts): the only one who may confirm SQL held for confirmation, and
+   * the owner of the conversation
    */
-  owner: Type.Optional(Type.String({ maxLength: 128 })),
+  owner: Type.Optional(OwnerString),
+  /**
+   * the caller's row cap (MCP: mcp.max_rows): the database returns at most this many rows (and
+   * never more than query.max_limit); `truncated` says when it cut the result
+   */
+  max_rows: Type.Optional(MaxRows),
 });
 export type AskRequest = Static<typeof AskRequest>;
 
 export const AskConfirmRequest = Type.Object({
-  confirmation_id: Type.String({ minLength: 1, maxLength: 100 }),
+  confirmation_id: ConfirmationId,
   /** must be the owner the question was asked with */
-  owner: Type.String({ maxLength: 128 }),
+  owner: OwnerString,
   channel: Channel,
   stream: Type.Optional(Type.Boolean()),
+  /** as in AskRequest */
+  max_rows: Type.Optional(MaxRows),
 });
 export type AskConfirmRequest = Static<typeof AskConfirmRequest>;
 

@@ -1,25 +1,133 @@
-/** Bodies of the public HTTP API (validated at the edge, before anything reaches the bus). */
+/**
+ * Every JSON body of the HTTP API, each derived from the bus request it becomes, so a field has
+ * one limit whichever door it comes in by (HTTP, MCP tool arguments, the bus itself). The edge
+ * validates a body against these before anything reaches the bus, and `readJson` hands the
+ * route the body's static type.
+ *
+ * The limits, one value per field (the bus schemas they come from say the same):
+ *
+ * | field                              | limit                                              |
+ * |------------------------------------|----------------------------------------------------|
+ * | question                           | 1–4000 characters of text                          |
+ * | tables                             | at most 200 names of 1–512 characters              |
+ * | conversation_id, session_id        | 1–128 of `A-Z a-z 0-9 _ . : -`                     |
+ * | confirmation_id                    | 1–100 characters                                   |
+ * | table_schema, schema (hints)       | at most 200,000 characters of text                 |
+ * | username / password                | 1–256 / at most 1024 characters                    |
+ * | token label                        | at most 200 characters                             |
+ * | mask rule pattern / description    | 1–200 / at most 500 characters                     |
+ * | prompt text                        | at most 100,000 characters of text                 |
+ *
+ * Text and names (protocol/schemas/text.ts): the fields `BODY_TEXT` lists hold text (tabs and
+ * line breaks allowed); every other string of a body, at any depth, and every field name, is a
+ * name: no control character at all. Unknown fields are ignored (SQLatte widgets send more than
+ * Cortado reads), but checked as names all the same.
+ */
 import Type, { type Static } from 'typebox';
-import { AskRequest } from './ask.js';
+import { AskConfirmRequest, AskRequest, ConfirmationId, ConversationId } from './ask.js';
+import {
+  AuthLoginRequest, AuthTokenRequest, ConfigUpdateRequest, LdapTestRequest, LdapUpdateRequest, LoginRequest, MaskRuleCreate, MaskRuleUpdate, TokenIssueRequest,
+} from './identity.js';
 
-const Question = AskRequest.properties.question;
-const Tables = AskRequest.properties.tables;
-const ConversationId = AskRequest.properties.conversation_id;
+/** characters of a schema text SQLatte widgets send as a hint (Cortado finds the tables itself) */
+export const SCHEMA_HINT_MAX = 200_000;
+/** characters of a prompt */
+export const PROMPT_MAX = 100_000;
+
+const SchemaHint = Type.Optional(Type.String({ maxLength: SCHEMA_HINT_MAX }));
+/** the legacy widget's conversation: null is no conversation */
+const SessionId = Type.Optional(Type.Union([ConversationId, Type.Null()]));
+
+// ---- questions ------------------------------------------------------------------------------
 
 /** POST /api/query */
-export const ApiQueryBody = Type.Object({
-  question: Question,
-  tables: Tables,
-  conversation_id: ConversationId,
-});
+export const ApiQueryBody = Type.Pick(AskRequest, ['question', 'tables', 'conversation_id']);
 export type ApiQueryBody = Static<typeof ApiQueryBody>;
 
 /** POST /query (SQLatte-compatible): `session_id` is the conversation; `table_schema` is a hint only. */
 export const LegacyQueryBody = Type.Object({
-  question: Question,
-  table_schema: Type.Optional(Type.String({ maxLength: 200_000 })),
-  schema: Type.Optional(Type.String({ maxLength: 200_000 })),
-  tables: Tables,
-  session_id: Type.Optional(Type.Union([ConversationId, Type.Null()])),
+  ...Type.Pick(AskRequest, ['question', 'tables']).properties,
+  table_schema: SchemaHint,
+  schema: SchemaHint,
+  session_id: SessionId,
 });
 export type LegacyQueryBody = Static<typeof LegacyQueryBody>;
+
+/** POST /query/confirm-execute: the confirmation, and the widget's session_id it was asked with. */
+export const LegacyConfirmBody = Type.Object({
+  confirmation_id: ConfirmationId,
+  session_id: SessionId,
+});
+export type LegacyConfirmBody = Static<typeof LegacyConfirmBody>;
+
+/** POST /auth/query: the session's question; SQLatte's schema text is a hint only. */
+export const AuthQueryBody = Type.Object({
+  ...ApiQueryBody.properties,
+  table_schema: SchemaHint,
+  schema: SchemaHint,
+});
+export type AuthQueryBody = Static<typeof AuthQueryBody>;
+
+/** POST /auth/query/confirm */
+export const AuthConfirmBody = Type.Pick(AskConfirmRequest, ['confirmation_id']);
+export type AuthConfirmBody = Static<typeof AuthConfirmBody>;
+
+// ---- logins and tokens ----------------------------------------------------------------------
+
+/** POST /admin/login, POST /assistant/login (JSON; a form post is read to the same shape) */
+export const LoginBody = Type.Pick(LoginRequest, ['username', 'password']);
+export type LoginBody = Static<typeof LoginBody>;
+
+/** POST /auth/login: the user's own database credentials; the client address is the edge's to say. */
+export const AuthLoginBody = Type.Object({
+  ...Type.Omit(AuthLoginRequest, ['client']).properties,
+  /** SQLatte's name for db_type */
+  database_type: AuthLoginRequest.properties.db_type,
+});
+export type AuthLoginBody = Static<typeof AuthLoginBody>;
+
+/** POST /auth/tokens: the session's own secret is the edge's to add. */
+export const AuthTokenBody = Type.Omit(AuthTokenRequest, ['token']);
+export type AuthTokenBody = Static<typeof AuthTokenBody>;
+
+/** POST /admin/tokens: for the signed-in admin unless `username` names someone else. */
+export const AdminTokenBody = Type.Object({
+  ...TokenIssueRequest.properties,
+  username: Type.Optional(TokenIssueRequest.properties.username),
+});
+export type AdminTokenBody = Static<typeof AdminTokenBody>;
+
+// ---- settings -------------------------------------------------------------------------------
+
+/** PUT /admin/config/:key */
+export const ConfigValueBody = Type.Pick(ConfigUpdateRequest, ['value']);
+export type ConfigValueBody = Static<typeof ConfigValueBody>;
+
+/** PUT /admin/prompts/:key (becomes a ConfigUpdate of `prompts.<key>`) */
+export const PromptBody = Type.Object({ text: Type.String({ maxLength: PROMPT_MAX }) });
+export type PromptBody = Static<typeof PromptBody>;
+
+/** POST /admin/mask-rules */
+export const MaskRuleBody = MaskRuleCreate;
+export type MaskRuleBody = Static<typeof MaskRuleBody>;
+
+/** PUT /admin/mask-rules/:id: the fields to change; the id is the path's. */
+export const MaskRulePatchBody = Type.Omit(MaskRuleUpdate, ['id']);
+export type MaskRulePatchBody = Static<typeof MaskRulePatchBody>;
+
+/** PUT /admin/ldap: the admin is the edge's to add. */
+export const LdapBody = Type.Pick(LdapUpdateRequest, ['settings']);
+export type LdapBody = Static<typeof LdapBody>;
+
+/** POST /admin/ldap/test */
+export const LdapTestBody = LdapTestRequest;
+export type LdapTestBody = Static<typeof LdapTestBody>;
+
+/** Top-level fields whose strings are text (tabs and line breaks allowed), per body; every other string is a name. */
+export const BODY_TEXT = {
+  api: ['question'],
+  legacy: ['question', 'table_schema', 'schema'],
+  config: ['value'],
+  prompt: ['text'],
+  mask: ['description'],
+} as const satisfies Record<string, readonly string[]>;

@@ -46,9 +46,9 @@ export function pageRoutes(router: Router, opts: { appName: string }): void {
       res.send(200, { 'content-type': TYPES['.html']!, 'cache-control': 'no-cache', 'content-security-policy': PAGE_CSP, [HTTP_REQUEST_ID]: ctx.rid, ...SECURITY_HEADERS }, html);
     };
   };
-  router.get('/', page('index.html'));
-  router.get('/admin', page('admin.html'));
-  router.get('/static/*', (req, res, ctx) => {
+  router.get('/', { auth: 'none' }, page('index.html'));
+  router.get('/admin', { auth: 'none' }, page('admin.html'));
+  router.get('/static/*', { auth: 'none' }, (req, res, ctx) => {
     const rel = req.params['*'] ?? '';
     const body = rel.includes('..') ? undefined : files.get(`static/${rel}`);
     if (!body) throw new CortadoError('NOT_FOUND', `no static file ${rel}`);

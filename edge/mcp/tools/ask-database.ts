@@ -1,45 +1,46 @@
 /**
- * ask_database: a question in plain language → the SQL Cortado wrote, the rows (masked, capped
- * at mcp.max_rows) and a short explanation. Always executes: the confirm and execute settings of
- * the interactive assistant do not apply to MCP (SPEC).
+ * ask_database: a question in plain language → the SQL Cortado wrote, the rows and a short
+ * explanation. Always executes: the confirm and execute settings of the interactive assistant
+ * do not apply to MCP (SPEC).
+ *
+ * The rows come as the assistant delivers them: masked once by the masking actor (the mask
+ * rules have no channel of their own: MCP's are everyone's), and at most mcp.max_rows of them,
+ * because the row cap travels in the question (`max_rows`) down to the executor, which has the
+ * database return no more (`truncated` says it cut). Nothing is masked or cut again here.
  */
 import Type from 'typebox';
-import type { Cell, Column } from '../../../protocol/schemas/common.js';
-import { Ask, ResultMask } from '../../../protocol/subjects.js';
+import { ASK_LIMITS, Question, TableName } from '../../../protocol/schemas/ask.js';
+import { Ask } from '../../../protocol/subjects.js';
 import { textTable } from './render.js';
 import type { McpTool } from './types.js';
 
+/** The arguments: the question's fields of the ask request, with their limits (protocol/schemas/ask.ts). */
 const Input = Type.Object({
-  question: Type.String({ minLength: 1, maxLength: 4000 }),
-  tables: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 512 }), { maxItems: 50, description: 'tables to use' })),
+  question: Question,
+  tables: Type.Optional(Type.Array(TableName, { maxItems: ASK_LIMITS.tables, description: 'tables to use' })),
 }, { additionalProperties: false });
 
 export const askDatabase: McpTool<typeof Input> = {
   name: 'ask_database',
   description: 'Answer a question about the database in plain language: runs read-only SQL and returns it with the rows.',
   input: Input,
-  async run(args, { bus, config, session, ctx }) {
+  async run(args, { bus, config, ctx }) {
     const question = args.question.trim();
-    const reply = await bus.request(Ask, { question: question || args.question, ...(args.tables?.length ? { tables: args.tables } : {}), channel: 'mcp' }, ctx);
+    const reply = await bus.request(Ask, {
+      question: question || args.question,
+      ...(args.tables?.length ? { tables: args.tables } : {}),
+      channel: 'mcp',
+      max_rows: config.mcp.max_rows,
+    }, ctx);
     if (reply.intent === 'chat') {
       const message = reply.message ?? '';
       return { structured: { request_id: reply.request_id, intent: 'chat', message }, text: message };
     }
     const sql = reply.sql ?? '';
-    const columns: Column[] = reply.columns ?? [];
-    let rows: Cell[][] = reply.rows ?? [];
-    let masked = reply.masked ?? [];
-    // The assistant masks before rows leave it (its reply says so: `masked`, or the `mask` step's
-    // timing). An answer that came back unmasked is masked here with this connection's rules.
-    const maskedUpstream = reply.masked !== undefined || reply.timing_ms.mask !== undefined;
-    if (!maskedUpstream && rows.length > 0 && sql) {
-      const m = await bus.request(ResultMask, { sql, dialect: session.dialect, columns, rows, rules: [...session.maskRules] }, ctx);
-      rows = m.rows;
-      masked = m.masked.map((x) => ({ column: x.column, strategy: x.strategy }));
-    }
-    const max = config.mcp.max_rows;
-    const truncated = (reply.truncated ?? false) || rows.length > max;
-    if (rows.length > max) rows = rows.slice(0, max);
+    const columns = reply.columns ?? [];
+    const rows = reply.rows ?? [];
+    const masked = reply.masked ?? [];
+    const truncated = reply.truncated ?? false;
 
     const structured: Record<string, unknown> = {
       request_id: reply.request_id,

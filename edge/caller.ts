@@ -1,0 +1,236 @@
+/**
+ * Who is calling: the one place that turns an HTTP request into a Caller — `{kind, user, scope,
+ * owner}` and the credential it proved — for what a route says it needs (its `auth` option on
+ * the router, edge/http/router.ts). Routes never read a cookie, a token or a session header.
+ *
+ * | auth        | who gets through                                                   | refused with |
+ * |-------------|--------------------------------------------------------------------|--------------|
+ * | `none`      | anyone (no caller is resolved)                                      | —            |
+ * | `admin`     | the admin panel's session (cookie `cortado_admin`)                  | 401; 403 CSRF |
+ * | `assistant` | the assistant gate's session (cookie `cortado_assistant`)           | 401; 403 CSRF |
+ * | `auth`      | a plugins.auth session or auto session (`X-Session-ID`, or cookie `cortado_auth`) | 404 when plugins.auth is off; 401; 403 CSRF |
+ * | `any`       | the legacy assistant's callers, first that applies: the assistant session (required when plugins.assistant_login is on), an API token (`Authorization: Bearer ctd_…`), the assistant cookie, else an anonymous widget (its `session_id` and the client address) unless query.require_session | 401 |
+ * | `token`     | an API token (MCP): `x-mcp-token`, `Authorization: Bearer`, or `?token=` | 401 |
+ *
+ * Writes (POST, PUT, PATCH, DELETE) authenticated by a session cookie must echo the session's
+ * CSRF token in `x-csrf-token` (admin, assistant and auth routes; a header-borne session or
+ * token has no ambient credential to forge). The `any` routes take the assistant cookie without
+ * that check, as they always have (SameSite=Strict keeps other sites' forms from sending it).
+ *
+ * Scope and owner strings follow protocol/scope.ts. Owners of cookies and widgets are digests:
+ * no secret, session id or address leaves the edge in them.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { Bus, Ctx } from '../protocol/bus.js';
+import { CortadoError } from '../protocol/errors.js';
+import { ownerOf, scopeOf, type Owner, type Scope } from '../protocol/scope.js';
+import type { ApiTokenInfo, SessionInfo, SessionKind } from '../protocol/schemas/identity.js';
+import { IdentitySession, TokenCheck } from '../protocol/subjects.js';
+import type { Config } from '../config/schema.js';
+import type { HttpRequest } from './http/server.js';
+import { clientAddress, CSRF_HEADER, sessionToken } from './http/session.js';
+
+/** What a route needs of its caller (the router's `auth` option): see the table above. */
+export const RouteAuth = {
+  None: 'none',
+  Admin: 'admin',
+  Assistant: 'assistant',
+  Auth: 'auth',
+  Any: 'any',
+  Token: 'token',
+} as const;
+export type RouteAuth = (typeof RouteAuth)[keyof typeof RouteAuth];
+
+/** The header SQLatte's auth widget sends its session in. */
+export const SESSION_HEADER = 'x-session-id';
+/** The header MCP clients send their API token in. */
+export const TOKEN_HEADER = 'x-mcp-token';
+/** The query parameter MCP clients that can only be given a URL send their token in. */
+export const TOKEN_QUERY = 'token';
+/** the longest API token the identity actor takes */
+const TOKEN_MAX = 512;
+
+export interface AnonymousCaller {
+  readonly kind: 'anonymous';
+}
+
+/** A signed-in session: the admin panel, the assistant gate, or plugins.auth (`auto`: an auto session). */
+export interface SessionCaller<K extends 'admin' | 'assistant' | 'auth' | 'auto' = 'admin' | 'assistant' | 'auth' | 'auto'> {
+  readonly kind: K;
+  readonly user: string;
+  /** auth sessions that logged in: `s:<id>`, their own database connection */
+  readonly scope?: Scope;
+  /** assistant: `a:<digest of the cookie>`; auth and auto: `s:<id>`; admin: none */
+  readonly owner: K extends 'admin' ? undefined : Owner;
+  /** the session secret (logout, minting a token); never logged */
+  readonly secret: string;
+  readonly session: SessionInfo;
+}
+
+export interface TokenCaller {
+  readonly kind: 'token';
+  readonly user: string;
+  /** `t:<id>` when the token has a db_config */
+  readonly scope?: Scope;
+  /** `t:<id>` */
+  readonly owner: Owner;
+  /** the token itself; never logged */
+  readonly secret: string;
+  readonly token: ApiTokenInfo;
+}
+
+/** An anonymous widget of the legacy assistant, known by its session_id and address only. */
+export interface WidgetCaller {
+  readonly kind: 'widget';
+  readonly owner: Owner;
+}
+
+export type Caller = AnonymousCaller | SessionCaller | TokenCaller | WidgetCaller;
+
+/** The caller a route with this `auth` option gets. */
+export type CallerFor<A extends RouteAuth> =
+  A extends 'admin' ? SessionCaller<'admin'>
+    : A extends 'assistant' ? SessionCaller<'assistant'>
+      : A extends 'auth' ? SessionCaller<'auth' | 'auto'>
+        : A extends 'any' ? SessionCaller<'assistant'> | TokenCaller | WidgetCaller
+          : A extends 'token' ? TokenCaller
+            : AnonymousCaller;
+
+/** What a route knows that the request headers do not say (read from its body). */
+export interface CallerHint {
+  /** the legacy widget's session_id: with the client address, the owner of an anonymous widget */
+  widgetSession?: string;
+}
+
+export interface CallerResolver {
+  resolve<A extends RouteAuth>(auth: A, req: HttpRequest, rid: string, hint?: CallerHint): Promise<CallerFor<A>>;
+}
+
+/** The bus context of a caller's requests: request id, user and database scope. */
+export function callerCtx(rid: string, caller: Caller): Ctx {
+  const user = 'user' in caller ? caller.user : undefined;
+  const scope = 'scope' in caller ? caller.scope : undefined;
+  return { requestId: rid, ...(user ? { user } : {}), ...(scope ? { scope } : {}) };
+}
+
+const WRITES = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+const ANONYMOUS: AnonymousCaller = Object.freeze({ kind: 'anonymous' });
+
+/** A short digest that names a secret or an address in an owner without revealing it. */
+function digest(s: string): string {
+  return createHash('sha256').update(s).digest('hex').slice(0, 40);
+}
+
+/** Whether two secrets are equal, in time that does not depend on where they differ. */
+function sameSecret(a: string, b: string): boolean {
+  const ha = createHash('sha256').update(a).digest();
+  const hb = createHash('sha256').update(b).digest();
+  return timingSafeEqual(ha, hb) && a.length === b.length;
+}
+
+/** The API token of an MCP request, if any: the header first, then a bearer token, then the query. */
+export function mcpToken(req: HttpRequest): string | undefined {
+  const header = req.headers[TOKEN_HEADER]?.trim();
+  if (header) return header;
+  const auth = req.headers.authorization?.trim();
+  if (auth && /^bearer\s+/i.test(auth)) {
+    const bearer = auth.replace(/^bearer\s+/i, '').trim();
+    if (bearer) return bearer;
+  }
+  const all = req.query.getAll(TOKEN_QUERY);
+  // two different tokens in one URL: which one was meant is not for the server to guess
+  if (new Set(all).size > 1) throw new CortadoError('UNAUTHORIZED', `send one token (the ${TOKEN_QUERY} query parameter is repeated with different values)`);
+  const query = all[0]?.trim();
+  return query || undefined;
+}
+
+/** An API token sent as `Authorization: Bearer ctd_…` (the legacy assistant takes no other form). */
+function bearerApiToken(req: HttpRequest): string | undefined {
+  return /^Bearer\s+(ctd_\S+)$/i.exec(req.headers.authorization ?? '')?.[1];
+}
+
+export function createCallerResolver(deps: { bus: Bus; config: Config }): CallerResolver {
+  const { bus, config } = deps;
+
+  const session = (secret: string, kind: SessionKind, rid: string): Promise<SessionInfo> =>
+    bus.request(IdentitySession, { token: secret, kind }, { requestId: rid });
+
+  const checkCsrf = (req: HttpRequest, s: SessionInfo, kind: SessionKind): void => {
+    if (WRITES.has(req.method) && !sameSecret(req.headers[CSRF_HEADER] ?? '', s.csrf)) {
+      throw new CortadoError('FORBIDDEN', `missing or wrong ${CSRF_HEADER} header (read it from GET /${kind}/session)`);
+    }
+  };
+
+  /** The admin panel's or the assistant gate's session (cookie), CSRF-checked on writes. */
+  async function cookieSession<K extends 'admin' | 'assistant'>(kind: K, req: HttpRequest, rid: string): Promise<SessionCaller<K>> {
+    const secret = sessionToken(req, kind);
+    if (!secret) throw new CortadoError('UNAUTHORIZED', `sign in ${kind === 'admin' ? 'to the admin panel ' : ''}first (POST /${kind}/login)`);
+    const s = await session(secret, kind, rid);
+    checkCsrf(req, s, kind);
+    const owner = (kind === 'admin' ? undefined : ownerOf('assistant', digest(secret))) as SessionCaller<K>['owner'];
+    return { kind, user: s.username, owner, secret, session: s };
+  }
+
+  /** A plugins.auth session: the header (SQLatte widgets), else the cookie (CSRF-checked on writes). */
+  async function authSession(req: HttpRequest, rid: string): Promise<SessionCaller<'auth' | 'auto'>> {
+    if (!config.plugins.auth.enabled) throw new CortadoError('NOT_FOUND', 'no such route: multi-user sessions are off (plugins.auth.enabled is false)');
+    const header = req.headers[SESSION_HEADER]?.trim();
+    const secret = header || sessionToken(req, 'auth');
+    if (!secret) throw new CortadoError('UNAUTHORIZED', 'sign in first (POST /auth/login)');
+    const s = await session(secret, 'auth', rid);
+    if (!header) checkCsrf(req, s, 'auth');
+    if (!s.id) throw new CortadoError('INTERNAL', 'the identity actor answered an auth session without its id');
+    const self = scopeOf('session', s.id);
+    // an auto session runs on the server's own database: no scope, but still its own owner
+    return s.auto
+      ? { kind: 'auto', user: s.username, owner: self, secret, session: s }
+      : { kind: 'auth', user: s.username, scope: self, owner: self, secret, session: s };
+  }
+
+  async function apiToken(secret: string, rid: string): Promise<TokenCaller> {
+    const { info } = await bus.request(TokenCheck, { token: secret }, { requestId: rid });
+    const self = scopeOf('token', info.id);
+    return { kind: 'token', user: info.username, owner: self, ...(Object.keys(info.db_config).length > 0 ? { scope: self } : {}), secret, token: info };
+  }
+
+  /** The valid MCP token of this request, or UNAUTHORIZED (missing, unknown, expired, revoked). */
+  async function mcp(req: HttpRequest, rid: string): Promise<TokenCaller> {
+    const secret = mcpToken(req);
+    if (!secret) throw new CortadoError('UNAUTHORIZED', `send an API token in the ${TOKEN_HEADER} header (or the ${TOKEN_QUERY} query parameter)`);
+    if (secret.length > TOKEN_MAX) throw new CortadoError('UNAUTHORIZED', 'the token is missing, invalid, expired or revoked');
+    return apiToken(secret, rid);
+  }
+
+  /** The legacy assistant's caller (see `any` in the table above). */
+  async function legacy(req: HttpRequest, rid: string, hint: CallerHint): Promise<SessionCaller<'assistant'> | TokenCaller | WidgetCaller> {
+    const cookie = sessionToken(req, 'assistant');
+    if (config.plugins.assistant_login.enabled) {
+      if (!cookie) throw new CortadoError('UNAUTHORIZED', 'sign in first (POST /assistant/login)');
+      const s = await session(cookie, 'assistant', rid);
+      return { kind: 'assistant', user: s.username, owner: ownerOf('assistant', digest(cookie)), secret: cookie, session: s };
+    }
+    const bearer = bearerApiToken(req);
+    if (bearer) return apiToken(bearer, rid);
+    if (cookie) {
+      const s = await session(cookie, 'assistant', rid).catch(() => undefined);
+      if (s) return { kind: 'assistant', user: s.username, owner: ownerOf('assistant', digest(cookie)), secret: cookie, session: s };
+    }
+    if (config.query.require_session) throw new CortadoError('UNAUTHORIZED', 'sign in first (POST /assistant/login), or send an API token (Authorization: Bearer ctd_…)');
+    return { kind: 'widget', owner: ownerOf('client', digest(`${hint.widgetSession ?? ''}|${clientAddress(req, config)}`)) };
+  }
+
+  return {
+    async resolve<A extends RouteAuth>(auth: A, req: HttpRequest, rid: string, hint: CallerHint = {}): Promise<CallerFor<A>> {
+      let caller: Caller;
+      switch (auth) {
+        case 'admin': caller = await cookieSession('admin', req, rid); break;
+        case 'assistant': caller = await cookieSession('assistant', req, rid); break;
+        case 'auth': caller = await authSession(req, rid); break;
+        case 'any': caller = await legacy(req, rid, hint); break;
+        case 'token': caller = await mcp(req, rid); break;
+        default: caller = ANONYMOUS;
+      }
+      return caller as CallerFor<A>;
+    },
+  };
+}
