@@ -50,6 +50,9 @@ export async function runCortado(opts: RunOptions): Promise<Running> {
     stopSync = startConfigSync(bus, config, log);
     if (!roles.actors.includes('settings')) await loadStoredOverrides(bus, config, log);
     if (roles.actors.length) actors = await startActors(roles.actors, { bus, config, log });
+    // the actors' subscriptions are written in the next event-loop turn: a process is running only
+    // once the server has them, or a request from another process right after gets "no responders"
+    if (roles.actors.length) await bus.flush();
     if (roles.edge) {
       edge = await startEdge({ bus, config, log, version: VERSION, ...(opts.port !== undefined ? { port: opts.port } : {}), ...(opts.host ? { host: opts.host } : {}) });
     }
