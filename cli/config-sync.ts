@@ -5,7 +5,6 @@
  */
 import type { Bus } from '../protocol/bus.js';
 import type { Logger } from '../protocol/log.js';
-import type { ConfigChanged } from '../protocol/schemas/identity.js';
 import { ConfigChangedEvt, ConfigStored } from '../protocol/subjects.js';
 import { applyOverride, checkOverride } from '../config/runtime.js';
 import type { Config } from '../config/schema.js';
@@ -18,8 +17,7 @@ export function startConfigSync(bus: Bus, config: Config, log: Logger): () => vo
     if (!reset) checkOverride(config, key, value);
     applyOverride(config, key, value);
   };
-  return bus.listen(ConfigChangedEvt.subject, (data) => {
-    const e = data as ConfigChanged;
+  return bus.on(ConfigChangedEvt, (e) => {
     try {
       apply(e.key, e.value, e.reset);
       log.info({ key: e.key, by: e.user, reset: e.reset }, 'config changed at run time');

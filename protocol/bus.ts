@@ -1,5 +1,13 @@
 /**
- * The bus: with protocol/bus-durable.ts, the ONLY importer of the NATS client.
+ * The bus. With its parts, the ONLY importer of the NATS client, split by concern:
+ *
+ *   bus-connection.ts  the connection: one write queue per turn, lost and back, close
+ *   bus-requests.ts    request/reply, serving, gather (sys.stats), per-subject stats
+ *   bus.ts             events: publish (durable ones through the outbox), on, consume, KV
+ *   bus-durable.ts     the event stream and the outbox's acknowledgements (outbox.ts)
+ *   bus-consumer.ts    the JetStream pull loop behind consume/consumeEvents
+ *   bus-kv.ts          JetStream KV behind the typed key-value API (kv.ts)
+ *   bus-headers.ts     Ctx in and out of NATS headers; bus-stats.ts the counters and log line
  *
  * - `request(def, input, ctx)`: typed request/reply with one wildcard inbox of our own
  *   (one subscription, a map of pending replies) instead of the client's per-request
@@ -28,150 +36,32 @@
  *   through the queue group. `remote: true` forces the queue group for one request.
  */
 import { randomUUID } from 'node:crypto';
-import { connect, headers as natsHeaders, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from '@nats-io/transport-node';
-import { AckPolicy, DeliverPolicy, jetstreamManager } from '@nats-io/jetstream';
-import { Kvm, type KV } from '@nats-io/kv';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
 import type { Static, TSchema } from 'typebox';
-import { describeErrors, type EventDef, type PayloadOf, type ReplyOf, type RequestDef, type RequestOf } from './define.js';
-import { CortadoError, toCortadoError, type WireError } from './errors.js';
-import { Header, MAX_HOPS } from './headers.js';
-import type { Logger } from './log.js';
-import { DurableEvents, type OutboxStats, type StreamOptions } from './bus-durable.js';
-import { eventsStreamName } from './subjects.js';
+import { Compile } from 'typebox/compile';
+import { describeErrors, type EventDef, type EventOf, type PayloadOf } from './define.js';
+import { CortadoError, toCortadoError } from './errors.js';
+import { Header } from './headers.js';
+import type { OutboxStats, StreamOptions } from './bus-durable.js';
+import { ctxFrom, eventHeaders, type Ctx } from './bus-headers.js';
+import { OUTBOX_WAIT_MS, type BusOptions } from './bus-connection.js';
+import { pullConsumer, type ConsumeOptions, type ConsumerHost } from './bus-consumer.js';
+import { openBucket, type BucketOptions } from './bus-kv.js';
+import { logHandled, type ServeStats } from './bus-stats.js';
+import { RequestBus, type Handler } from './bus-requests.js';
+import type { Kv } from './kv.js';
+import { bucketName, progressSubject, type Bucket } from './subjects.js';
+import { ProgressEvent } from './schemas/progress.js';
 
-/** What travels with every message: who asked, for which request, until when. */
-export interface Ctx {
-  requestId: string;
-  user?: string;
-  /** epoch ms; nobody waits for an answer after it */
-  deadline?: number;
-  hop?: number;
-  /**
-   * whose database connection the work runs on: `s:<id>` (an /auth/login session) or
-   * `t:<id>` (an API token with a db_config); absent: the server's own database config
-   */
-  scope?: string;
-}
-
-export type Handler<D extends RequestDef> = (input: RequestOf<D>, ctx: Ctx) => Promise<ReplyOf<D>>;
-
-type Envelope = { ok: true; data: unknown } | { ok: false; error: WireError };
-
-interface Pending {
-  resolve: (value: unknown) => void;
-  reject: (err: CortadoError) => void;
-  timer: NodeJS.Timeout;
-  def: RequestDef;
-  /** handed to the connection (lost with it when it drops) */
-  written: boolean;
-  since: number;
-  /** sends it (again) */
-  write?: () => void;
-}
-
-export interface BusOptions {
-  url: string;
-  prefix: string;
-  /** connection name, visible in the NATS monitor */
-  name: string;
-  log: Logger;
-  /** validate replies against their schema too (tests, development) */
-  strict?: boolean;
-  /** how long a connect attempt may take */
-  connectTimeoutMs?: number;
-  /** call handlers served by this process directly instead of over NATS (config bus.prefer_local) */
-  preferLocal?: boolean;
-  /** durable events waiting for JetStream at which questions are refused (config bus.outbox_max_events) */
-  outboxMaxEvents?: number;
-}
-
-interface LocalRoute {
-  def: RequestDef;
-  handler: (input: never, ctx: Ctx) => Promise<unknown>;
-  owner: string;
-  stats: ServeStats;
-}
-
-type Outcome = { ok: true; data: unknown } | { ok: false; error: CortadoError };
-
-export interface ServeStats {
-  subject: string;
-  handled: number;
-  errors: number;
-  totalMs: number;
-}
+export type { Ctx, ServeStats, ConsumeOptions, BucketOptions, BusOptions, Handler };
 
 const enc = new TextEncoder();
-/** events taken per pull, and how often a consumer asks for what is pending */
-const EVENT_BATCH = 256;
-const EVENT_PULL_INTERVAL_MS = 100;
-/** a pull that does not wait is answered at once; after this long the server is taken as gone */
-const PULL_ANSWER_TIMEOUT_MS = 5_000;
-/** the status of a pull that got no answer in that time */
-const NO_ANSWER = -1;
 const dec = new TextDecoder();
-/** how long a request not yet sent waits for a lost connection to come back */
-const HOLD_MS = 10_000;
-/**
- * after a reconnect, how long "no responders" is taken for an actor's process that has not
- * resubscribed yet (the request goes again every RESEND_NO_RESPONDERS_MS) rather than for none
- */
-const RESUBSCRIBE_GRACE_MS = 3_000;
-const RESEND_NO_RESPONDERS_MS = 250;
-/** writes kept while the connection is away; past it they are dropped (requests then fail after HOLD_MS) */
-const HELD_MAX = 50_000;
-/** how long flush() waits for the outbox, and close() without a deadline */
-const OUTBOX_WAIT_MS = 5_000;
+const checkProgress = Compile(ProgressEvent);
 
-export class Bus {
-  readonly prefix: string;
-  readonly log: Logger;
-  private readonly nc: NatsConnection;
-  private readonly strict: boolean;
-  private readonly inbox: string;
-  private readonly pending = new Map<string, Pending>();
-  private seq = 0;
-  private readonly served: Array<{ sub: Subscription; owner: string; stats: ServeStats }> = [];
-  private readonly inFlight = new Map<string, Set<Promise<unknown>>>();
-  private readonly local = new Map<string, LocalRoute>();
-  private readonly preferLocal: boolean;
-  private closed = false;
-  /** writes waiting for the end of this turn of the event loop (see `send`) */
-  private outgoing: Array<() => void> = [];
-  private readonly flushOutgoing = (): void => {
-    const batch = this.outgoing;
-    this.outgoing = [];
-    if (this.down) {
-      this.hold(batch);
-      return;
-    }
-    for (const write of batch) write();
-  };
-  /** the connection is lost (the client reconnects); since when */
-  private down = false;
-  private downSince = 0;
-  private reconnectedAt = 0;
-  /** writes kept while the connection is lost, sent when it is back */
-  private held: Array<() => void> = [];
-  private heldDropped = 0;
-  private holdTimer: NodeJS.Timeout | undefined;
-
-  /** the event stream and the outbox of durable events */
-  private readonly durable: DurableEvents;
-
+export class Bus extends RequestBus {
   private constructor(nc: NatsConnection, opts: BusOptions) {
-    this.nc = nc;
-    this.prefix = opts.prefix;
-    this.log = opts.log;
-    this.strict = opts.strict ?? false;
-    this.preferLocal = opts.preferLocal ?? false;
-    this.inbox = `_INBOX.${randomUUID().replace(/-/g, '')}`;
-    this.durable = new DurableEvents({
-      nc, prefix: opts.prefix, log: opts.log, ...(opts.outboxMaxEvents !== undefined ? { max: opts.outboxMaxEvents } : {}),
-      send: (write) => this.send(write), down: () => this.down,
-    });
-    this.nc.subscribe(`${this.inbox}.*`, { callback: (err, msg) => { this.onReply(err, msg); } });
-    void this.watchConnection();
+    super(nc, opts);
   }
 
   static async connect(opts: BusOptions): Promise<Bus> {
@@ -184,251 +74,6 @@ export class Bus {
       noAsyncTraces: true,
     });
     return new Bus(nc, opts);
-  }
-
-  /** `cortado.sql.execute` for `sql.execute`. */
-  subject(relative: string): string {
-    return `${this.prefix}.${relative}`;
-  }
-
-  get server(): string {
-    return this.nc.getServer();
-  }
-
-  // ---- request/reply ------------------------------------------------------------------
-
-  /** `remote: true` always crosses NATS, even when this process serves the actor. */
-  request<D extends RequestDef>(def: D, input: RequestOf<D>, ctx: Ctx, opts: { timeoutMs?: number; remote?: boolean } = {}): Promise<ReplyOf<D>> {
-    if (this.closed) return Promise.reject(new CortadoError('SHUTTING_DOWN', 'the bus connection is closed'));
-    const hop = (ctx.hop ?? 0) + 1;
-    if (hop > MAX_HOPS) return Promise.reject(new CortadoError('INTERNAL', `too many hops (${hop}) for ${def.subject}`));
-    let timeoutMs = opts.timeoutMs ?? def.timeoutMs;
-    if (ctx.deadline !== undefined) timeoutMs = Math.min(timeoutMs, Math.max(1, ctx.deadline - Date.now()));
-    const route = opts.remote ? undefined : this.local.get(def.subject);
-    if (route) return this.callLocal(route, input, { ...ctx, hop }, timeoutMs) as Promise<ReplyOf<D>>;
-    const id = (++this.seq).toString(36);
-    const headers = this.headersFor({ ...ctx, hop });
-    let payload: Uint8Array;
-    try {
-      payload = enc.encode(JSON.stringify(input));
-    } catch (err) {
-      return Promise.reject(new CortadoError('INTERNAL', `cannot encode ${def.subject} request`, undefined, { cause: err }));
-    }
-    return new Promise<ReplyOf<D>>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.pending.delete(id);
-        reject(new CortadoError('TIMEOUT', `${def.owner} did not answer ${def.subject} within ${timeoutMs} ms`, { subject: def.subject }));
-      }, timeoutMs);
-      const p: Pending = { resolve: resolve as (v: unknown) => void, reject, timer, def, written: false, since: Date.now() };
-      this.pending.set(id, p);
-      p.write = () => {
-        if (this.pending.get(id) !== p) return; // given up while the connection was away
-        try {
-          this.nc.publish(this.subject(def.subject), payload, { reply: `${this.inbox}.${id}`, headers });
-          p.written = true;
-        } catch (err) {
-          clearTimeout(timer);
-          this.pending.delete(id);
-          reject(new CortadoError('ACTOR_UNAVAILABLE', `cannot reach the bus: ${(err as Error).message}`));
-        }
-      };
-      this.send(p.write);
-    });
-  }
-
-  private onReply(err: Error | null, msg: Msg): void {
-    if (err) {
-      this.log.error({ err }, 'reply inbox failed');
-      return;
-    }
-    const id = msg.subject.slice(this.inbox.length + 1);
-    const p = this.pending.get(id);
-    if (!p) return; // late reply after a timeout
-    if (msg.headers?.code === 503 && msg.data.length === 0 && p.write && Date.now() - this.reconnectedAt < RESUBSCRIBE_GRACE_MS) {
-      // nobody got it (so nothing ran): the actor's process may not have resubscribed after
-      // the broker came back yet; the same message goes again in a moment
-      p.written = false;
-      const write = p.write;
-      setTimeout(() => this.send(write), RESEND_NO_RESPONDERS_MS).unref();
-      return;
-    }
-    this.pending.delete(id);
-    clearTimeout(p.timer);
-    if (msg.headers?.code === 503 && msg.data.length === 0) {
-      p.reject(new CortadoError('ACTOR_UNAVAILABLE', `no ${p.def.owner} actor is running (${p.def.subject})`, { actor: p.def.owner }));
-      return;
-    }
-    let env: Envelope;
-    try {
-      env = JSON.parse(dec.decode(msg.data)) as Envelope;
-    } catch {
-      p.reject(new CortadoError('INTERNAL', `unreadable reply on ${p.def.subject}`));
-      return;
-    }
-    if (env.ok) {
-      const bad = this.replyMismatch(p.def, env.data);
-      if (bad) p.reject(bad);
-      else p.resolve(env.data);
-    } else {
-      p.reject(CortadoError.fromWire(env.error));
-    }
-  }
-
-  /** In strict mode, a reply that breaks its contract is an INTERNAL error (both paths). */
-  private replyMismatch(def: RequestDef, data: unknown): CortadoError | undefined {
-    if (!this.strict || def.checkReply.Check(data)) return undefined;
-    const errors = describeErrors(def.checkReply, data);
-    this.log.error({ subj: def.subject, errors }, 'reply does not match its contract');
-    return new CortadoError('INTERNAL', `reply on ${def.subject} does not match its contract`, { errors });
-  }
-
-  /** A request for an actor served in this process: the handler, directly, with the same rules. */
-  private callLocal(route: LocalRoute, input: unknown, ctx: Ctx, timeoutMs: number): Promise<unknown> {
-    const work = this.handle(route.def, route.handler, input, ctx, route.stats);
-    const tracked = this.inFlight.get(route.owner);
-    tracked?.add(work);
-    void work.finally(() => tracked?.delete(work));
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        reject(new CortadoError('TIMEOUT', `${route.def.owner} did not answer ${route.def.subject} within ${timeoutMs} ms`, { subject: route.def.subject }));
-      }, timeoutMs);
-      void work.then((out) => {
-        clearTimeout(timer);
-        if (!out.ok) return reject(out.error);
-        const bad = this.replyMismatch(route.def, out.data);
-        if (bad) reject(bad);
-        else resolve(out.data);
-      });
-    });
-  }
-
-  // ---- serving ------------------------------------------------------------------------
-
-  serve<D extends RequestDef>(def: D, handler: Handler<D>, opts: { queue?: string } = {}): void {
-    const owner = opts.queue ?? def.owner;
-    const stats: ServeStats = { subject: def.subject, handled: 0, errors: 0, totalMs: 0 };
-    let set = this.inFlight.get(owner);
-    if (!set) this.inFlight.set(owner, (set = new Set()));
-    const tracked = set;
-    const sub = this.nc.subscribe(this.subject(def.subject), {
-      queue: owner,
-      callback: (err, msg) => {
-        if (err) {
-          this.log.error({ err, subj: def.subject }, 'subscription failed');
-          return;
-        }
-        const work = this.dispatch(def, handler, msg, stats);
-        tracked.add(work);
-        void work.finally(() => tracked.delete(work));
-      },
-    });
-    this.served.push({ sub, owner, stats });
-    if (this.preferLocal) this.local.set(def.subject, { def, handler: handler as LocalRoute['handler'], owner, stats });
-  }
-
-  private async dispatch<D extends RequestDef>(def: D, handler: Handler<D>, msg: Msg, stats: ServeStats): Promise<void> {
-    const ctx = this.ctxFrom(msg.headers);
-    let input: unknown;
-    let out: Outcome;
-    try {
-      input = msg.data.length ? JSON.parse(dec.decode(msg.data)) : {};
-      out = await this.handle(def, handler, input, ctx, stats);
-    } catch {
-      out = { ok: false, error: new CortadoError('VALIDATION_FAILED', `${def.subject}: the message is not JSON`) };
-    }
-    if (!msg.reply) return;
-    const env: Envelope = out.ok ? out : { ok: false, error: out.error.toWire() };
-    let body: Uint8Array;
-    try {
-      body = enc.encode(JSON.stringify(env));
-    } catch (err) {
-      this.log.error({ err, subj: def.subject }, 'cannot encode reply');
-      body = enc.encode(JSON.stringify({ ok: false, error: new CortadoError('INTERNAL', 'cannot encode reply').toWire() }));
-    }
-    const max = this.nc.info?.max_payload;
-    if (max !== undefined && body.length > max) {
-      this.log.warn({ rid: ctx.requestId, subj: def.subject, bytes: body.length, max }, 'reply over the bus payload limit');
-      const e = new CortadoError('LIMIT_EXCEEDED', `the answer (${mb(body.length)}) is over the bus message limit (${mb(max)}): ask for fewer rows or raise max_payload in the NATS server config`);
-      body = enc.encode(JSON.stringify({ ok: false, error: e.toWire() }));
-    }
-    this.send(() => {
-      try {
-        msg.respond(body);
-      } catch (err) {
-        this.log.warn({ err, subj: def.subject }, 'cannot send reply');
-      }
-    });
-  }
-
-  /**
-   * Every write of ours to NATS waits for the end of the current turn of the event loop
-   * (setImmediate: after the I/O callbacks of this turn), then all of them go out together.
-   * The client already coalesces what is published in one synchronous run; under load one
-   * turn handles many replies, events and acks, and each separate socket write costs more
-   * CPU than the message itself (on loopback the kernel does the receiver's work in the
-   * sender's write). Order is kept: one queue for requests, replies, events and acks.
-   */
-  private send(write: () => void): void {
-    if (this.outgoing.push(write) === 1) setImmediate(this.flushOutgoing);
-  }
-
-  /** Validate, check the deadline, run the handler, normalise what it throws, count and log. Never rejects. */
-  private async handle(def: RequestDef, handler: LocalRoute['handler'], input: unknown, ctx: Ctx, stats: ServeStats): Promise<Outcome> {
-    const started = performance.now();
-    let out: Outcome;
-    try {
-      if (!def.checkRequest.Check(input)) {
-        throw new CortadoError('VALIDATION_FAILED', `${def.subject}: the message does not match its contract`, {
-          errors: describeErrors(def.checkRequest, input),
-        });
-      }
-      if (ctx.deadline !== undefined && ctx.deadline < Date.now()) {
-        throw new CortadoError('TIMEOUT', `${def.subject}: the deadline passed before the work started`);
-      }
-      const data = await handler(input as never, ctx);
-      out = { ok: true, data };
-    } catch (err) {
-      const e = toCortadoError(err);
-      out = { ok: false, error: e };
-      stats.errors++;
-      const line = { rid: ctx.requestId, subj: def.subject, code: e.code, ms: round(performance.now() - started) };
-      if (e.httpStatus >= 500) this.log.error({ ...line, err: e.cause ?? e }, e.message);
-      else this.log.info(line, e.message);
-    }
-    const ms = performance.now() - started;
-    stats.handled++;
-    stats.totalMs += ms;
-    if (out.ok && this.log.isLevelEnabled('info')) this.log.info({ rid: ctx.requestId, subj: def.subject, code: 'OK', ms: round(ms) }, 'handled');
-    return out;
-  }
-
-  /** Per-subject counters of what this process served. */
-  stats(): ServeStats[] {
-    return this.served.map((s) => ({ ...s.stats }));
-  }
-
-  /** How many handlers of these owners (or all) are running now. */
-  busy(owners?: readonly string[]): number {
-    let n = 0;
-    for (const [owner, set] of this.inFlight) if (!owners || owners.includes(owner)) n += set.size;
-    return n;
-  }
-
-  /**
-   * Stop taking new messages for these owners (others keep serving), then wait for their
-   * in-flight handlers, up to the deadline. Returns how many were still running.
-   */
-  async stopServing(owners: readonly string[], deadline: number): Promise<number> {
-    for (const [subject, route] of this.local) if (owners.includes(route.owner)) this.local.delete(subject);
-    const mine = this.served.filter((s) => owners.includes(s.owner));
-    await Promise.all(mine.map((s) => s.sub.drain().catch(() => s.sub.unsubscribe())));
-    for (;;) {
-      const running = owners.flatMap((o) => [...(this.inFlight.get(o) ?? [])]);
-      if (running.length === 0) return 0;
-      const left = deadline - Date.now();
-      if (left <= 0) return running.length;
-      await Promise.race([Promise.allSettled(running), sleep(left)]);
-    }
   }
 
   // ---- events and raw subjects --------------------------------------------------------
@@ -444,10 +89,7 @@ export class Bus {
       this.log.error({ subj: def.subject, errors: describeErrors(def.checkPayload, payload) }, 'event does not match its contract');
       return;
     }
-    // an event says who and which request; deadlines, hops and scopes belong to requests
-    const h = natsHeaders();
-    h.set(Header.RequestId, ctx.requestId);
-    if (ctx.user) h.set(Header.User, ctx.user);
+    const h = eventHeaders(ctx);
     const given = (payload as { id?: unknown }).id;
     const id = typeof given === 'string' && given !== '' ? given : undefined;
     if (id) h.set(Header.MsgId, id);
@@ -492,7 +134,11 @@ export class Bus {
     });
   }
 
-  /** Subscribe to a subject (or wildcard) built in protocol/. Returns the unsubscribe. */
+  /**
+   * Subscribe to a subject (or wildcard) built in protocol/: progress streams, `cortado tap`.
+   * For an event with a definition, `on` is the typed way. A throw in `onMessage` is logged and
+   * the message dropped: it never stops the subscription. Returns the unsubscribe.
+   */
   listen(relativeSubject: string, onMessage: (data: unknown, subject: string, ctx: Ctx) => void): () => void {
     const sub = this.nc.subscribe(this.subject(relativeSubject), {
       callback: (err, msg) => {
@@ -503,10 +149,89 @@ export class Bus {
         } catch {
           return;
         }
-        onMessage(data, msg.subject.slice(this.prefix.length + 1), this.ctxFrom(msg.headers));
+        const ctx = ctxFrom(msg.headers);
+        const subject = msg.subject.slice(this.prefix.length + 1);
+        try {
+          onMessage(data, subject, ctx);
+        } catch (e) {
+          this.log.error({ err: e, subj: subject, rid: ctx.requestId }, 'a listener failed; the message is dropped');
+        }
       },
     });
     return () => sub.unsubscribe();
+  }
+
+  /** One step of a question, on its progress subject (SSE and WebSocket streams read it). */
+  progress(requestId: string, event: ProgressEvent): void {
+    this.publishTo(progressSubject(requestId), event);
+  }
+
+  /** The steps of one question as they happen; one that breaks the contract is dropped. The unsubscribe. */
+  onProgress(requestId: string, handler: (event: ProgressEvent) => void): () => void {
+    return this.listen(progressSubject(requestId), (data, subject, ctx) => {
+      if (checkProgress.Check(data)) handler(data);
+      else this.log.warn({ subj: subject, rid: ctx.requestId }, 'a progress step that does not match its contract: dropped');
+    });
+  }
+
+  /**
+   * Take an event as it is published (core NATS: every process that listens gets it; none is
+   * kept for a process that is away: `consume` is for that). The payload is checked against
+   * its schema first (one that does not match is logged and dropped); the handler's throw or
+   * rejection is logged and never stops the subscription. Per-subject stats and the log line
+   * of `serve`. Returns the unsubscribe.
+   */
+  on<E extends EventDef>(def: E, handler: (payload: PayloadOf<E>, ctx: Ctx) => void | Promise<void>): () => void {
+    const sub = this.nc.subscribe(this.subject(def.subject), {
+      callback: (err, msg) => {
+        if (err) return;
+        const ctx = ctxFrom(msg.headers);
+        let data: unknown;
+        try {
+          data = JSON.parse(dec.decode(msg.data));
+        } catch {
+          this.log.warn({ subj: def.subject, rid: ctx.requestId }, 'an event that is not JSON: dropped');
+          return;
+        }
+        void this.takeEvent(def, data, ctx, async (payload) => { await handler(payload as PayloadOf<E>, ctx); }, false).catch(() => undefined);
+      },
+    });
+    return () => sub.unsubscribe();
+  }
+
+  /**
+   * One event, checked and handled, counted and logged like a request. `rethrow`: a consumer's
+   * handler failure goes back to the pull loop (the event comes again); a payload that breaks
+   * its contract never does (it would fail again): `consume` terminates it.
+   */
+  private async takeEvent(def: EventDef, data: unknown, ctx: Ctx, handler: (payload: unknown) => Promise<void>, rethrow: boolean): Promise<void> {
+    const stats = this.statsFor(def.subject, 'event');
+    const started = performance.now();
+    let error: CortadoError | undefined;
+    if (!def.checkPayload.Check(data)) {
+      error = new CortadoError('VALIDATION_FAILED', `${def.subject}: the event does not match its contract`, { errors: describeErrors(def.checkPayload, data) });
+      stats.add(performance.now() - started, true);
+      this.log.warn({ rid: ctx.requestId, subj: def.subject, code: error.code, errors: error.details?.errors }, error.message);
+      return;
+    }
+    try {
+      await handler(data);
+    } catch (err) {
+      error = toCortadoError(err);
+      if (rethrow) {
+        stats.add(performance.now() - started, true);
+        logHandled(this.log, { rid: ctx.requestId, subj: def.subject, ms: performance.now() - started }, error);
+        throw err;
+      }
+    }
+    const ms = performance.now() - started;
+    stats.add(ms, error !== undefined);
+    logHandled(this.log, { rid: ctx.requestId, subj: def.subject, ms }, error);
+  }
+
+  /** What the JetStream pull loop (protocol/bus-consumer.ts) needs of this bus. */
+  private get consumerHost(): ConsumerHost {
+    return { nc: this.nc, prefix: this.prefix, log: this.log, send: (w) => this.send(w), closed: () => this.closed };
   }
 
   /**
@@ -567,321 +292,37 @@ export class Bus {
   async consumeEvents(
     durable: string,
     handler: (subject: string, data: unknown, ctx: Ctx) => Promise<void>,
-    opts: { ackWaitMs?: number; retryDelayMs?: number; intervalMs?: number; batch?: number; active?: () => boolean; startAt?: 'all' | 'new' } = {},
+    opts: ConsumeOptions = {},
   ): Promise<{ stop(): Promise<void> }> {
-    const stream = eventsStreamName(this.prefix);
-    const batch = Math.max(1, opts.batch ?? EVENT_BATCH);
-    const intervalMs = Math.max(1, opts.intervalMs ?? EVENT_PULL_INTERVAL_MS);
-    const jsm = await jetstreamManager(this.nc, { timeout: 5_000 });
-    const ensureConsumer = async (): Promise<void> => {
-      try {
-        await jsm.consumers.info(stream, durable);
-      } catch {
-        await jsm.consumers.add(stream, {
-          durable_name: durable,
-          ack_policy: AckPolicy.Explicit,
-          deliver_policy: opts.startAt === 'new' ? DeliverPolicy.New : DeliverPolicy.All,
-          ack_wait: (opts.ackWaitMs ?? 10_000) * 1_000_000,
-          max_ack_pending: Math.max(1_000, batch * 4),
-        });
-        this.log.info({ durable }, 'event consumer created');
-      }
-    };
-    const removeConsumer = async (): Promise<void> => {
-      const gone = await jsm.consumers.delete(stream, durable).catch((err: unknown) => /not found/i.test(String((err as Error).message)));
-      if (gone) this.log.info({ durable }, 'event consumer removed: nothing reads the stream for it now');
-    };
-    /** whether the durable consumer is known to exist (undefined: to be checked) */
-    let exists: boolean | undefined;
-    if (!opts.active || opts.active()) {
-      await ensureConsumer();
-      exists = true;
-    }
-    const nextSubject = `$JS.API.CONSUMER.MSG.NEXT.${stream}.${durable}`;
-    const pullRequest = enc.encode(JSON.stringify({ batch, no_wait: true }));
-    const inbox = `_INBOX.${randomUUID().replace(/-/g, '')}`;
-    const strip = this.prefix.length + 1;
-
-    // What a pull delivers arrives under each event's own subject (only the statuses name the
-    // pull), so arrivals are kept in order until the loop takes them, late ones included.
-    const received: Msg[] = [];
-    /** the pull being answered, and how to end it */
-    let current: { id: string; end: (status: number) => void } | undefined;
-    const sub = this.nc.subscribe(`${inbox}.*`, {
-      callback: (err, msg) => {
-        if (err) return;
-        const status = msg.headers?.code ?? 0;
-        if (status !== 0 && msg.data.length === 0) {
-          if (current && msg.subject === `${inbox}.${current.id}`) current.end(status);
-          return;
-        }
-        received.push(msg);
-        if (current && received.length >= batch) current.end(0);
-      },
-    });
-
-    let stopped = false;
-    let wake: (() => void) | undefined;
-    const pause = (ms: number) => new Promise<void>((resolve) => {
-      const timer = setTimeout(() => { wake = undefined; resolve(); }, ms);
-      wake = () => { clearTimeout(timer); wake = undefined; resolve(); };
-    });
-    let pulls = 0;
-    const pull = () => new Promise<number>((resolve) => {
-      const id = (++pulls).toString(36);
-      const state = {
-        id,
-        end: (status: number) => {
-          clearTimeout(timer);
-          if (current === state) current = undefined;
-          resolve(status);
-        },
-      };
-      // the server answers a pull that does not wait at once; silence means the consumer (or
-      // the server) is gone
-      const timer = setTimeout(() => state.end(NO_ANSWER), PULL_ANSWER_TIMEOUT_MS);
-      current = state;
-      this.send(() => {
-        try {
-          this.nc.publish(nextSubject, pullRequest, { reply: `${inbox}.${id}` });
-        } catch {
-          state.end(503);
-        }
-      });
-    });
-    const ack = enc.encode('+ACK');
-    const term = enc.encode('+TERM');
-    const nak = enc.encode(`-NAK {"delay":${(opts.retryDelayMs ?? 2_000) * 1_000_000}}`);
-    const reply = (m: Msg, payload: Uint8Array) => {
-      if (!m.reply) return;
-      const to = m.reply;
-      this.send(() => {
-        try {
-          this.nc.publish(to, payload);
-        } catch {
-          // the connection is gone: the event comes again after ack_wait (handlers dedup)
-        }
-      });
-    };
-    /** a trouble that lasts is said at most once a minute */
-    let warned = 0;
-    const warnSometimes = (line: Record<string, unknown>, msg: string) => {
-      if (Date.now() - warned < 60_000) return;
-      warned = Date.now();
-      this.log.warn({ durable, ...line }, msg);
-    };
-    const loop = (async () => {
-      while (!stopped && !this.closed) {
-        if (opts.active && !opts.active()) {
-          if (exists !== false) {
-            await removeConsumer().catch(() => undefined);
-            exists = false;
-          }
-          await pause(intervalMs);
-          continue;
-        }
-        if (exists !== true) {
-          try {
-            await ensureConsumer();
-            exists = true;
-          } catch (err) {
-            warnSometimes({ err: (err as Error).message }, 'cannot make the event consumer: trying again');
-            await pause(Math.max(intervalMs, 1_000));
-            continue;
-          }
-        }
-        const status = await pull();
-        const got = received.splice(0);
-        for (const m of got) {
-          let data: unknown;
-          try {
-            data = JSON.parse(dec.decode(m.data));
-          } catch {
-            this.log.warn({ subj: m.subject, durable }, 'an event that is not JSON: skipped');
-            reply(m, term);
-            continue;
-          }
-          try {
-            await handler(m.subject.slice(strip), data, this.ctxFrom(m.headers));
-            reply(m, ack);
-          } catch (err) {
-            this.log.warn({ subj: m.subject, durable, err: (err as Error).message }, 'event handler failed: it comes again');
-            reply(m, nak);
-          }
-        }
-        if (stopped || this.closed) break;
-        // 404 "no messages" and 408 "request timeout" answer a pull that found fewer events
-        // than it asked for. No answer at all, or 503 (no responders): the consumer may be gone
-        // (removed by another process), so it is checked, and made again, before the next pull.
-        // Anything else is said, and the pulls go on after a pause.
-        if (status === NO_ANSWER || status === 503) exists = undefined;
-        const normal = status === 0 || status === 404 || status === 408;
-        if (!normal) warnSometimes({ status }, 'the event stream did not answer a pull: trying again');
-        if (got.length < batch) await pause(normal ? intervalMs : Math.max(intervalMs, 1_000));
-      }
-    })().catch((err: unknown) => {
-      if (!this.closed) this.log.warn({ durable, err: (err as Error).message }, 'the event consumer stopped');
-    });
-    return {
-      async stop() {
-        stopped = true;
-        wake?.();
-        current?.end(0);
-        await loop;
-        sub.unsubscribe();
-      },
-    };
-  }
-
-  /** Open (or create) a KV bucket. */
-  async kv(bucket: string, opts: { ttlMs?: number; history?: number; maxBytes?: number } = {}): Promise<KV> {
-    const kvm = new Kvm(this.nc);
-    return kvm.create(bucket, {
-      ...(opts.ttlMs !== undefined ? { ttl: opts.ttlMs } : {}),
-      history: opts.history ?? 1,
-      ...(opts.maxBytes !== undefined ? { max_bytes: opts.maxBytes } : {}),
-    });
-  }
-
-  // ---- lifecycle ----------------------------------------------------------------------
-
-  /**
-   * Flush and close. Pending requests fail with SHUTTING_DOWN. Durable events still waiting in
-   * the outbox get until `deadline` (the shutdown grace; OUTBOX_WAIT_MS when not given) to be
-   * stored; what is left then is logged at error level, by event id, and is not in the audit
-   * trail (the outbox lives in this process's memory).
-   */
-  async close(deadline: number = Date.now() + OUTBOX_WAIT_MS): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    for (const [id, p] of this.pending) {
-      clearTimeout(p.timer);
-      p.reject(new CortadoError('SHUTTING_DOWN', 'the bus connection closed'));
-      this.pending.delete(id);
-    }
-    this.flushOutgoing();
-    await this.durable.close(deadline);
-    if (this.holdTimer) clearInterval(this.holdTimer);
-    try {
-      await this.nc.drain();
-    } catch {
-      await this.nc.close().catch(() => undefined);
-    }
-  }
-
-  /** Resolves when the connection is closed for good (server gone and no reconnect). */
-  closedPromise(): Promise<void | Error> {
-    return this.nc.closed();
-  }
-
-  // ---- the connection -----------------------------------------------------------------
-
-  private async watchConnection(): Promise<void> {
-    try {
-      for await (const s of this.nc.status()) {
-        if (s.type === 'disconnect') this.onDisconnect();
-        else if (s.type === 'reconnect') this.onReconnect();
-      }
-    } catch {
-      // the connection closed
-    }
+    return pullConsumer(this.consumerHost, durable, handler, opts);
   }
 
   /**
-   * The connection dropped. What was sent and not answered cannot be answered any more (the
-   * server forgets our inbox with us): those requests fail now instead of at their timeout.
-   * What is sent from now on is kept until the connection is back (see `flushOutgoing`).
+   * `consumeEvents` typed: only the events of `defs` are handed on, each checked against its
+   * schema (one that does not match is logged and terminated: it would fail again), with the
+   * per-subject stats and log line of `serve`. Others in the stream are acknowledged unread.
    */
-  private onDisconnect(): void {
-    if (this.down) return;
-    this.down = true;
-    this.downSince = Date.now();
-    this.durable.pause();
-    let failed = 0;
-    for (const [id, p] of this.pending) {
-      if (!p.written) continue;
-      this.pending.delete(id);
-      clearTimeout(p.timer);
-      failed++;
-      p.reject(new CortadoError('ACTOR_UNAVAILABLE', `the connection to the message broker was lost while ${p.def.owner} worked on ${p.def.subject}: its answer cannot arrive`, { actor: p.def.owner }));
-    }
-    this.log.warn({ failed, waiting_events: this.durable.waiting }, 'lost the connection to NATS: reconnecting');
-    this.holdTimer = setInterval(() => this.expireHeld(), 500);
-    this.holdTimer.unref();
+  async consume<const E extends readonly EventDef[]>(
+    durable: string,
+    defs: E,
+    handler: (event: EventOf<E[number]>, ctx: Ctx) => Promise<void>,
+    opts: ConsumeOptions = {},
+  ): Promise<{ stop(): Promise<void> }> {
+    const bySubject = new Map(defs.map((d) => [d.subject, d] as const));
+    return pullConsumer(this.consumerHost, durable, async (subject, data, ctx) => {
+      const def = bySubject.get(subject);
+      if (!def) return;
+      await this.takeEvent(def, data, ctx, (payload) => handler({ subject: def.subject, payload } as EventOf<E[number]>, ctx), true);
+    }, opts);
   }
 
-  /** Requests that waited HOLD_MS for the connection to come back fail. */
-  private expireHeld(): void {
-    const limit = Date.now() - HOLD_MS;
-    for (const [id, p] of this.pending) {
-      if (p.written || Math.max(p.since, this.downSince) > limit) continue;
-      this.pending.delete(id);
-      clearTimeout(p.timer);
-      p.reject(new CortadoError('ACTOR_UNAVAILABLE', `the message broker has been unreachable for ${Math.round((Date.now() - this.downSince) / 1000)} s: ${p.def.subject} was not sent`, { actor: p.def.owner }));
-    }
+  // ---- key-value ----------------------------------------------------------------------
+
+  /** A typed bucket (protocol/kv.ts) in JetStream KV, made when missing. */
+  bucket<T>(bucket: Bucket, opts: BucketOptions = {}): Promise<Kv<T>> {
+    return openBucket<T>(this.nc, bucketName(this.prefix, bucket), opts);
   }
 
-  private hold(writes: Array<() => void>): void {
-    const room = HELD_MAX - this.held.length;
-    if (writes.length > room) {
-      if (this.heldDropped === 0) this.log.warn({ held: this.held.length }, 'the connection to NATS is still lost: further messages are dropped until it is back');
-      this.heldDropped += writes.length - Math.max(0, room);
-    }
-    for (let i = 0; i < Math.min(room, writes.length); i++) this.held.push(writes[i]!);
-  }
-
-  /** Back: what was kept goes out first, in order; the outbox sends what waits again. */
-  private onReconnect(): void {
-    if (!this.down) return;
-    this.down = false;
-    this.reconnectedAt = Date.now();
-    if (this.holdTimer) clearInterval(this.holdTimer);
-    this.holdTimer = undefined;
-    const held = this.held;
-    this.held = [];
-    this.log.info({ after_ms: Date.now() - this.downSince, held: held.length, dropped: this.heldDropped, waiting_events: this.durable.waiting }, 'reconnected to NATS');
-    this.heldDropped = 0;
-    this.outgoing = held.concat(this.outgoing);
-    this.flushOutgoing();
-    this.durable.resume();
-  }
-
-  // ---- headers ------------------------------------------------------------------------
-
-  private headersFor(ctx: Ctx): MsgHdrs {
-    const h = natsHeaders();
-    h.set(Header.RequestId, ctx.requestId);
-    if (ctx.user) h.set(Header.User, ctx.user);
-    if (ctx.deadline !== undefined) h.set(Header.Deadline, String(ctx.deadline));
-    if (ctx.hop !== undefined) h.set(Header.Hop, String(ctx.hop));
-    if (ctx.scope) h.set(Header.Scope, ctx.scope);
-    return h;
-  }
-
-  private ctxFrom(h: MsgHdrs | undefined): Ctx {
-    const ctx: Ctx = { requestId: h?.get(Header.RequestId) || randomUUID() };
-    const user = h?.get(Header.User);
-    if (user) ctx.user = user;
-    const deadline = Number(h?.get(Header.Deadline));
-    if (Number.isFinite(deadline) && deadline > 0) ctx.deadline = deadline;
-    const hop = Number(h?.get(Header.Hop));
-    if (Number.isFinite(hop) && hop > 0) ctx.hop = hop;
-    const scope = h?.get(Header.Scope);
-    if (scope) ctx.scope = scope;
-    return ctx;
-  }
 }
 
-function mb(bytes: number): string {
-  return `${(bytes / 1024 / 1024).toFixed(1)} MB`;
-}
-
-function round(ms: number): number {
-  return Math.round(ms * 100) / 100;
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms).unref());
-}
-
-export type { KV, Static, TSchema };
+export type { Static, TSchema };

@@ -28,10 +28,10 @@ export interface RequestDef<Q extends TSchema = TSchema, R extends TSchema = TSc
   readonly checkReply: Validator;
 }
 
-export interface EventDef<P extends TSchema = TSchema> {
+export interface EventDef<P extends TSchema = TSchema, S extends string = string> {
   readonly kind: 'event';
   /** subject relative to the prefix, e.g. `evt.query.executed` */
-  readonly subject: string;
+  readonly subject: S;
   readonly payload: P;
   readonly checkPayload: Validator;
   /**
@@ -43,7 +43,9 @@ export interface EventDef<P extends TSchema = TSchema> {
 
 export type RequestOf<D> = D extends RequestDef<infer Q, TSchema> ? Static<Q> : never;
 export type ReplyOf<D> = D extends RequestDef<TSchema, infer R> ? Static<R> : never;
-export type PayloadOf<D> = D extends EventDef<infer P> ? Static<P> : never;
+export type PayloadOf<D> = D extends EventDef<infer P, string> ? Static<P> : never;
+/** What `bus.consume` hands over for one of its definitions: narrow it by `subject`. */
+export type EventOf<D> = D extends EventDef<infer P, infer S> ? { subject: S; payload: Static<P> } : never;
 
 export function defineRequest<Q extends TSchema, R extends TSchema>(def: {
   subject: string;
@@ -63,7 +65,7 @@ export function defineRequest<Q extends TSchema, R extends TSchema>(def: {
 }
 
 /** `durable: true` for a fact the audit trail must have (see EventDef.durable); the payload then needs an `id`. */
-export function defineEvent<P extends TSchema>(def: { subject: string; payload: P; durable?: boolean }): EventDef<P> {
+export function defineEvent<P extends TSchema, const S extends string>(def: { subject: S; payload: P; durable?: boolean }): EventDef<P, S> {
   assertSubject(def.subject);
   if (!def.subject.startsWith('evt.')) throw new Error(`event subject "${def.subject}" must start with evt.`);
   // the id is the message id JetStream drops a retried copy by, and the audit entry's key

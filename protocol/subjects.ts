@@ -5,6 +5,7 @@
  */
 import { defineEvent, defineRequest, assertSubject } from './define.js';
 import { AskConfirmRequest, AskReply, AskRequest } from './schemas/ask.js';
+import { SysStatsReply, SysStatsRequest } from './schemas/sys.js';
 import {
   SchemaContextReply,
   SchemaContextRequest,
@@ -177,13 +178,19 @@ export const AlertRaisedEvt = defineEvent({ subject: 'evt.alert.raised', payload
 export const MailSentEvt = defineEvent({ subject: 'evt.mail.sent', payload: P.MailSent, durable: true });
 export const ScopeEndedEvt = defineEvent({ subject: 'evt.identity.scope.ended', payload: Sc.ScopeEnded, durable: true });
 
+/**
+ * Answered by every process (each bus serves it in a queue group of its own): its per-subject
+ * stats. Read with `bus.gather(SysStats, {}, ctx)`; `bus.request` takes the first answer only.
+ */
+export const SysStats = defineRequest({ subject: 'sys.stats', owner: 'sys', timeoutMs: 2_000, request: SysStatsRequest, reply: SysStatsReply });
+
 export const REQUESTS = [
   Ask, AskConfirm, SqlEstimate, IntentDetect, ChatReply, SqlGenerate, SqlExecute, SqlCheck, SqlIntrospect, SqlPing,
   SchemaTables, SchemaDescribe, SchemaContext, LlmComplete, LlmStatus, InsightsGenerate,
   IdentityLogin, IdentitySession, IdentityLogout, TokenIssue, TokenCheck, TokenList, TokenRevoke, TokenDelete,
   ConfigView, ConfigUpdate, ConfigReset, ConfigHistory, ConfigStored, PromptsList, MaskRulesList, MaskRuleCreate, MaskRuleUpdate,
   MaskRuleDelete, LdapView, LdapUpdate, LdapTest, AuditQuery, ResultMask, MailSend, SchemaDiscover,
-  AuthLogin, AuthAutoSession, AuthLogout, AuthToken, ScopeResolve, SqlConnectTest,
+  AuthLogin, AuthAutoSession, AuthLogout, AuthToken, ScopeResolve, SqlConnectTest, SysStats,
 ] as const;
 export const EVENTS = [
   QueryGeneratedEvt, QueryExecutedEvt, QueryRejectedEvt, QueryFailedEvt, ConfigChangedEvt, LoginEvt, TokenEvt, AlertRaisedEvt, MailSentEvt,
@@ -211,26 +218,48 @@ export function eventsStreamName(prefix: string): string {
   return `${prefix.replace(/[^A-Za-z0-9]/g, '_').toUpperCase()}_EVENTS`;
 }
 
+/** The durable consumer the audit actor reads the event stream with. */
+export const AUDIT_CONSUMER = 'audit';
+
+// ---- key-value buckets (protocol/kv.ts; bus.bucket opens one) -----------------------------
+
+/** Every KV bucket, by what it holds; its name is `<prefix>_<bucket>` (bucketName). */
+export const Bucket = {
+  /** login sessions and lockout counters (identity) */
+  Sessions: 'sessions',
+  /** rate-limit counters, shared by every edge */
+  Ratelimit: 'ratelimit',
+  /** SQL that waits for the user's confirmation (assistant, confirm_before_execute) */
+  Confirmations: 'confirmations',
+  /** conversation turns (assistant) */
+  Conversations: 'conversations',
+  /** today's e-mail count (mailer, email.max_emails_per_day) */
+  Mail: 'mail',
+  /** alert claims and question counts (alerts) */
+  Alerts: 'alerts',
+} as const;
+export type Bucket = (typeof Bucket)[keyof typeof Bucket];
+
+export function bucketName(prefix: string, bucket: Bucket): string {
+  return `${prefix.replace(/[^A-Za-z0-9]/g, '_')}_${bucket}`;
+}
+
 /** The KV bucket holding login sessions and lockout counters. */
 export function sessionsBucket(prefix: string): string {
-  return `${prefix.replace(/[^A-Za-z0-9]/g, '_')}_sessions`;
+  return bucketName(prefix, Bucket.Sessions);
 }
 
 /** The KV bucket holding rate-limit counters, shared by every edge. */
 export function ratelimitBucket(prefix: string): string {
-  return `${prefix.replace(/[^A-Za-z0-9]/g, '_')}_ratelimit`;
+  return bucketName(prefix, Bucket.Ratelimit);
 }
 
 /** The KV bucket holding SQL that waits for the user's confirmation (confirm_before_execute). */
 export function confirmationsBucket(prefix: string): string {
-  return `${prefix.replace(/[^A-Za-z0-9]/g, '_')}_confirmations`;
+  return bucketName(prefix, Bucket.Confirmations);
 }
-
-/** The durable consumer the audit actor reads the event stream with. */
-export const AUDIT_CONSUMER = 'audit';
 
 /** The KV bucket holding conversation turns. */
 export function conversationsBucket(prefix: string): string {
-  return `${prefix.replace(/[^A-Za-z0-9]/g, '_')}_conversations`;
+  return bucketName(prefix, Bucket.Conversations);
 }
-

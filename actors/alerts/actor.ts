@@ -5,21 +5,16 @@
  * Copies in several processes share the consumer (each event goes to one of them) and the
  * claims in the KV bucket (one alert per question across all of them).
  */
-import type { KV } from '../../protocol/bus.js';
-import { Actor, ALERTS_CONSUMER } from '../../protocol/subjects.js';
+import type { Kv } from '../../protocol/kv.js';
+import { Actor, ALERTS_CONSUMER, Bucket, QueryExecutedEvt, QueryGeneratedEvt, QueryRejectedEvt } from '../../protocol/subjects.js';
 import type { ActorDeps, RunningActor } from '../runtime/actor.js';
 import { createDeps, onEvent, STATE_TTL_MS } from './handle.js';
 
-/** The KV bucket of the claims and question counts (one per bus prefix). */
-export function alertsBucket(prefix: string): string {
-  return `${prefix.replace(/[^A-Za-z0-9]/g, '_')}_alerts`;
-}
-
 export async function start(deps: ActorDeps): Promise<RunningActor> {
   const { bus, config, log } = deps;
-  let kv: KV | undefined;
+  let kv: Kv<number> | undefined;
   try {
-    kv = await bus.kv(alertsBucket(bus.prefix), { ttlMs: STATE_TTL_MS, maxBytes: 64 * 1024 * 1024 });
+    kv = await bus.bucket<number>(Bucket.Alerts, { ttlMs: STATE_TTL_MS, maxBytes: 64 * 1024 * 1024 });
   } catch (err) {
     log.warn({ err: (err as Error).message }, 'no JetStream KV: alert claims and counts stay in this process');
   }
@@ -29,8 +24,8 @@ export async function start(deps: ActorDeps): Promise<RunningActor> {
     // while security alerts are off nothing reads the stream for them (and the durable consumer
     // is removed: it would cost the server work for every event); switched on, at start or at
     // run time, the alerts score the questions asked from then on
-    consumer = await bus.consumeEvents(ALERTS_CONSUMER, async (subject, data, ctx) => {
-      await onEvent(subject, data, d, ctx);
+    consumer = await bus.consume(ALERTS_CONSUMER, [QueryGeneratedEvt, QueryExecutedEvt, QueryRejectedEvt], async (e, ctx) => {
+      await onEvent(e.subject, e.payload, d, ctx);
     }, { ackWaitMs: 30_000, active: () => config.mcp.security_alerts.enabled, startAt: 'new' });
   } catch (err) {
     log.warn({ err: (err as Error).message }, 'cannot read the event stream (JetStream unavailable?): no security alerts');

@@ -17,7 +17,8 @@
  *   holds a week of events, or a long outage) are not scored.
  */
 import { createHash } from 'node:crypto';
-import type { Bus, Ctx, KV } from '../../protocol/bus.js';
+import type { Bus, Ctx } from '../../protocol/bus.js';
+import type { Kv } from '../../protocol/kv.js';
 import type { Logger } from '../../protocol/log.js';
 import type { Channel } from '../../protocol/schemas/common.js';
 import type { QueryExecuted, QueryGenerated, QueryRejected } from '../../protocol/schemas/events.js';
@@ -186,41 +187,20 @@ export class MemoryAlertState implements AlertState {
   }
 }
 
-/** In JetStream KV: every alerts copy in every process shares the claims and the counts. */
+/** In the shared bucket (protocol/kv.ts): every alerts copy in every process shares the claims and the counts. */
 export class KvAlertState implements AlertState {
-  constructor(private readonly kv: KV) {}
+  constructor(private readonly kv: Kv<number>) {}
 
   async claim(requestId: string): Promise<boolean> {
-    const key = `a.${sha(requestId).slice(0, 40)}`;
-    try {
-      await this.kv.create(key, String(Date.now()));
-      return true;
-    } catch (err) {
-      const e = await this.kv.get(key);
-      if (e && e.operation === 'PUT') return false;
-      throw err;
-    }
+    return this.kv.create(`a.${sha(requestId).slice(0, 40)}`, Date.now());
   }
 
   async countQuestion(user: string, ts: number): Promise<number> {
-    const key = this.countKey(user, ts);
-    for (let attempt = 0; attempt < 20; attempt++) {
-      const e = await this.kv.get(key);
-      const n = e && e.operation === 'PUT' ? Number(e.string()) || 0 : 0;
-      try {
-        if (e && e.operation === 'PUT') await this.kv.update(key, String(n + 1), e.revision);
-        else await this.kv.create(key, String(n + 1));
-        return n + 1;
-      } catch {
-        // someone else counted in between: read again
-      }
-    }
-    return this.questions(user, ts);
+    return (await this.kv.increment(this.countKey(user, ts))) ?? 0;
   }
 
   async questions(user: string, ts: number): Promise<number> {
-    const e = await this.kv.get(this.countKey(user, ts));
-    return e && e.operation === 'PUT' ? Number(e.string()) || 0 : 0;
+    return (await this.kv.get(this.countKey(user, ts))) ?? 0;
   }
 
   private countKey(user: string, ts: number): string {
@@ -271,7 +251,7 @@ export interface AlertsDeps {
   now?: () => number;
 }
 
-export function createDeps(bus: Bus, config: Config, log: Logger, kv: KV | undefined): AlertsDeps {
+export function createDeps(bus: Bus, config: Config, log: Logger, kv: Kv<number> | undefined): AlertsDeps {
   const warnOnce = (what: string) => {
     let last = 0;
     return (err: unknown) => {

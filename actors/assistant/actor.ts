@@ -1,14 +1,15 @@
-import { Actor, Ask, AskConfirm, confirmationsBucket, conversationsBucket } from '../../protocol/subjects.js';
+import type { Turn } from '../../protocol/schemas/common.js';
+import { Actor, Ask, AskConfirm, Bucket } from '../../protocol/subjects.js';
 import type { ActorDeps, RunningActor } from '../runtime/actor.js';
 import { KvConversationStore, MemoryConversationStore, type ConversationStore } from './conversations.js';
-import { Confirmations, CONFIRMATION_TTL_MS } from './confirmations.js';
+import { Confirmations, CONFIRMATION_TTL_MS, type PendingSql } from './confirmations.js';
 import { ask, confirm, type AssistantDeps } from './handle.js';
 
 export async function start(deps: ActorDeps): Promise<RunningActor> {
   const { max_turns, ttl_minutes } = deps.config.conversation;
   let conversations: ConversationStore;
   try {
-    const kv = await deps.bus.kv(conversationsBucket(deps.bus.prefix), { ttlMs: ttl_minutes * 60_000, maxBytes: 256 * 1024 * 1024 });
+    const kv = await deps.bus.bucket<Turn[]>(Bucket.Conversations, { ttlMs: ttl_minutes * 60_000, maxBytes: 256 * 1024 * 1024 });
     conversations = new KvConversationStore(kv, max_turns, deps.log);
   } catch (err) {
     deps.log.warn({ err: (err as Error).message }, 'JetStream KV is not available: conversations are kept in this process only');
@@ -16,7 +17,7 @@ export async function start(deps: ActorDeps): Promise<RunningActor> {
   }
   let confirmations: Confirmations | undefined;
   try {
-    confirmations = new Confirmations(await deps.bus.kv(confirmationsBucket(deps.bus.prefix), { ttlMs: CONFIRMATION_TTL_MS }));
+    confirmations = new Confirmations(await deps.bus.bucket<PendingSql>(Bucket.Confirmations, { ttlMs: CONFIRMATION_TTL_MS }));
   } catch (err) {
     deps.log.warn({ err: (err as Error).message }, 'JetStream KV is not available: query.confirm_before_execute cannot hold SQL');
   }

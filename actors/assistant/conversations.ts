@@ -4,7 +4,7 @@
  * them; without JetStream, a bounded in-process map (and a warning at start).
  */
 import { createHash } from 'node:crypto';
-import type { KV } from '../../protocol/bus.js';
+import type { Kv } from '../../protocol/kv.js';
 import type { Turn } from '../../protocol/schemas/common.js';
 import type { Logger } from '../../protocol/log.js';
 
@@ -29,14 +29,12 @@ function keyOf(id: string): string {
 }
 
 export class KvConversationStore implements ConversationStore {
-  constructor(private readonly kv: KV, private readonly maxTurns: number, private readonly log: Logger) {}
+  constructor(private readonly kv: Kv<Turn[]>, private readonly maxTurns: number, private readonly log: Logger) {}
 
   async load(id: string): Promise<Turn[]> {
     if (this.maxTurns === 0) return [];
     try {
-      const entry = await this.kv.get(keyOf(id));
-      if (!entry || entry.operation !== 'PUT' || entry.length === 0) return [];
-      const turns = entry.json<Turn[]>();
+      const turns = await this.kv.get(keyOf(id));
       return Array.isArray(turns) ? turns.slice(-this.maxTurns) : [];
     } catch (err) {
       this.log.warn({ err: (err as Error).message }, 'cannot read the conversation; answering without it');
@@ -48,7 +46,7 @@ export class KvConversationStore implements ConversationStore {
     if (!id || this.maxTurns === 0) return;
     try {
       const turns = [...(await this.load(id)), clip(turn)].slice(-this.maxTurns);
-      await this.kv.put(keyOf(id), JSON.stringify(turns));
+      await this.kv.put(keyOf(id), turns);
     } catch (err) {
       this.log.warn({ err: (err as Error).message }, 'cannot save the conversation turn');
     }

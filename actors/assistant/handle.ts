@@ -13,7 +13,6 @@ import {
   ChatReply,
   InsightsGenerate,
   IntentDetect,
-  progressSubject,
   QueryExecutedEvt,
   QueryFailedEvt,
   QueryGeneratedEvt,
@@ -34,7 +33,7 @@ import type { Confirmations } from './confirmations.js';
 import type { ConversationStore } from './conversations.js';
 
 export interface AssistantDeps {
-  bus: Pick<Bus, 'request' | 'publish' | 'publishTo'>;
+  bus: Pick<Bus, 'request' | 'publish' | 'progress'>;
   config: Config;
   conversations: ConversationStore;
   /** SQL held for confirmation (query.confirm_before_execute); absent without JetStream KV */
@@ -89,7 +88,7 @@ function startRun(deps: AssistantDeps, ctx: Ctx, opts: { channel: Channel; strea
       }
     },
     progress(step, data) {
-      if (opts.stream) deps.bus.publishTo(progressSubject(ctx.requestId), { step, seq: seq++, data } satisfies ProgressEvent);
+      if (opts.stream) deps.bus.progress(ctx.requestId, { step, seq: seq++, data });
     },
     event: () => ({ id: randomUUID(), ts: new Date().toISOString(), ...base }),
     finish(part) {

@@ -9,7 +9,7 @@
  * questions may be answered while the stream itself is not kept is the assistant's call
  * (audit.required, protocol/bus.ts eventTrouble), not this actor's.
  */
-import { Actor, AUDIT_CONSUMER, AuditQuery } from '../../protocol/subjects.js';
+import { Actor, AUDIT_CONSUMER, AuditQuery, EVENTS } from '../../protocol/subjects.js';
 import type { ActorDeps, RunningActor } from '../runtime/actor.js';
 import { openStorage } from '../../store/index.js';
 import { query, record } from './handle.js';
@@ -26,8 +26,8 @@ export async function start(deps: ActorDeps): Promise<RunningActor> {
   let failures = 0;
   const read = async (): Promise<void> => {
     try {
-      consumer = await bus.consumeEvents(AUDIT_CONSUMER, async (subject, data) => {
-        await record(store, subject, data);
+      consumer = await bus.consume(AUDIT_CONSUMER, EVENTS, async (e) => {
+        await record(store, e.subject, e.payload);
       });
       if (stopped) await consumer.stop();
       else if (failures > 0) log.info({ failures }, 'reading the event stream now: the audit log catches up');

@@ -30,10 +30,7 @@ export async function start(deps: ActorDeps): Promise<RunningActor> {
 
   // per-scope engines (plugins.auth sessions, API tokens with a db_config); a sealed db_config opens with this box
   const scopes = new ScopeRegistry({ config, log, bus, box: createSecretBox(config), base: engine });
-  const stopListening = bus.listen(ScopeEndedEvt.subject, (data) => {
-    const scope = (data as { scope?: unknown }).scope;
-    if (typeof scope === 'string') void scopes.end(scope, (data as { reason?: string }).reason ?? 'ended');
-  });
+  const stopListening = bus.on(ScopeEndedEvt, (e) => scopes.end(e.scope, e.reason));
   const h: ExecutorDeps = { config, engine, bus, log, scopes, ...(ensureReadOnly ? { ensureReadOnly } : {}) };
   bus.serve(SqlExecute, (input, ctx) => execute(input, h, ctx));
   bus.serve(SqlCheck, (input, ctx) => check(input, h, ctx));

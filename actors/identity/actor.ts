@@ -6,7 +6,7 @@
  */
 import {
   Actor, AuthAutoSession, AuthLogin, AuthLogout, AuthToken, IdentityLogin, IdentityLogout, IdentitySession, ScopeResolve, TokenCheck,
-  TokenDelete, TokenIssue, TokenList, TokenRevoke, sessionsBucket,
+  TokenDelete, TokenIssue, TokenList, TokenRevoke, Bucket,
 } from '../../protocol/subjects.js';
 import { CortadoError } from '../../protocol/errors.js';
 import { openStorage } from '../../store/index.js';
@@ -14,7 +14,7 @@ import { createSecretBox } from '../lib/secrets.js';
 import type { ActorDeps, RunningActor } from '../runtime/actor.js';
 import { authLogin, authLogout, authToken, autoSession, scopeResolve, type AuthDeps } from './auth.js';
 import * as h from './handle.js';
-import { Lockouts, LOCKOUT, SessionStore } from './sessions.js';
+import { Lockouts, LOCKOUT, SessionStore, type SessionsBucketValue } from './sessions.js';
 
 export async function start(deps: ActorDeps): Promise<RunningActor> {
   const { bus, config, log } = deps;
@@ -30,7 +30,7 @@ export async function start(deps: ActorDeps): Promise<RunningActor> {
       config.admin.session_ttl_minutes * 60_000, config.plugins.assistant_login.ttl_hours * 3_600_000, LOCKOUT.windowMs,
       auth.session_ttl_minutes * 60_000, auth.auto_session.ttl_hours * 3_600_000,
     );
-    const kv = await bus.kv(sessionsBucket(bus.prefix), { ttlMs: maxTtlMs });
+    const kv = await bus.bucket<SessionsBucketValue>(Bucket.Sessions, { ttlMs: maxTtlMs });
     const d: h.IdentityDeps = { bus, config, log, store, box, sessions: new SessionStore(kv), lockouts: new Lockouts(kv) };
     const a: AuthDeps = { ...d, bus };
 

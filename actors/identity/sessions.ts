@@ -1,5 +1,5 @@
 /**
- * Sessions and login lockouts in JetStream KV, so every edge and every identity copy sees the
+ * Sessions and login lockouts in the shared sessions bucket (protocol/kv.ts, JetStream KV), so every edge and every identity copy sees the
  * same ones. A session is kept under the SHA-256 of its secret (the cookie value never rests
  * anywhere); a lockout counts failures per user and client address, and per user overall.
  *
@@ -8,8 +8,8 @@
  * session by it. Its db_config is kept sealed (config_db.encryption_key).
  */
 import { createHash, randomBytes } from 'node:crypto';
-import type { KV } from '../../protocol/bus.js';
 import { CortadoError } from '../../protocol/errors.js';
+import { KvContention, type Kv } from '../../protocol/kv.js';
 import type { SessionInfo, SessionKind } from '../../protocol/schemas/identity.js';
 
 export interface SessionRecord extends SessionInfo {
@@ -44,8 +44,16 @@ export function newSecret(bytes = 32): string {
   return randomBytes(bytes).toString('base64url');
 }
 
+/** What the sessions bucket holds: sessions (`s.<hash>`), the auth-session index (`a.<id>` → hash), lockout counters (`l.…`). */
+export type SessionsBucketValue = SessionRecord | string | Failures;
+
 export class SessionStore {
-  constructor(private readonly kv: KV) {}
+  private readonly sessions: Kv<SessionRecord>;
+  private readonly index: Kv<string>;
+  constructor(kv: Kv<SessionsBucketValue>) {
+    this.sessions = kv.as<SessionRecord>();
+    this.index = kv.as<string>();
+  }
 
   async create(info: Omit<SessionRecord, 'csrf' | 'created_at' | 'expires_at' | 'id'>, ttlMs: number, now = Date.now()): Promise<{ token: string; session: SessionRecord }> {
     const token = newSecret();
@@ -57,51 +65,38 @@ export class SessionStore {
       csrf: newSecret(24),
       ...(info.kind === 'auth' ? { id: sessionIdOf(hash) } : {}),
     };
-    await this.kv.put(`s.${hash}`, JSON.stringify(session));
-    if (info.kind === 'auth') await this.kv.put(`a.${sessionIdOf(hash)}`, hash);
+    await this.sessions.put(`s.${hash}`, session);
+    if (info.kind === 'auth') await this.index.put(`a.${sessionIdOf(hash)}`, hash);
     return { token, session };
   }
 
   /** An unexpired auth session by its non-secret id. */
   async byId(id: string, now = Date.now()): Promise<SessionRecord | undefined> {
     if (!/^[0-9a-f]{32}$/.test(id)) return undefined;
-    const index = await this.kv.get(`a.${id}`);
-    if (!index || index.operation !== 'PUT' || index.value.length === 0) return undefined;
-    const e = await this.kv.get(`s.${index.string()}`);
-    if (!e || e.operation !== 'PUT' || e.value.length === 0) return undefined;
-    const s = JSON.parse(e.string()) as SessionRecord;
-    if (s.kind !== 'auth' || s.id !== id || Date.parse(s.expires_at) <= now) return undefined;
+    const hash = await this.index.get(`a.${id}`);
+    if (typeof hash !== 'string') return undefined;
+    const s = await this.sessions.get(`s.${hash}`);
+    if (!s || s.kind !== 'auth' || s.id !== id || Date.parse(s.expires_at) <= now) return undefined;
     return s;
   }
 
   async get(token: string, kind: SessionKind, now = Date.now()): Promise<SessionRecord | undefined> {
     if (!token || token.length > 256) return undefined;
-    const e = await this.kv.get(`s.${sha256(token)}`);
-    if (!e || e.operation !== 'PUT' || e.value.length === 0) return undefined;
-    const s = JSON.parse(e.string()) as SessionRecord;
-    if (s.kind !== kind || Date.parse(s.expires_at) <= now) return undefined;
+    const s = await this.sessions.get(`s.${sha256(token)}`);
+    if (!s || s.kind !== kind || Date.parse(s.expires_at) <= now) return undefined;
     return s;
   }
 
   async remove(token: string): Promise<void> {
     const hash = sha256(token);
-    await this.kv.delete(`s.${hash}`).catch(() => undefined);
-    await this.kv.delete(`a.${sessionIdOf(hash)}`).catch(() => undefined);
+    await this.sessions.delete(`s.${hash}`).catch(() => undefined);
+    await this.index.delete(`a.${sessionIdOf(hash)}`).catch(() => undefined);
   }
 }
 
-interface Failures {
+export interface Failures {
   count: number;
   first: number;
-}
-
-/** JetStream's answer when a compare-and-set lost the race (the key changed since it was read). */
-const WRONG_LAST_SEQUENCE = new Set([10071, 10164]);
-/** compare-and-set tries on one counter before the attempt is refused (fail closed) */
-const CAS_TRIES = 40;
-
-function lostRace(err: unknown): boolean {
-  return WRONG_LAST_SEQUENCE.has((err as { code?: unknown } | null)?.code as number);
 }
 
 /** 429 for a locked login, with the minutes (message) and seconds (retry_after_s) to wait. */
@@ -129,7 +124,10 @@ export type Reservation = { attempt: ReservedAttempt; lockedMs?: undefined } | {
  * address (LOCKOUT.perUser from anywhere) reach a password check in a window.
  */
 export class Lockouts {
-  constructor(private readonly kv: KV) {}
+  private readonly kv: Kv<Failures>;
+  constructor(kv: Kv<SessionsBucketValue>) {
+    this.kv = kv.as<Failures>();
+  }
 
   private keys(kind: SessionKind, username: string, client: string): [string, string] {
     const user = username.trim().toLowerCase();
@@ -137,9 +135,8 @@ export class Lockouts {
   }
 
   private async read(key: string, now: number): Promise<Failures> {
-    const e = await this.kv.get(key);
-    if (!e || e.operation !== 'PUT' || e.value.length === 0) return { count: 0, first: now };
-    const f = JSON.parse(e.string()) as Failures;
+    const f = await this.kv.get(key);
+    if (!f) return { count: 0, first: now };
     return now - f.first > LOCKOUT.windowMs ? { count: 0, first: now } : f;
   }
 
@@ -149,25 +146,25 @@ export class Lockouts {
    * never goes below 0.
    */
   private async change(key: string, step: 1 | -1, now: number, max?: number): Promise<{ lockedMs: number }> {
-    for (let tries = 0; tries < CAS_TRIES; tries++) {
-      const e = await this.kv.get(key);
-      const live = e !== null && e.operation === 'PUT' && e.value.length > 0;
-      let f: Failures = live ? (JSON.parse(e.string()) as Failures) : { count: 0, first: now };
-      if (now - f.first > LOCKOUT.windowMs) f = { count: 0, first: now };
-      if (max !== undefined && step > 0 && f.count >= max) return { lockedMs: Math.max(1, f.first + LOCKOUT.windowMs - now) };
-      if (step < 0 && f.count <= 0) return { lockedMs: 0 };
-      const next = JSON.stringify({ count: f.count + step, first: f.first });
-      try {
-        if (e !== null && e.operation === 'PUT') await this.kv.update(key, next, e.revision);
-        else await this.kv.create(key, next);
-        return { lockedMs: 0 };
-      } catch (err) {
-        if (!lostRace(err)) throw err;
-        // another request changed the counter since it was read: read it again, a little later
-        await new Promise((r) => setTimeout(r, Math.random() * 2 * (tries + 1)));
-      }
+    let lockedMs = 0;
+    try {
+      await this.kv.update(key, (current) => {
+        lockedMs = 0;
+        let f: Failures = current ?? { count: 0, first: now };
+        if (now - f.first > LOCKOUT.windowMs) f = { count: 0, first: now };
+        if (max !== undefined && step > 0 && f.count >= max) {
+          lockedMs = Math.max(1, f.first + LOCKOUT.windowMs - now);
+          return undefined;
+        }
+        if (step < 0 && f.count <= 0) return undefined;
+        return { count: f.count + step, first: f.first };
+      });
+    } catch (err) {
+      // compare-and-set kept losing: the attempt is refused (fail closed)
+      if (err instanceof KvContention) throw new CortadoError('RATE_LIMITED', 'too many logins for this account at once: try again in a moment', { retry_after_s: 1 });
+      throw err;
     }
-    throw new CortadoError('RATE_LIMITED', 'too many logins for this account at once: try again in a moment', { retry_after_s: 1 });
+    return { lockedMs };
   }
 
   /** ms until the user may try again from this client, or 0 (a read: nothing is counted). */

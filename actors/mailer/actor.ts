@@ -4,14 +4,9 @@
  * process (warned).
  */
 import type { ConnectionOptions } from 'node:tls';
-import { Actor, MailSend } from '../../protocol/subjects.js';
+import { Actor, Bucket, MailSend } from '../../protocol/subjects.js';
 import type { ActorDeps, RunningActor } from '../runtime/actor.js';
 import { KvCounter, MemoryCounter, send, Transports, type DailyCounter } from './handle.js';
-
-/** The KV bucket of the daily counts (one per bus prefix). */
-export function mailBucket(prefix: string): string {
-  return `${prefix.replace(/[^A-Za-z0-9]/g, '_')}_mail`;
-}
 
 export interface MailerOptions {
   /** extra TLS socket options for the SMTP connection (a CA to trust); operators use NODE_EXTRA_CA_CERTS */
@@ -23,7 +18,7 @@ export async function startMailer(deps: ActorDeps, opts: MailerOptions = {}): Pr
   let counter: DailyCounter;
   try {
     // two days: yesterday's count must not vanish at the stroke of midnight in another time zone's clock skew
-    counter = new KvCounter(await bus.kv(mailBucket(bus.prefix), { ttlMs: 2 * 24 * 3_600_000 }));
+    counter = new KvCounter(await bus.bucket<number>(Bucket.Mail, { ttlMs: 2 * 24 * 3_600_000 }));
   } catch (err) {
     log.warn({ err: (err as Error).message }, 'no JetStream KV: max_emails_per_day is counted in this process only');
     counter = new MemoryCounter();

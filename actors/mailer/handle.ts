@@ -18,7 +18,8 @@ import { randomUUID } from 'node:crypto';
 import type { ConnectionOptions } from 'node:tls';
 import nodemailer, { type Transporter } from 'nodemailer';
 import type SMTPTransport from 'nodemailer/lib/smtp-transport/index.js';
-import type { Bus, Ctx, KV } from '../../protocol/bus.js';
+import type { Bus, Ctx } from '../../protocol/bus.js';
+import { KvContention, memoryKv, type Kv } from '../../protocol/kv.js';
 import type { PayloadOf } from '../../protocol/define.js';
 import { CortadoError } from '../../protocol/errors.js';
 import type { Logger } from '../../protocol/log.js';
@@ -44,60 +45,37 @@ export function utcDay(now: number = Date.now()): string {
   return new Date(now).toISOString().slice(0, 10);
 }
 
-export class MemoryCounter implements DailyCounter {
-  private readonly days = new Map<string, number>();
-  async reserve(day: string, max: number): Promise<boolean> {
-    const n = this.days.get(day) ?? 0;
-    if (n >= max) return false;
-    this.days.set(day, n + 1);
-    return true;
-  }
-  async release(day: string): Promise<void> {
-    const n = this.days.get(day) ?? 0;
-    if (n > 0) this.days.set(day, n - 1);
-  }
-  async used(day: string): Promise<number> {
-    return this.days.get(day) ?? 0;
-  }
-}
-
-/** Compare-and-set on one key per day: two mailers never both take the last slot. */
+/**
+ * One counter per day in a shared bucket (protocol/kv.ts): `increment` with the cap is a
+ * compare-and-set, so two mailers never both take the last slot.
+ */
 export class KvCounter implements DailyCounter {
-  constructor(private readonly kv: KV) {}
+  constructor(private readonly kv: Kv<number>) {}
 
   private key(day: string): string {
     return `day.${day}`;
   }
 
-  private async change(day: string, step: 1 | -1, max: number): Promise<boolean> {
-    const key = this.key(day);
-    for (let attempt = 0; attempt < 50; attempt++) {
-      const e = await this.kv.get(key);
-      const live = e !== null && e.operation === 'PUT';
-      const n = live ? Number(e.string()) || 0 : 0;
-      if (step === 1 && n >= max) return false;
-      if (step === -1 && n <= 0) return true;
-      try {
-        if (live) await this.kv.update(key, String(n + step), e.revision);
-        else await this.kv.create(key, String(n + step));
-        return true;
-      } catch {
-        // another mailer changed it in between: read again
-        await new Promise((r) => setTimeout(r, Math.random() * 5 * (attempt + 1)));
-      }
-    }
-    throw new CortadoError('INTERNAL', 'cannot count today\'s e-mails: the shared counter keeps changing');
-  }
-
   async reserve(day: string, max: number): Promise<boolean> {
-    return this.change(day, 1, max);
+    try {
+      return (await this.kv.increment(this.key(day), max)) !== undefined;
+    } catch (err) {
+      if (err instanceof KvContention) throw new CortadoError('INTERNAL', 'cannot count today\'s e-mails: the shared counter keeps changing');
+      throw err;
+    }
   }
   async release(day: string): Promise<void> {
-    await this.change(day, -1, Number.MAX_SAFE_INTEGER);
+    await this.kv.increment(this.key(day), Number.MAX_SAFE_INTEGER, -1);
   }
   async used(day: string): Promise<number> {
-    const e = await this.kv.get(this.key(day));
-    return e && e.operation === 'PUT' ? Number(e.string()) || 0 : 0;
+    return (await this.kv.get(this.key(day))) ?? 0;
+  }
+}
+
+/** The count in this process only (no JetStream): the same counter over the memory twin. */
+export class MemoryCounter extends KvCounter {
+  constructor() {
+    super(memoryKv<number>());
   }
 }
 

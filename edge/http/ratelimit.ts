@@ -22,7 +22,7 @@
  *
  * Shared store: one JetStream KV bucket (ratelimitBucket) holds one small JSON state per rule and
  * client, under hashed keys. Every update is a compare-and-swap on the key's revision
- * (kv.create for a new key, kv.update with the revision read), retried on conflict, so any
+ * (`update` of protocol/kv.ts: create for a new key, replace at the revision read), retried on conflict, so any
  * number of edges enforce ONE limit: concurrent requests through two edges cannot both take the
  * last unit. Cost: one KV read and one KV write per allowed request (≈ 0.5 ms on loopback).
  * Inside a process, updates of one key run one after the other (fewer conflicts);
@@ -46,11 +46,12 @@
  * `Retry-After` (whole seconds, at least 1).
  */
 import { createHash } from 'node:crypto';
-import type { Bus, KV } from '../../protocol/bus.js';
+import type { Bus } from '../../protocol/bus.js';
 import { CortadoError } from '../../protocol/errors.js';
+import { KvContention, type Kv } from '../../protocol/kv.js';
 import type { Logger } from '../../protocol/log.js';
 import type { SessionKind } from '../../protocol/schemas/identity.js';
-import { IdentitySession, TokenCheck, ratelimitBucket } from '../../protocol/subjects.js';
+import { Bucket, IdentitySession, TokenCheck, ratelimitBucket } from '../../protocol/subjects.js';
 import type { Config } from '../../config/schema.js';
 import type { HttpRequest } from './server.js';
 import { compileRules, type Rule, type RuleSet } from './ratelimit-paths.js';
@@ -92,8 +93,6 @@ const CACHE_MAX = 10_000;
 const SLIDING_LOG_WARN = 1_000;
 const SESSION_MAX = 256;
 const TOKEN_MAX = 512;
-/** JetStream's "wrong last sequence": another writer got there first */
-const CONFLICT_CODES = new Set([10071, 10164]);
 
 const SESSION_KINDS = Object.keys(COOKIE) as SessionKind[];
 
@@ -135,11 +134,6 @@ function credentials(req: HttpRequest): Credential[] {
   return out.filter((c) => c.secret.length <= (c.type === 'session' ? SESSION_MAX : TOKEN_MAX));
 }
 
-function isConflict(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'number' && CONFLICT_CODES.has(code);
-}
-
 function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
@@ -147,19 +141,6 @@ function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
     timer.unref();
   });
   return Promise.race([p, late]).finally(() => clearTimeout(timer));
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms).unref());
-}
-
-function parseState(e: { operation: string; value: Uint8Array; string(): string } | null): unknown {
-  if (!e || e.operation !== 'PUT' || e.value.length === 0) return undefined;
-  try {
-    return JSON.parse(e.string()) as unknown;
-  } catch {
-    return undefined;
-  }
 }
 
 export function rateLimitHeaders(rule: Rule, v: Verdict): Record<string, string> {
@@ -251,8 +232,8 @@ export function createRateLimiter(opts: RateLimiterOptions): RateLimiter {
 
   // ---- the shared store ---------------------------------------------------------------------
 
-  let kv: KV | undefined;
-  let opening: Promise<KV> | undefined;
+  let kv: Kv<unknown> | undefined;
+  let opening: Promise<Kv<unknown>> | undefined;
   let bucketTtlMs = 0;
   let downUntil = 0;
   let lastWarn = 0;
@@ -269,13 +250,13 @@ export function createRateLimiter(opts: RateLimiterOptions): RateLimiter {
       log.warn({ bucket: ratelimitBucket(bus.prefix), ttl_ms: bucketTtlMs, window_ms: need }, 'the rate-limit bucket forgets counters sooner than the longest window: limits over its TTL are weaker');
     }
   }
-  const store = async (): Promise<KV> => {
+  const store = async (): Promise<Kv<unknown>> => {
     if (kv) return kv;
     opening ??= (async () => {
       const ttlMs = Math.max(MIN_BUCKET_TTL_MS, rules?.maxWindowMs ?? 0);
-      const handle = await within(bus.kv(ratelimitBucket(bus.prefix), { ttlMs }), STORE_TIMEOUT_MS * 3, 'opening the rate-limit bucket');
+      const handle = await within(bus.bucket<unknown>(Bucket.Ratelimit, { ttlMs }), STORE_TIMEOUT_MS * 3, 'opening the rate-limit bucket');
       // another edge may have created it first, with its own TTL
-      bucketTtlMs = await handle.status().then((s) => s.ttl, () => ttlMs);
+      bucketTtlMs = await handle.ttlMs().catch(() => ttlMs);
       kv = handle;
       checkTtl();
       return handle;
@@ -289,19 +270,15 @@ export function createRateLimiter(opts: RateLimiterOptions): RateLimiter {
    */
   const take = async (key: string, strategy: Strategy, rule: Rule): Promise<Verdict & { hot?: true }> => {
     const bucket = await store();
-    for (let race = 0; race < MAX_RACES; race++) {
-      const entry = await within(bucket.get(key), STORE_TIMEOUT_MS, 'reading a counter');
-      const v = decide(strategy, parseState(entry), now(), rule);
-      if (!v.allowed) return v;
-      const data = JSON.stringify(v.next);
-      try {
-        if (entry) await within(bucket.update(key, data, entry.revision), STORE_TIMEOUT_MS, 'updating a counter');
-        else await within(bucket.create(key, data), STORE_TIMEOUT_MS, 'creating a counter');
-        return v;
-      } catch (err) {
-        if (!isConflict(err)) throw err;
-        await sleep(Math.random() * Math.min(20, 2 ** race));
-      }
+    let verdict: Verdict | undefined;
+    try {
+      await within(bucket.update(key, (state) => {
+        verdict = decide(strategy, state, now(), rule);
+        return verdict.allowed ? verdict.next : undefined;
+      }, { tries: MAX_RACES }), STORE_TIMEOUT_MS * 2, 'updating a counter');
+      return verdict!;
+    } catch (err) {
+      if (!(err instanceof KvContention)) throw err;
     }
     log.warn({ rule: rule.pattern, races: MAX_RACES }, 'rate limit: too many concurrent updates of one counter; refusing this request');
     return { allowed: false, remaining: 0, resetMs: 1000, retryAfterMs: 1000, hot: true };

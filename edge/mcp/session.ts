@@ -65,9 +65,8 @@ export class McpSessionRegistry {
   private dialect: Dialect | undefined;
 
   constructor(private readonly deps: { bus: Bus; config: Config; log: Logger; idleMs?: number }) {
-    this.stopListening = deps.bus.listen(TokenEvt.subject, (data) => {
-      const evt = data as { token_id?: unknown; action?: unknown };
-      if (typeof evt.token_id !== 'string' || (evt.action !== 'revoked' && evt.action !== 'deleted')) return;
+    this.stopListening = deps.bus.on(TokenEvt, (evt) => {
+      if (evt.action !== 'revoked' && evt.action !== 'deleted') return;
       void this.closeToken(evt.token_id, `token ${evt.action}`);
     });
     // shutdown: once the bus is gone no tool can answer; end the streams so clients reconnect elsewhere

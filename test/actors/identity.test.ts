@@ -5,8 +5,9 @@
 import t from 'tap';
 import { Bus } from '../../protocol/bus.js';
 import { createLogger } from '../../protocol/log.js';
+import { Bucket } from '../../protocol/subjects.js';
 import { applyOverride, checkOverride, maskSecrets, overridable, schemaHasKey } from '../../config/runtime.js';
-import { Lockouts, LOCKOUT, SessionStore } from '../../actors/identity/sessions.js';
+import { Lockouts, LOCKOUT, SessionStore, type SessionsBucketValue } from '../../actors/identity/sessions.js';
 import { safeEqual } from '../../actors/identity/handle.js';
 import { testConfig } from '../helpers/config.js';
 import { startNats } from '../helpers/nats.js';
@@ -17,7 +18,7 @@ t.teardown(async () => {
   await bus.close();
   await nats.stop();
 });
-const kv = await bus.kv('test_sessions', { ttlMs: 3_600_000 });
+const kv = await bus.bucket<SessionsBucketValue>(Bucket.Sessions, { ttlMs: 3_600_000 });
 
 t.test('a session expires, is bound to its kind, and is gone after logout', async (t) => {
   const sessions = new SessionStore(kv);
@@ -29,9 +30,7 @@ t.test('a session expires, is bound to its kind, and is gone after logout', asyn
   t.notOk(await sessions.get(token, 'admin', now + 60_001), 'expired after');
   t.notOk(await sessions.get(token, 'assistant', now), 'not a session of the other kind');
   t.notOk(await sessions.get(`${token}x`, 'admin', now), 'another secret is no session');
-  const keys = await kv.keys();
-  const all: string[] = [];
-  for await (const k of keys) all.push(k);
+  const all = await kv.keys();
   t.notOk(all.some((k) => k.includes(token)), 'the secret is not a key (only its hash)');
   await sessions.remove(token);
   t.notOk(await sessions.get(token, 'admin', now));

@@ -7,8 +7,8 @@ import t from 'tap';
 import { Bus } from '../../protocol/bus.js';
 import { CortadoError } from '../../protocol/errors.js';
 import { createLogger } from '../../protocol/log.js';
-import { MailSend, MailSentEvt } from '../../protocol/subjects.js';
-import { startMailer, mailBucket } from '../../actors/mailer/actor.js';
+import { Bucket, MailSend, MailSentEvt } from '../../protocol/subjects.js';
+import { startMailer } from '../../actors/mailer/actor.js';
 import { KvCounter, MemoryCounter, send, Transports, utcDay, type MailerDeps } from '../../actors/mailer/handle.js';
 import { testConfig } from '../helpers/config.js';
 import { startNats } from '../helpers/nats.js';
@@ -205,8 +205,7 @@ t.test('recipient cap: more distinct recipients than max_recipients_per_email ar
 });
 
 t.test('daily cap: counted in KV, a failed send gives its slot back, 0 sends nothing', async (t) => {
-  const kv = await client.kv(mailBucket('cortado'));
-  const counter = new KvCounter(kv);
+  const counter = new KvCounter(await client.bucket<number>(Bucket.Mail));
   const day = utcDay();
   const used = await counter.used(day);
   config.email.max_emails_per_day = used + 2;
@@ -234,8 +233,8 @@ t.test('daily cap: counted in KV, a failed send gives its slot back, 0 sends not
 t.test('the daily count is one allowance for every mailer: concurrent reservations from two connections', async (t) => {
   const other = await Bus.connect({ url: nats.url, prefix: 'cortado', name: 'other', log: quiet });
   t.teardown(() => other.close());
-  const a = new KvCounter(await client.kv(mailBucket('cortado')));
-  const b = new KvCounter(await other.kv(mailBucket('cortado')));
+  const a = new KvCounter(await client.bucket<number>(Bucket.Mail));
+  const b = new KvCounter(await other.bucket<number>(Bucket.Mail));
   const day = '2001-01-01';
   const results = await Promise.all(Array.from({ length: 24 }, (_, i) => (i % 2 ? a : b).reserve(day, 7)));
   t.equal(results.filter(Boolean).length, 7, 'exactly the cap, never more');

@@ -6,8 +6,8 @@
 import t from 'tap';
 import { createLogger } from '../../protocol/log.js';
 import { Bus } from '../../protocol/bus.js';
-import { TokenIssue, confirmationsBucket } from '../../protocol/subjects.js';
-import { Confirmations } from '../../actors/assistant/confirmations.js';
+import { Bucket, TokenIssue } from '../../protocol/subjects.js';
+import { Confirmations, type PendingSql } from '../../actors/assistant/confirmations.js';
 import { GUARD_SCHEMA_SQL } from '../fixtures/guard-cases.js';
 import { testConfig } from '../helpers/config.js';
 import { sqlAnswer, startFakeLlm } from '../helpers/fake-llm.js';
@@ -74,13 +74,13 @@ t.test('confirm_before_execute does not apply to /api/query (not an interactive 
 t.test('confirmations expire, and a second edge sees them (KV)', async (t) => {
   const bus = await Bus.connect({ url: nats.url, prefix: 'cortado', name: 'conf-test', log: createLogger({ svc: 'test', level: 'silent' }) });
   t.teardown(() => bus.close());
-  const c = new Confirmations(await bus.kv(confirmationsBucket('cortado'), { ttlMs: 600_000 }));
+  const c = new Confirmations(await bus.bucket<PendingSql>(Bucket.Confirmations, { ttlMs: 600_000 }));
   const now = Date.parse('2026-11-23T10:00:00Z');
   const base = { sql: 'SELECT 1', question: 'q', owner: 'o', channel: 'legacy' as const, dialect: 'postgresql' as const, tables: [] };
   const a = await c.hold(base, now);
   await t.rejects(c.take(a.id, 'o', now + 11 * 60_000), { code: 'NOT_FOUND' }, 'expired');
   const b = await c.hold(base, Date.now());
-  const other = new Confirmations(await bus.kv(confirmationsBucket('cortado'), { ttlMs: 600_000 }));
+  const other = new Confirmations(await bus.bucket<PendingSql>(Bucket.Confirmations, { ttlMs: 600_000 }));
   const [x, y] = await Promise.allSettled([c.take(b.id, 'o'), other.take(b.id, 'o')]);
   t.equal([x, y].filter((r) => r.status === 'fulfilled').length, 1, 'two takers at once: exactly one runs it');
 });

@@ -17,7 +17,7 @@ import { ROOT } from '../../config/load.js';
 import type { Config } from '../../config/schema.js';
 import { createLogger } from '../../protocol/log.js';
 import { Bus } from '../../protocol/bus.js';
-import { ratelimitBucket } from '../../protocol/subjects.js';
+import { Bucket } from '../../protocol/subjects.js';
 import { compileRules } from '../../edge/http/ratelimit-paths.js';
 import { decide, type Quota, type Strategy } from '../../edge/http/ratelimit-strategy.js';
 import { createRateLimiter, normaliseIp } from '../../edge/http/ratelimit.js';
@@ -365,13 +365,12 @@ t.test('CORS and rate limits: a 429 is readable by the page; preflights are neve
 t.test('the store holds hashes, not addresses or session secrets', async (t) => {
   const bus = await Bus.connect({ url: nats.url, prefix: 'cortado', name: 'rl-peek', log: createLogger({ svc: 'test', level: 'silent' }) });
   t.teardown(() => bus.close());
-  const kv = await bus.kv(ratelimitBucket('cortado'));
-  const keys: string[] = [];
-  for await (const k of await kv.keys()) keys.push(k);
+  const kv = await bus.bucket<unknown>(Bucket.Ratelimit);
+  const keys = await kv.keys();
   t.ok(keys.length > 10, `${keys.length} counters`);
   t.ok(keys.every((k) => /^[0-9a-f]{16}\.(ip|sid|tok|user)\.[0-9a-f]{32}$/.test(k)), 'rule.kind.hash keys only');
   for (const kind of ['ip', 'sid', 'user']) t.ok(keys.some((k) => k.includes(`.${kind}.`)), `${kind} counters`);
-  t.ok((await kv.status()).ttl >= 3_600_000, 'counters live at least an hour of silence');
+  t.ok((await kv.ttlMs()) >= 3_600_000, 'counters live at least an hour of silence');
 });
 
 t.test('without JetStream the limiter fails open, says so once, and never crashes', async (t) => {

@@ -7,10 +7,9 @@
 import { Compile } from 'typebox/compile';
 import type { Bus, Ctx } from '../../../protocol/bus.js';
 import { toCortadoError } from '../../../protocol/errors.js';
-import { Ask, AskConfirm, progressSubject } from '../../../protocol/subjects.js';
+import { Ask, AskConfirm } from '../../../protocol/subjects.js';
 import { ASK_LIMITS, type AskReply, type AskRequest } from '../../../protocol/schemas/ask.js';
 import { ApiQueryBody, BODY_TEXT, LegacyConfirmBody, LegacyQueryBody } from '../../../protocol/schemas/http.js';
-import type { ProgressEvent } from '../../../protocol/schemas/progress.js';
 import { callerCtx } from '../../caller.js';
 import { openSse } from '../../sse/stream.js';
 import { errorBody, readJson, sendJson } from '../reply.js';
@@ -47,9 +46,8 @@ async function runAsk(
     return;
   }
   const sse = openSse(res, ctx.rid);
-  const stop = bus.listen(progressSubject(ctx.rid), (data) => {
-    const ev = data as ProgressEvent;
-    if (ev && typeof ev.step === 'string' && ev.step !== 'error') sse.send(ev.step, ev.data, ev.seq);
+  const stop = bus.onProgress(ctx.rid, (ev) => {
+    if (ev.step !== 'error') sse.send(ev.step, ev.data, ev.seq);
   });
   try {
     await bus.flush();

@@ -1,0 +1,52 @@
+/**
+ * What travels with every message (request id, user, deadline, hop count, database scope) and
+ * how it is written into NATS headers and read back: one place for both directions.
+ */
+import { randomUUID } from 'node:crypto';
+import { headers as natsHeaders, type MsgHdrs } from '@nats-io/transport-node';
+import { Header } from './headers.js';
+
+/** What travels with every message: who asked, for which request, until when. */
+export interface Ctx {
+  requestId: string;
+  user?: string;
+  /** epoch ms; nobody waits for an answer after it */
+  deadline?: number;
+  hop?: number;
+  /**
+   * whose database connection the work runs on: `s:<id>` (an /auth/login session) or
+   * `t:<id>` (an API token with a db_config); absent: the server's own database config
+   */
+  scope?: string;
+}
+
+export function headersFor(ctx: Ctx): MsgHdrs {
+  const h = natsHeaders();
+  h.set(Header.RequestId, ctx.requestId);
+  if (ctx.user) h.set(Header.User, ctx.user);
+  if (ctx.deadline !== undefined) h.set(Header.Deadline, String(ctx.deadline));
+  if (ctx.hop !== undefined) h.set(Header.Hop, String(ctx.hop));
+  if (ctx.scope) h.set(Header.Scope, ctx.scope);
+  return h;
+}
+
+/** An event says who and which request; deadlines, hops and scopes belong to requests. */
+export function eventHeaders(ctx: Ctx): MsgHdrs {
+  const h = natsHeaders();
+  h.set(Header.RequestId, ctx.requestId);
+  if (ctx.user) h.set(Header.User, ctx.user);
+  return h;
+}
+
+export function ctxFrom(h: MsgHdrs | undefined): Ctx {
+  const ctx: Ctx = { requestId: h?.get(Header.RequestId) || randomUUID() };
+  const user = h?.get(Header.User);
+  if (user) ctx.user = user;
+  const deadline = Number(h?.get(Header.Deadline));
+  if (Number.isFinite(deadline) && deadline > 0) ctx.deadline = deadline;
+  const hop = Number(h?.get(Header.Hop));
+  if (Number.isFinite(hop) && hop > 0) ctx.hop = hop;
+  const scope = h?.get(Header.Scope);
+  if (scope) ctx.scope = scope;
+  return ctx;
+}
