@@ -11,6 +11,7 @@
  * Every factor, with its points (docs/configuration.md "Security alerts and e-mail" shows the same table):
  */
 import type { RiskFactor } from '../../protocol/schemas/policy.js';
+import { scan, type ScanToken as Token } from '../lib/sql-lexer/scan.js';
 
 export const FACTORS = {
   /** columns named like secrets (password, ssn, card, token, iban, ...: 30 for the first, 15 each further) or personal data
@@ -55,75 +56,6 @@ export const BURST_QUESTIONS = 20;
 export const BURST_WINDOW_MS = 5 * 60_000;
 
 // ---- the scan -----------------------------------------------------------------------------
-
-type Token =
-  | { t: 'word'; v: string }
-  | { t: 'ident'; v: string }
-  | { t: 'num'; v: string }
-  | { t: 'punct'; v: string };
-
-const WORD_START = /[A-Za-z_\u0080-\uffff]/;
-const WORD_CHAR = /[A-Za-z0-9_$\u0080-\uffff]/;
-
-/** Words, quoted identifiers, numbers and `. , * ( ) ; =`; comments and strings dropped. */
-export function tokenize(sql: string): Token[] {
-  const out: Token[] = [];
-  const n = sql.length;
-  let i = 0;
-  while (i < n) {
-    const c = sql[i]!;
-    const next = sql[i + 1];
-    if (c === '-' && next === '-') {
-      const end = sql.indexOf('\n', i);
-      i = end < 0 ? n : end + 1;
-    } else if (c === '/' && next === '*') {
-      const end = sql.indexOf('*/', i + 2);
-      i = end < 0 ? n : end + 2;
-    } else if (c === '\'') {
-      i = skipQuoted(sql, i, '\'');
-    } else if (c === '"' || c === '`') {
-      const end = skipQuoted(sql, i, c);
-      out.push({ t: 'ident', v: sql.slice(i + 1, end - 1).split(c + c).join(c).toLowerCase() });
-      i = end;
-    } else if (c === '$' && (i === 0 || !WORD_CHAR.test(sql[i - 1]!))) {
-      const m = /^\$([A-Za-z_][A-Za-z0-9_]*)?\$/.exec(sql.slice(i, i + 66));
-      if (m) {
-        const end = sql.indexOf(m[0], i + m[0].length);
-        i = end < 0 ? n : end + m[0].length;
-      } else {
-        i++;
-      }
-    } else if (WORD_START.test(c)) {
-      let j = i + 1;
-      while (j < n && WORD_CHAR.test(sql[j]!)) j++;
-      out.push({ t: 'word', v: sql.slice(i, j).toLowerCase() });
-      i = j;
-    } else if (c >= '0' && c <= '9') {
-      let j = i + 1;
-      while (j < n && /[0-9.eE]/.test(sql[j]!)) j++;
-      out.push({ t: 'num', v: sql.slice(i, j) });
-      i = j;
-    } else {
-      if ('.,*();='.includes(c)) out.push({ t: 'punct', v: c });
-      i++;
-    }
-  }
-  return out;
-}
-
-/** The index just after the closing quote (a doubled quote is an escaped one). */
-function skipQuoted(sql: string, start: number, q: string): number {
-  let i = start + 1;
-  for (;;) {
-    const end = sql.indexOf(q, i);
-    if (end < 0) return sql.length;
-    if (sql[end + 1] === q) {
-      i = end + 2;
-      continue;
-    }
-    return end + 1;
-  }
-}
 
 /** Words that are never column names here (the scan ignores them as identifiers). */
 const KEYWORDS = new Set(`select from where and or not as on join left right inner outer full cross natural using group by order
@@ -239,7 +171,7 @@ const isPunct = (tok: Token | undefined, v: string): boolean => tok?.t === 'punc
 const isName = (tok: Token | undefined): boolean => tok !== undefined && (tok.t === 'ident' || (tok.t === 'word' && !KEYWORDS.has(tok.v)));
 
 export function shapeOf(sql: string): SqlShape {
-  const toks = tokenize(sql);
+  const toks = scan(sql);
   const shape: SqlShape = { statements: 0, write: undefined, dangerous: undefined, locking: false, star: false, filtered: false, tables: [], columns: new Set() };
   const skip = new Set<number>();
 

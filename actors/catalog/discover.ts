@@ -13,7 +13,8 @@
 import type { Ctx } from '../../protocol/bus.js';
 import type { SchemaDiscoverReply, SchemaDiscoverRequest } from '../../protocol/schemas/policy.js';
 import type { Config } from '../../config/schema.js';
-import { compareNames, type Catalog, type CatalogEntry, type CatalogSource } from './handle.js';
+import type { CatalogSource } from './cache.js';
+import { compareNames, type Catalog, type CatalogEntry } from './catalog.js';
 
 export const DISCOVER_DEFAULT_LIMIT = 100;
 

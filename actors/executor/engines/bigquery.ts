@@ -30,11 +30,9 @@
  * BOOL a boolean, TIMESTAMP an ISO-8601 string in UTC (from the exact epoch microseconds),
  * DATE/DATETIME/TIME/STRING/BYTES (base64)/JSON as sent, arrays and structs JSON text.
  */
-import { readFileSync } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { randomUUID } from 'node:crypto';
 import { BigQuery } from '@google-cloud/bigquery';
-import { GoogleAuth, gaxios, type AnyAuthClient, type JWTInput } from 'google-auth-library';
 import { CortadoError } from '../../../protocol/errors.js';
 import type { Logger } from '../../../protocol/log.js';
 import type { Cell, Column } from '../../../protocol/schemas/common.js';
@@ -42,8 +40,16 @@ import type { DbTable } from '../../../protocol/schemas/sql.js';
 import type { Config } from '../../../config/schema.js';
 import { rejected } from '../guard/types.js';
 import type { DbEngine, DbSchema, EngineResult, ExecuteOptions, QueryStats, WriteAccess } from './engine.js';
-import { exactNumber } from './postgresql.js';
+import { authFor, loadCredentials } from './bigquery-auth.js';
+import { INTROSPECT_COLUMNS, INTROSPECT_TABLES, optionText } from './bigquery-catalog.js';
+import { toDbError } from './bigquery-errors.js';
+import { columnOf, rowCells, type Row, type TableField } from './bigquery-values.js';
+import { seconds, timedOut } from './errors.js';
 import { capsOf, INTERNAL_CAPS, PAGE_SLACK_BYTES, PageBudget, valueBytes, type WireCaps } from './wire-cap.js';
+
+export { loadCredentials } from './bigquery-auth.js';
+export { bigqueryCell, columnOf, isoTimestamp, rowCells, type TableField } from './bigquery-values.js';
+export { toDbError } from './bigquery-errors.js';
 
 export interface BigQueryEngineOptions {
   projectId: string;
@@ -66,8 +72,6 @@ export interface BigQueryEngineOptions {
   log: Logger;
 }
 
-const SCOPES = ['https://www.googleapis.com/auth/bigquery'];
-const GOOGLE_TOKEN_URI = 'https://oauth2.googleapis.com/token';
 /** BigQuery waits at most this long per jobs.query / getQueryResults call before answering "not done yet". */
 const SERVER_WAIT_MS = 10_000;
 /** After the timeout: how long we wait to learn the job id and cancel it. */
@@ -80,17 +84,6 @@ interface JobReference {
   projectId?: string;
   jobId?: string;
   location?: string;
-}
-
-export interface TableField {
-  name?: string;
-  type?: string;
-  mode?: string;
-  fields?: TableField[];
-}
-
-interface Row {
-  f?: Array<{ v?: unknown }>;
 }
 
 interface QueryResponse {
@@ -136,60 +129,6 @@ export async function createBigQueryFromConfig(config: Config, log: Logger): Pro
     timeoutMs: (c.timeout ?? config.query.timeout) * 1000,
     log,
   });
-}
-
-/** The key from credentials_json or credentials_path; neither: Application Default Credentials. */
-export function loadCredentials(json: string, path: string): Pick<BigQueryEngineOptions, 'credentials' | 'keyFilename'> {
-  if (json.trim() !== '') {
-    try {
-      return { credentials: asObject(JSON.parse(json)) };
-    } catch {
-      // never the content: it holds a private key
-      throw new CortadoError('CONFIG_INVALID', 'database.bigquery.credentials_json is not a JSON object (paste the whole key file)');
-    }
-  }
-  if (path.trim() === '') return {};
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (err) {
-    const code = (err as { code?: string }).code ?? 'unreadable';
-    throw new CortadoError('CONFIG_INVALID', `database.bigquery.credentials_path cannot be read (${path}: ${code})`);
-  }
-  try {
-    return { credentials: asObject(JSON.parse(text)) };
-  } catch {
-    return { keyFilename: path }; // a .p12 or .pem key: google-auth-library reads those itself
-  }
-}
-
-function asObject(v: unknown): Record<string, unknown> {
-  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new Error('not an object');
-  return v as Record<string, unknown>;
-}
-
-/**
- * A transport that sends the service account's token request to its own token_uri:
- * google-auth-library's JWT client posts to Google's endpoint whatever the key says.
- */
-class TokenUriTransport extends gaxios.Gaxios {
-  constructor(private readonly tokenUri: string) {
-    super();
-  }
-
-  override request<T = ReturnType<JSON['parse']>>(opts: gaxios.GaxiosOptions = {}): gaxios.GaxiosPromise<T> {
-    const url = opts.url instanceof URL ? opts.url.href : opts.url;
-    return super.request<T>(url === GOOGLE_TOKEN_URI ? { ...opts, url: this.tokenUri } : opts);
-  }
-}
-
-/** The auth client for a key given as JSON (a JWT client for a service account); undefined: ADC or a key file. */
-function authFor(opts: BigQueryEngineOptions): AnyAuthClient | undefined {
-  const credentials = opts.credentials;
-  if (!credentials) return undefined;
-  const tokenUri = credentials.type === 'service_account' && typeof credentials.token_uri === 'string' ? credentials.token_uri : GOOGLE_TOKEN_URI;
-  const auth = new GoogleAuth({ scopes: SCOPES, projectId: opts.projectId });
-  return auth.fromJSON(credentials as JWTInput, tokenUri !== GOOGLE_TOKEN_URI ? { transporter: new TokenUriTransport(tokenUri) } : {});
 }
 
 // ---- the engine ---------------------------------------------------------------------------
@@ -552,198 +491,4 @@ function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
 /** `project-id` → `` `project-id` `` (a backtick in a name is escaped). */
 function quoteIdent(name: string): string {
   return `\`${name.replace(/[\\`]/g, (c) => `\\${c}`)}\``;
-}
-
-// ---- catalog queries ----------------------------------------------------------------------
-
-const INTROSPECT_TABLES = (scope: string): string => `
-SELECT t.table_schema, t.table_name, t.table_type, o.option_value AS description
-FROM ${scope}.INFORMATION_SCHEMA.TABLES AS t
-LEFT JOIN ${scope}.INFORMATION_SCHEMA.TABLE_OPTIONS AS o
-  ON o.table_schema = t.table_schema AND o.table_name = t.table_name AND o.option_name = 'description'
-ORDER BY t.table_schema, t.table_name`;
-
-const INTROSPECT_COLUMNS = (scope: string): string => `
-SELECT c.table_schema, c.table_name, c.column_name, c.is_nullable, c.data_type, p.description
-FROM ${scope}.INFORMATION_SCHEMA.COLUMNS AS c
-LEFT JOIN ${scope}.INFORMATION_SCHEMA.COLUMN_FIELD_PATHS AS p
-  ON p.table_schema = c.table_schema AND p.table_name = c.table_name AND p.column_name = c.column_name AND p.field_path = c.column_name
-ORDER BY c.table_schema, c.table_name, c.ordinal_position`;
-
-/** TABLE_OPTIONS values are GoogleSQL literals: `"one row per order"` → one row per order. */
-function optionText(v: Cell | undefined): string | undefined {
-  if (typeof v !== 'string' || v === '') return undefined;
-  if (v.startsWith('"') && v.endsWith('"')) {
-    try {
-      return JSON.parse(v) as string;
-    } catch {
-      return v.slice(1, -1);
-    }
-  }
-  return v;
-}
-
-// ---- values -------------------------------------------------------------------------------
-
-/** The REST API's (legacy) type names → GoogleSQL's. */
-const TYPE_NAMES: Record<string, string> = { INTEGER: 'INT64', FLOAT: 'FLOAT64', BOOLEAN: 'BOOL', RECORD: 'STRUCT' };
-
-function typeName(field: TableField, withMode = true): string {
-  const raw = (field.type ?? 'STRING').toUpperCase();
-  let name = TYPE_NAMES[raw] ?? raw;
-  if (name === 'STRUCT') name = `STRUCT<${(field.fields ?? []).map((f) => `${f.name ?? ''} ${typeName(f)}`).join(', ')}>`;
-  return withMode && field.mode === 'REPEATED' ? `ARRAY<${name}>` : name;
-}
-
-export function columnOf(field: TableField): Column {
-  return { name: field.name ?? '', type: typeName(field) };
-}
-
-export function rowCells(fields: TableField[], row: Row): Cell[] {
-  return fields.map((field, i) => bigqueryCell(field, row.f?.[i]?.v));
-}
-
-/** One value of a row: a JSON scalar; arrays and structs as JSON text. */
-export function bigqueryCell(field: TableField, v: unknown): Cell {
-  const value = decode(field, v);
-  if (value !== null && typeof value === 'object') return JSON.stringify(value);
-  return value;
-}
-
-type Decoded = Cell | Decoded[] | { [key: string]: Decoded };
-
-function decode(field: TableField, v: unknown): Decoded {
-  if (v === null || v === undefined) return null;
-  if (field.mode === 'REPEATED') {
-    const items = Array.isArray(v) ? (v as Array<{ v?: unknown }>) : [];
-    const element = { ...field, mode: 'NULLABLE' };
-    return items.map((item) => decode(element, item?.v));
-  }
-  const type = typeName(field, false);
-  if (type.startsWith('STRUCT')) {
-    const cells = (v as Row).f ?? [];
-    const out: Record<string, Decoded> = {};
-    (field.fields ?? []).forEach((f, i) => {
-      out[f.name ?? String(i)] = decode(f, cells[i]?.v);
-    });
-    return out;
-  }
-  const text = typeof v === 'string' ? v : String(v);
-  switch (type) {
-    case 'INT64': {
-      const n = Number(text);
-      return Number.isSafeInteger(n) ? n : text;
-    }
-    case 'FLOAT64': {
-      const n = Number(text);
-      return Number.isFinite(n) ? n : text; // NaN and Infinity are not JSON
-    }
-    case 'NUMERIC':
-    case 'BIGNUMERIC':
-    case 'DECIMAL':
-    case 'BIGDECIMAL':
-      return exactNumber(text);
-    case 'BOOL':
-      return text === 'true';
-    case 'TIMESTAMP':
-      return isoTimestamp(text);
-    default:
-      return text; // STRING, BYTES (base64), DATE, DATETIME, TIME, JSON, GEOGRAPHY, INTERVAL, RANGE
-  }
-}
-
-/**
- * A TIMESTAMP as ISO-8601 in UTC, to the microsecond: from epoch microseconds (what we ask
- * for, exact) or epoch seconds as a float string (BigQuery's other format).
- */
-export function isoTimestamp(text: string): string {
-  let micros: bigint;
-  if (/^-?\d+$/.test(text)) micros = BigInt(text);
-  else {
-    const seconds = Number(text);
-    if (!Number.isFinite(seconds)) return text;
-    micros = BigInt(Math.round(seconds * 1e6));
-  }
-  const MICROS = 1_000_000n;
-  let secs = micros / MICROS;
-  let frac = micros % MICROS;
-  if (frac < 0n) {
-    frac += MICROS;
-    secs -= 1n;
-  }
-  const iso = new Date(Number(secs) * 1000).toISOString(); // 2024-01-05T08:00:00.000Z
-  const fraction = frac === 0n ? '' : `.${frac.toString().padStart(6, '0')}`;
-  return `${iso.slice(0, 19)}${fraction}Z`;
-}
-
-// ---- errors -------------------------------------------------------------------------------
-
-function seconds(ms: number): string {
-  return ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;
-}
-
-function timedOut(timeoutMs: number): CortadoError {
-  return new CortadoError('DB_TIMEOUT', `the query ran past its timeout of ${seconds(timeoutMs)} and was cancelled`, { timeout_ms: timeoutMs });
-}
-
-function unavailable(why: string, details: Record<string, unknown>, cause: unknown): CortadoError {
-  return new CortadoError('DB_UNAVAILABLE', `the database cannot be reached: ${why}`, details, { cause });
-}
-
-const NETWORK: Record<string, string> = {
-  ECONNREFUSED: 'connection refused',
-  ENOTFOUND: 'unknown host',
-  EAI_AGAIN: 'unknown host',
-  ECONNRESET: 'the connection was closed',
-  EPIPE: 'the connection was closed',
-  ETIMEDOUT: 'the host does not answer',
-  EHOSTUNREACH: 'the host does not answer',
-  ENETUNREACH: 'the host does not answer',
-  CERT_HAS_EXPIRED: 'the TLS connection failed',
-  UNABLE_TO_VERIFY_LEAF_SIGNATURE: 'the TLS connection failed',
-};
-
-/**
- * The SDK's errors → DB_QUERY_FAILED (BigQuery refused the SQL: 400 invalidQuery and the
- * like, 404 for a table or dataset that is not there), DB_TIMEOUT (a job stopped), and
- * DB_UNAVAILABLE (login refused, access denied, quota, 5xx, the network), else INTERNAL.
- */
-export function toDbError(err: unknown): CortadoError {
-  if (err instanceof CortadoError) return err;
-  const e = (err ?? {}) as { code?: unknown; status?: unknown; errors?: Array<{ reason?: string; message?: string }>; message?: unknown; response?: { data?: { error?: unknown; error_description?: unknown } } };
-  const message = typeof e.message === 'string' ? e.message : String(err);
-
-  // google-auth-library (the token endpoint, the metadata server): the API calls themselves do not use gaxios
-  if (err instanceof gaxios.GaxiosError) {
-    const network = typeof e.code === 'string' ? NETWORK[e.code] : undefined;
-    if (network) return unavailable(`the token endpoint cannot be reached (${network})`, { reason: e.code }, err);
-    const grant = typeof e.response?.data?.error === 'string' ? e.response.data.error : undefined;
-    return unavailable(`the login was refused${grant ? ` (${grant})` : ''}`, grant ? { reason: grant } : {}, err);
-  }
-  if (/could not load the default credentials/i.test(message)) {
-    return unavailable('no credentials: set database.bigquery.credentials_path or credentials_json, or provide Application Default Credentials', {}, err);
-  }
-
-  const status = typeof e.code === 'number' ? e.code : typeof e.status === 'number' ? e.status : undefined;
-  const first = e.errors?.[0];
-  const reason = first?.reason ?? '';
-  const said = first?.message ?? message;
-  if (status !== undefined) {
-    const details = { status, ...(reason ? { reason } : {}) };
-    if (status === 400 || status === 404) {
-      if (reason === 'stopped') return new CortadoError('DB_TIMEOUT', 'the query was cancelled', details, { cause: err });
-      return new CortadoError('DB_QUERY_FAILED', said, details, { cause: err });
-    }
-    if (status === 401) return unavailable('the login was refused (invalid or expired credentials)', details, err);
-    if (status === 403) {
-      if (/quota|rateLimit/i.test(reason)) return unavailable(`quota or rate limit exceeded: ${said}`, details, err);
-      return unavailable(`access denied: ${said}`, details, err);
-    }
-    if (status === 429) return unavailable(`rate limited: ${said}`, details, err);
-    if (status >= 500) return unavailable(`BigQuery failed (HTTP ${status}${reason ? ` ${reason}` : ''})`, details, err);
-  }
-  const code = typeof e.code === 'string' ? e.code : '';
-  const network = NETWORK[code] ?? (/ECONNREFUSED|ENOTFOUND|ECONNRESET|socket hang up|network/i.test(message) ? 'the network failed' : undefined);
-  if (network) return unavailable(network, code ? { reason: code } : {}, err);
-  return new CortadoError('INTERNAL', 'internal error', undefined, { cause: err });
 }

@@ -14,7 +14,7 @@
  *
  * A line is never repeated in a reason: SHOW GRANTS may carry a password hash.
  */
-import type { RolePrivileges } from './engine.js';
+import type { RolePrivileges, WriteAccess } from './engine.js';
 
 /** Privileges that only read. */
 const READING: ReadonlySet<string> = new Set(['SELECT', 'SHOW VIEW']);
@@ -160,4 +160,56 @@ export function privilegesFromGrants(grants: readonly string[], role: string, ex
     read.powers.push(`may enable role ${r}, whose privileges SHOW GRANTS does not show (make it the account's default role, or revoke it)`);
   }
   return { role, writes: read.writes, powers: read.powers };
+}
+
+// ---- write access (canWrite) ---------------------------------------------------------------
+
+/** Privileges that change data, schema or server files. */
+const WRITING_ON_DATABASE = [
+  'ALL PRIVILEGES', 'ALL', 'INSERT', 'UPDATE', 'DELETE', 'CREATE', 'DROP', 'ALTER', 'INDEX', 'CREATE VIEW', 'CREATE ROUTINE',
+  'ALTER ROUTINE', 'TRIGGER', 'EVENT', 'FILE', 'SUPER', 'DELETE HISTORY',
+];
+
+/** `GRANT SELECT, INSERT ON `shop`.* TO `u`@`%`` lines → whether and why the account can write. */
+export function writeAccessFromGrants(grants: string[], database: string): WriteAccess {
+  const reasons: string[] = [];
+  for (const line of grants) {
+    const m = /^GRANT\s+(.+?)\s+ON\s+(?:(?:TABLE|FUNCTION|PROCEDURE|PACKAGE(?:\s+BODY)?)\s+)?(\S+)\s+TO\s/i.exec(line);
+    if (!m) continue;
+    const privileges = splitPrivileges(m[1]!);
+    const target = m[2]!;
+    if (!appliesTo(target, database)) continue;
+    const writing = privileges.filter((p) => WRITING_ON_DATABASE.includes(p));
+    if (writing.length) reasons.push(`${writing.join(', ')} on ${target}`);
+  }
+  return { writable: reasons.length > 0, reasons };
+}
+
+/** Whether a grant's `db.table` target covers the configured database (empty: any database). */
+function appliesTo(target: string, database: string): boolean {
+  const dot = splitTarget(target);
+  if (!dot) return false;
+  const db = dot.db;
+  if (db === '*') return true;
+  if (!database) return !['mysql', 'information_schema', 'performance_schema', 'sys'].includes(db.toLowerCase());
+  // database names in grants may be LIKE patterns (`shop\_%`): % and _ wildcards, \ escapes
+  const pattern = db.replace(/\\(.)|([%_])|([^\\%_]+)/g, (_all, escaped: string | undefined, wild: string | undefined, plain: string | undefined) => {
+    if (escaped !== undefined) return escaped.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    if (wild !== undefined) return wild === '%' ? '.*' : '.';
+    return (plain ?? '').replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  });
+  return new RegExp(`^${pattern}$`, 'i').test(database) || db === database;
+}
+
+/** `` `shop`.`orders` `` / `*.*` / `shop.*` → { db, table }. */
+function splitTarget(target: string): { db: string; table: string } | undefined {
+  const parts: string[] = [];
+  const re = /`((?:[^`]|``)*)`|([^.`]+)|\./g;
+  for (let m = re.exec(target); m; m = re.exec(target)) {
+    if (m[1] !== undefined) parts.push(m[1].replace(/``/g, '`'));
+    else if (m[2] !== undefined) parts.push(m[2]);
+  }
+  if (parts.length === 1) return { db: '*', table: parts[0]! }; // `GRANT ... ON *` means the default database; treat as any
+  if (parts.length !== 2) return undefined;
+  return { db: parts[0]!, table: parts[1]! };
 }

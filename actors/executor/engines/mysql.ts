@@ -26,14 +26,19 @@ import mysql from 'mysql2/promise';
 import type { FieldPacket, Pool, PoolConnection, PoolOptions, RowDataPacket } from 'mysql2/promise';
 import { CortadoError } from '../../../protocol/errors.js';
 import type { Logger } from '../../../protocol/log.js';
-import type { Cell, Column } from '../../../protocol/schemas/common.js';
-import type { DbTable } from '../../../protocol/schemas/sql.js';
+import type { Cell } from '../../../protocol/schemas/common.js';
 import type { Config } from '../../../config/schema.js';
 import type { DbEngine, DbSchema, EngineResult, ExecuteOptions, RolePrivileges, WriteAccess } from './engine.js';
-import { privilegesFromGrants, rolesNotShown } from './mysql-grants.js';
-import { exactNumber } from './postgresql.js';
+import { dropsConnection, timedOut } from './errors.js';
+import { introspectMysql } from './mysql-catalog.js';
+import { toDbError } from './mysql-errors.js';
+import { privilegesFromGrants, rolesNotShown, writeAccessFromGrants } from './mysql-grants.js';
+import { columnOf, converterFor } from './mysql-values.js';
 import { MysqlWireMeter } from './mysql-wire-meter.js';
-import { capsOf, meterSocket } from './wire-cap.js';
+import { attachMeter, capsOf } from './wire-cap.js';
+
+export { toDbError } from './mysql-errors.js';
+export { writeAccessFromGrants } from './mysql-grants.js';
 
 export interface MysqlEngineOptions {
   host: string;
@@ -120,17 +125,13 @@ export class MysqlEngine implements DbEngine {
 
   /** The wire meter in front of mysql2's packet parser, on the connection's final stream (after TLS). */
   private meter(conn: object): void {
-    const stream = (conn as { stream?: unknown }).stream as Parameters<typeof meterSocket>[0] | undefined;
-    if (!stream || typeof stream.listeners !== 'function' || typeof stream.destroy !== 'function') {
-      if (!this.warnedUnmetered) {
-        this.warnedUnmetered = true;
-        this.log.error('this mysql2 version hides its socket: query.max_result_mb and query.max_value_kb cannot be enforced while rows are read');
-      }
-      return;
-    }
     const meter = new MysqlWireMeter();
-    meterSocket(stream, meter);
-    this.meters.set(conn, meter);
+    if (attachMeter((conn as { stream?: unknown }).stream, meter)) {
+      this.meters.set(conn, meter);
+    } else if (!this.warnedUnmetered) {
+      this.warnedUnmetered = true;
+      this.log.error('this mysql2 version hides its socket: query.max_result_mb and query.max_value_kb cannot be enforced while rows are read');
+    }
   }
 
   private connectionOptions(): PoolOptions {
@@ -209,7 +210,7 @@ export class MysqlEngine implements DbEngine {
     } catch (err) {
       // mysql2's promise API hands on a copy of the error: the meter keeps the original
       const e = meter?.tripped ?? toDbError(err, opts.timeoutMs);
-      if (e.code === 'DB_UNAVAILABLE' || e.code === 'INTERNAL' || e.code === 'RESULT_TOO_LARGE') destroy = true;
+      if (dropsConnection(e)) destroy = true;
       throw e;
     } finally {
       clearTimeout(backstop);
@@ -361,96 +362,8 @@ export class MysqlEngine implements DbEngine {
     }
   }
 
-  async introspect(): Promise<DbSchema> {
-    const scope = this.opts.database
-      ? { where: 'TABLE_SCHEMA = ?', params: [this.opts.database] }
-      : { where: `TABLE_SCHEMA NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys')`, params: [] as string[] };
-    const tables = await this.internalQuery<TableRow>(
-      `SELECT TABLE_SCHEMA AS table_schema, TABLE_NAME AS table_name, TABLE_TYPE AS table_type,
-              TABLE_ROWS AS table_rows, TABLE_COMMENT AS table_comment
-       FROM information_schema.TABLES WHERE ${scope.where} AND TABLE_TYPE <> 'SEQUENCE' ORDER BY TABLE_SCHEMA, TABLE_NAME`,
-      scope.params,
-    );
-    const columns = await this.internalQuery<ColumnRow>(
-      `SELECT TABLE_SCHEMA AS table_schema, TABLE_NAME AS table_name, COLUMN_NAME AS column_name,
-              COLUMN_TYPE AS column_type, IS_NULLABLE AS is_nullable, COLUMN_COMMENT AS column_comment
-       FROM information_schema.COLUMNS WHERE ${scope.where} ORDER BY TABLE_SCHEMA, TABLE_NAME, ORDINAL_POSITION`,
-      scope.params,
-    );
-    const keys = await this.internalQuery<KeyRow>(
-      `SELECT TABLE_SCHEMA AS table_schema, TABLE_NAME AS table_name, CONSTRAINT_NAME AS constraint_name,
-              COLUMN_NAME AS column_name, REFERENCED_TABLE_SCHEMA AS ref_schema,
-              REFERENCED_TABLE_NAME AS ref_table, REFERENCED_COLUMN_NAME AS ref_column
-       FROM information_schema.KEY_COLUMN_USAGE
-       WHERE ${scope.where} AND REFERENCED_TABLE_NAME IS NOT NULL
-       ORDER BY TABLE_SCHEMA, TABLE_NAME, CONSTRAINT_NAME, ORDINAL_POSITION`,
-      scope.params,
-    );
-
-    const byName = new Map<string, DbTable>();
-    const out: DbTable[] = [];
-    for (const row of tables) {
-      const view = /VIEW/i.test(row.table_type);
-      const table: DbTable = { schema: row.table_schema, name: row.table_name, kind: view ? 'view' : 'table', columns: [] };
-      // a view's comment is the word VIEW (or a note about an invalid view)
-      if (!view && row.table_comment) table.comment = row.table_comment;
-      const estimate = row.table_rows === null ? NaN : Number(row.table_rows);
-      if (!view && Number.isFinite(estimate) && estimate >= 0) table.row_estimate = estimate;
-      byName.set(`${row.table_schema}.${row.table_name}`, table);
-      out.push(table);
-    }
-    for (const c of columns) {
-      const table = byName.get(`${c.table_schema}.${c.table_name}`);
-      if (!table) continue;
-      table.columns.push({
-        name: c.column_name,
-        type: c.column_type,
-        nullable: c.is_nullable === 'YES',
-        ...(c.column_comment ? { comment: c.column_comment } : {}),
-      });
-    }
-    await this.markJsonColumns(byName, scope.params);
-    const fks = new Map<string, { table: DbTable; columns: string[]; ref_schema: string; ref_table: string; ref_columns: string[] }>();
-    for (const k of keys) {
-      const table = byName.get(`${k.table_schema}.${k.table_name}`);
-      if (!table || !byName.has(`${k.ref_schema}.${k.ref_table}`)) continue; // only between tables the role sees
-      const id = `${k.table_schema}.${k.table_name}.${k.constraint_name}`;
-      let fk = fks.get(id);
-      if (!fk) {
-        fk = { table, columns: [], ref_schema: k.ref_schema, ref_table: k.ref_table, ref_columns: [] };
-        fks.set(id, fk);
-      }
-      fk.columns.push(k.column_name);
-      fk.ref_columns.push(k.ref_column);
-    }
-    for (const fk of fks.values()) {
-      (fk.table.foreign_keys ??= []).push({ columns: fk.columns, ref_schema: fk.ref_schema, ref_table: fk.ref_table, ref_columns: fk.ref_columns });
-    }
-    return { default_schema: this.opts.database, tables: out };
-  }
-
-  /**
-   * MariaDB's JSON is LONGTEXT with a json_valid() check: name those columns `json`, so the
-   * model knows JSON functions apply. Best effort (older servers have no CHECK_CONSTRAINTS).
-   */
-  private async markJsonColumns(byName: Map<string, DbTable>, params: string[]): Promise<void> {
-    if (this.flavourValue !== 'mariadb') return;
-    const where = this.opts.database ? 'CONSTRAINT_SCHEMA = ?' : `CONSTRAINT_SCHEMA NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys')`;
-    let checks: Array<{ table_schema: string; table_name: string; clause: string }>;
-    try {
-      checks = await this.internalQuery(
-        `SELECT CONSTRAINT_SCHEMA AS table_schema, TABLE_NAME AS table_name, CHECK_CLAUSE AS clause FROM information_schema.CHECK_CONSTRAINTS WHERE ${where}`,
-        params,
-      );
-    } catch {
-      return;
-    }
-    for (const c of checks) {
-      const m = /^json_valid\(`((?:[^`]|``)+)`\)$/i.exec(c.clause.trim());
-      if (!m) continue;
-      const column = byName.get(`${c.table_schema}.${c.table_name}`)?.columns.find((col) => col.name === m[1]!.replace(/``/g, '`'));
-      if (column && /text$/i.test(column.type)) column.type = 'json';
-    }
+  introspect(): Promise<DbSchema> {
+    return introspectMysql((sql, params) => this.internalQuery(sql, params), this.opts.database, this.flavourValue === 'mariadb');
   }
 
   /**
@@ -533,293 +446,3 @@ function quoteString(s: string): string {
   return `'${s.replace(/\\/g, '\\\\').replace(/'/g, "''")}'`;
 }
 
-// ---- write access ---------------------------------------------------------------------------
-
-/** Privileges that change data, schema or server files. */
-const WRITING = [
-  'ALL PRIVILEGES', 'ALL', 'INSERT', 'UPDATE', 'DELETE', 'CREATE', 'DROP', 'ALTER', 'INDEX', 'CREATE VIEW', 'CREATE ROUTINE',
-  'ALTER ROUTINE', 'TRIGGER', 'EVENT', 'FILE', 'SUPER', 'DELETE HISTORY',
-];
-
-/** `GRANT SELECT, INSERT ON `shop`.* TO `u`@`%`` lines → whether and why the account can write. */
-export function writeAccessFromGrants(grants: string[], database: string): WriteAccess {
-  const reasons: string[] = [];
-  for (const line of grants) {
-    const m = /^GRANT\s+(.+?)\s+ON\s+(?:(?:TABLE|FUNCTION|PROCEDURE|PACKAGE(?:\s+BODY)?)\s+)?(\S+)\s+TO\s/i.exec(line);
-    if (!m) continue;
-    const privileges = splitPrivileges(m[1]!);
-    const target = m[2]!;
-    if (!appliesTo(target, database)) continue;
-    const writing = privileges.filter((p) => WRITING.includes(p));
-    if (writing.length) reasons.push(`${writing.join(', ')} on ${target}`);
-  }
-  return { writable: reasons.length > 0, reasons };
-}
-
-/** `SELECT (a, b), INSERT, ALL PRIVILEGES` → ['SELECT', 'INSERT', 'ALL PRIVILEGES'] (column lists dropped). */
-function splitPrivileges(list: string): string[] {
-  return list
-    .replace(/\([^)]*\)/g, '')
-    .split(',')
-    .map((p) => p.trim().replace(/\s+/g, ' ').toUpperCase())
-    .filter(Boolean);
-}
-
-/** Whether a grant's `db.table` target covers the configured database (empty: any database). */
-function appliesTo(target: string, database: string): boolean {
-  const dot = splitTarget(target);
-  if (!dot) return false;
-  const db = dot.db;
-  if (db === '*') return true;
-  if (!database) return !['mysql', 'information_schema', 'performance_schema', 'sys'].includes(db.toLowerCase());
-  // database names in grants may be LIKE patterns (`shop\_%`): % and _ wildcards, \ escapes
-  const pattern = db.replace(/\\(.)|([%_])|([^\\%_]+)/g, (_all, escaped: string | undefined, wild: string | undefined, plain: string | undefined) => {
-    if (escaped !== undefined) return escaped.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-    if (wild !== undefined) return wild === '%' ? '.*' : '.';
-    return (plain ?? '').replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-  });
-  return new RegExp(`^${pattern}$`, 'i').test(database) || db === database;
-}
-
-/** `` `shop`.`orders` `` / `*.*` / `shop.*` → { db, table }. */
-function splitTarget(target: string): { db: string; table: string } | undefined {
-  const parts: string[] = [];
-  const re = /`((?:[^`]|``)*)`|([^.`]+)|\./g;
-  for (let m = re.exec(target); m; m = re.exec(target)) {
-    if (m[1] !== undefined) parts.push(m[1].replace(/``/g, '`'));
-    else if (m[2] !== undefined) parts.push(m[2]);
-  }
-  if (parts.length === 1) return { db: '*', table: parts[0]! }; // `GRANT ... ON *` means the default database; treat as any
-  if (parts.length !== 2) return undefined;
-  return { db: parts[0]!, table: parts[1]! };
-}
-
-// ---- values -------------------------------------------------------------------------------
-
-/** MySQL column flags (include/mysql_com.h). */
-const FLAG = { UNSIGNED: 32, BINARY: 128, ENUM: 256, SET: 2048 } as const;
-const BINARY_CHARSET = 63;
-
-/** Column type codes (include/field_types.h). */
-const T = {
-  DECIMAL: 0, TINY: 1, SHORT: 2, LONG: 3, FLOAT: 4, DOUBLE: 5, NULL: 6, TIMESTAMP: 7, LONGLONG: 8, INT24: 9, DATE: 10, TIME: 11,
-  DATETIME: 12, YEAR: 13, NEWDATE: 14, VARCHAR: 15, BIT: 16, TIMESTAMP2: 17, DATETIME2: 18, TIME2: 19, VECTOR: 242, JSON: 245,
-  NEWDECIMAL: 246, ENUM: 247, SET: 248, TINY_BLOB: 249, MEDIUM_BLOB: 250, LONG_BLOB: 251, BLOB: 252, VAR_STRING: 253, STRING: 254,
-  GEOMETRY: 255,
-} as const;
-
-function flagsOf(f: FieldPacket): number {
-  return typeof f.flags === 'number' ? f.flags : 0;
-}
-
-function isBinary(f: FieldPacket): boolean {
-  return f.characterSet === BINARY_CHARSET;
-}
-
-/** A name for the column's type, as a person would write it in DDL (`int unsigned`, `decimal`, `varchar`). */
-export function typeName(f: FieldPacket): string {
-  const flags = flagsOf(f);
-  const unsigned = flags & FLAG.UNSIGNED ? ' unsigned' : '';
-  if (f.extendedFormat === 'json') return 'json';
-  if (f.extendedTypeName) return f.extendedTypeName; // MariaDB: uuid, inet4, inet6, point...
-  switch (f.columnType) {
-    case T.TINY: return `tinyint${unsigned}`;
-    case T.SHORT: return `smallint${unsigned}`;
-    case T.INT24: return `mediumint${unsigned}`;
-    case T.LONG: return `int${unsigned}`;
-    case T.LONGLONG: return `bigint${unsigned}`;
-    case T.DECIMAL:
-    case T.NEWDECIMAL: return `decimal${unsigned}`;
-    case T.FLOAT: return `float${unsigned}`;
-    case T.DOUBLE: return `double${unsigned}`;
-    case T.BIT: return 'bit';
-    case T.DATE:
-    case T.NEWDATE: return 'date';
-    case T.DATETIME:
-    case T.DATETIME2: return 'datetime';
-    case T.TIMESTAMP:
-    case T.TIMESTAMP2: return 'timestamp';
-    case T.TIME:
-    case T.TIME2: return 'time';
-    case T.YEAR: return 'year';
-    case T.NULL: return 'null';
-    case T.JSON: return 'json';
-    case T.ENUM: return 'enum';
-    case T.SET: return 'set';
-    case T.GEOMETRY: return 'geometry';
-    case T.VECTOR: return 'vector';
-    case T.VARCHAR:
-    case T.VAR_STRING: return isBinary(f) ? 'varbinary' : 'varchar';
-    case T.STRING:
-      if (flags & FLAG.ENUM) return 'enum';
-      if (flags & FLAG.SET) return 'set';
-      return isBinary(f) ? 'binary' : 'char';
-    case T.TINY_BLOB:
-    case T.MEDIUM_BLOB:
-    case T.LONG_BLOB:
-    case T.BLOB: return isBinary(f) ? 'blob' : 'text';
-    default: return `type ${String(f.columnType)}`;
-  }
-}
-
-function columnOf(f: FieldPacket): Column {
-  return { name: f.name, type: typeName(f) };
-}
-
-type Converter = (v: unknown) => Cell;
-
-const asFloat = (text: string): Cell => {
-  const n = Number(text);
-  return Number.isFinite(n) ? n : text;
-};
-
-/** How a column's values become JSON scalars. */
-function converterFor(f: FieldPacket): Converter {
-  switch (f.columnType) {
-    case T.TINY:
-    case T.SHORT:
-    case T.INT24:
-    case T.LONG:
-    case T.YEAR:
-    case T.LONGLONG:
-    case T.DECIMAL:
-    case T.NEWDECIMAL:
-      return (v) => (v === null || v === undefined ? null : exactNumber(String(v)));
-    case T.FLOAT:
-    case T.DOUBLE:
-      return (v) => (v === null || v === undefined ? null : typeof v === 'number' ? (Number.isFinite(v) ? v : String(v)) : asFloat(String(v)));
-    case T.BIT:
-      return (v) => (Buffer.isBuffer(v) ? bitValue(v) : v === null || v === undefined ? null : String(v));
-    default:
-      return (v) => {
-        if (v === null || v === undefined) return null;
-        if (Buffer.isBuffer(v)) return `0x${v.toString('hex')}`;
-        if (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') return v;
-        return JSON.stringify(v);
-      };
-  }
-}
-
-/** BIT(n) bytes (big-endian) → a number when exact, else its decimal text. */
-function bitValue(b: Buffer): Cell {
-  let n = 0n;
-  for (const byte of b) n = (n << 8n) | BigInt(byte);
-  return n <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(n) : n.toString();
-}
-
-// ---- errors -------------------------------------------------------------------------------
-
-function seconds(ms: number): string {
-  return ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;
-}
-
-function timedOut(timeoutMs: number): CortadoError {
-  return new CortadoError('DB_TIMEOUT', `the query ran past its timeout of ${seconds(timeoutMs)} and was cancelled`, { timeout_ms: timeoutMs });
-}
-
-/** Server errors that mean the query was stopped: its timeout (3024 MySQL, 1969 MariaDB) or KILL QUERY (1317). */
-const TIMEOUT_ERRNOS = new Set([3024, 1969, 1317]);
-
-/** Server errors that mean the database is out of reach or refuses the login. */
-const UNAVAILABLE_ERRNOS: Record<number, string> = {
-  1040: 'the server has too many connections',
-  1044: 'the account may not use that database',
-  1045: 'the login was refused',
-  1049: 'the database does not exist',
-  1053: 'the server is shutting down',
-  1129: 'the host is blocked by the server',
-  1130: 'the host may not connect to the server',
-  1203: 'the account has too many connections',
-  1226: 'the account ran out of a resource limit',
-  1251: 'the server wants an authentication method the client does not offer',
-  1698: 'the login was refused',
-  1927: 'the connection was killed',
-  3159: 'the server requires a secure transport',
-};
-
-/** The reason a client-side failure means the database is out of reach, or undefined. */
-function clientUnavailable(code: string, message: string): string | undefined {
-  switch (code) {
-    case 'ECONNREFUSED':
-      return 'connection refused';
-    case 'ENOTFOUND':
-    case 'EAI_AGAIN':
-      return 'unknown host';
-    case 'ECONNRESET':
-    case 'EPIPE':
-    case 'PROTOCOL_CONNECTION_LOST':
-    case 'ER_SERVER_GONE_ERROR':
-    case 'ER_SERVER_LOST':
-      return 'the connection was closed';
-    case 'ETIMEDOUT':
-    case 'EHOSTUNREACH':
-    case 'ENETUNREACH':
-      return 'the host does not answer';
-    case 'ENOENT':
-      return 'no server at that socket';
-    case 'POOL_CLOSED':
-      return 'the executor is stopping';
-    case 'HANDSHAKE_NO_SSL_SUPPORT':
-    case 'HANDSHAKE_SSL_ERROR':
-      return 'the TLS connection failed';
-  }
-  if (/connect ETIMEDOUT|connection timeout|timeout.*connect/i.test(message)) return 'no connection could be opened in time';
-  if (/closed state|connection lost|Can't add new command when connection is in closed state/i.test(message)) return 'the connection was closed';
-  return undefined;
-}
-
-/** mysql2's errors → DB_UNAVAILABLE, DB_TIMEOUT, DB_QUERY_FAILED (or INTERNAL for what is none of those). */
-export function toDbError(err: unknown, timeoutMs?: number): CortadoError {
-  if (err instanceof CortadoError) return err;
-  const e = (err ?? {}) as { code?: unknown; errno?: unknown; sqlState?: unknown; sqlMessage?: unknown; message?: unknown; fatal?: unknown };
-  const code = typeof e.code === 'string' ? e.code : '';
-  const errno = typeof e.errno === 'number' ? e.errno : undefined;
-  const message = typeof e.sqlMessage === 'string' && e.sqlMessage ? e.sqlMessage : typeof e.message === 'string' ? e.message : String(err);
-  const sqlstate = typeof e.sqlState === 'string' ? e.sqlState : undefined;
-  // a server error: an error number and an SQLSTATE (mysql2 names only the codes it knows:
-  // MariaDB's own, like 1969, come without `code`); system errors have neither
-  if (errno !== undefined && errno > 0 && sqlstate !== undefined) {
-    if (TIMEOUT_ERRNOS.has(errno) || (/interrupted/i.test(message) && timeoutMs !== undefined)) {
-      return timeoutMs !== undefined ? timedOut(timeoutMs) : new CortadoError('DB_TIMEOUT', 'the query was cancelled', { errno });
-    }
-    // SQLSTATE class 28: invalid authorization (1045, 1698...); 08: connection exception
-    const why = UNAVAILABLE_ERRNOS[errno] ?? (sqlstate.startsWith('28') ? 'the login was refused' : sqlstate.startsWith('08') ? 'the connection failed' : undefined);
-    if (why) return new CortadoError('DB_UNAVAILABLE', `the database cannot be reached: ${why}`, { errno, ...(code ? { code } : {}) }, { cause: err });
-    const details: Record<string, unknown> = { errno, sqlstate };
-    if (code) details.code = code;
-    return new CortadoError('DB_QUERY_FAILED', message, details, { cause: err });
-  }
-  const why = clientUnavailable(code, message);
-  if (why) return new CortadoError('DB_UNAVAILABLE', `the database cannot be reached: ${why}`, code ? { reason: code } : {}, { cause: err });
-  if (e.fatal === true) return new CortadoError('DB_UNAVAILABLE', 'the database cannot be reached: the connection failed', code ? { reason: code } : {}, { cause: err });
-  return new CortadoError('INTERNAL', 'internal error', undefined, { cause: err });
-}
-
-// ---- catalog rows -------------------------------------------------------------------------
-
-interface TableRow {
-  table_schema: string;
-  table_name: string;
-  table_type: string;
-  table_rows: number | string | null;
-  table_comment: string | null;
-}
-
-interface ColumnRow {
-  table_schema: string;
-  table_name: string;
-  column_name: string;
-  column_type: string;
-  is_nullable: string;
-  column_comment: string | null;
-}
-
-interface KeyRow {
-  table_schema: string;
-  table_name: string;
-  constraint_name: string;
-  column_name: string;
-  ref_schema: string;
-  ref_table: string;
-  ref_column: string;
-}

@@ -21,8 +21,12 @@ import type { Logger } from '../../../protocol/log.js';
 import type { Cell, Column } from '../../../protocol/schemas/common.js';
 import type { DbTable } from '../../../protocol/schemas/sql.js';
 import type { DbEngine, DbSchema, EngineResult, ExecuteOptions, RolePrivileges, WriteAccess } from './engine.js';
+import { dropsConnection, timedOut } from './errors.js';
 import { PgWireMeter } from './pg-wire-meter.js';
-import { capsOf, INTERNAL_CAPS, meterSocket } from './wire-cap.js';
+import { INTROSPECT_FOREIGN_KEYS, INTROSPECT_TABLES, PRIVILEGES, privilegesOf, WRITE_ACCESS, type ForeignKeyRow, type PrivilegeRow, type TableRow } from './postgresql-catalog.js';
+import { toDbError } from './postgresql-errors.js';
+import { RESULT_TYPES } from './postgresql-values.js';
+import { attachMeter, capsOf, INTERNAL_CAPS } from './wire-cap.js';
 
 export interface PostgresEngineOptions {
   host: string;
@@ -102,17 +106,13 @@ export class PostgresEngine implements DbEngine {
     // out (a meter stopping a read, a lost server) emits 'error' to nobody, which would end the
     // process. The query in flight gets the error too: that is where it is handled.
     client.on('error', (err: Error) => this.log.debug({ err: err.message }, 'a database connection failed while in use'));
-    const stream = (client as unknown as { connection?: { stream?: unknown } }).connection?.stream as Parameters<typeof meterSocket>[0] | undefined;
-    if (!stream || typeof stream.listeners !== 'function' || typeof stream.destroy !== 'function') {
-      if (!this.warnedUnmetered) {
-        this.warnedUnmetered = true;
-        this.log.error('this pg version hides its socket: query.max_result_mb and query.max_value_kb cannot be enforced while rows are read');
-      }
-      return;
-    }
     const meter = new PgWireMeter();
-    meterSocket(stream, meter);
-    this.meters.set(client, meter);
+    if (attachMeter((client as unknown as { connection?: { stream?: unknown } }).connection?.stream, meter)) {
+      this.meters.set(client, meter);
+    } else if (!this.warnedUnmetered) {
+      this.warnedUnmetered = true;
+      this.log.error('this pg version hides its socket: query.max_result_mb and query.max_value_kb cannot be enforced while rows are read');
+    }
   }
 
   private connectionConfig(): pg.ClientConfig {
@@ -194,7 +194,7 @@ export class PostgresEngine implements DbEngine {
       return { columns, rows };
     } catch (err) {
       const e = meter?.tripped ?? toDbError(err, opts.timeoutMs);
-      if (e.code === 'DB_UNAVAILABLE' || e.code === 'INTERNAL' || e.code === 'RESULT_TOO_LARGE') destroy = true;
+      if (dropsConnection(e)) destroy = true;
       throw e;
     } finally {
       clearTimeout(backstop);
@@ -402,321 +402,5 @@ function startupOptions(schema: string, statementTimeoutMs: number): string {
 
 function quoteIdent(name: string): string {
   return /^[a-z_][a-z0-9_$]*$/.test(name) ? name : `"${name.replace(/"/g, '""')}"`;
-}
-
-// ---- values -------------------------------------------------------------------------------
-
-const OID = { bool: 16, int8: 20, int2: 21, int4: 23, oid: 26, float4: 700, float8: 701, numeric: 1700 } as const;
-
-const asText = (text: string): Cell => text;
-const asBoolean = (text: string): Cell => text === 't';
-const asFloat = (text: string): Cell => {
-  const n = Number(text);
-  return Number.isFinite(n) ? n : text; // NaN and Infinity are not JSON
-};
-
-/**
- * A number when the JSON number means exactly the decimal the server sent, else the text.
- * Up to 15 significant digits a decimal survives the trip through a double (within the normal
- * range); integers beyond that only when they are safe integers.
- */
-export function exactNumber(text: string): Cell {
-  const m = /^-?(\d+)(?:\.(\d+))?$/.exec(text);
-  if (!m) return text; // NaN, Infinity
-  const n = Number(text);
-  if (!Number.isFinite(n)) return text;
-  const intPart = m[1] ?? '';
-  const fraction = (m[2] ?? '').replace(/0+$/, '');
-  if (fraction === '' && Number.isSafeInteger(n)) return n;
-  const significant = `${intPart}${fraction}`.replace(/^0+/, '').replace(/0+$/, '');
-  if (significant === '') return 0;
-  if (significant.length > 15) return text;
-  if (n === 0 || Math.abs(n) < 1e-300) return text; // underflow
-  return n;
-}
-
-/** Per-pool parsers (text format): numbers and booleans decoded, everything else the server's text. */
-function resultParser(oid: number): (text: string) => Cell {
-  switch (oid) {
-    case OID.bool:
-      return asBoolean;
-    case OID.int2:
-    case OID.int4:
-    case OID.oid:
-    case OID.float4:
-    case OID.float8:
-      return asFloat;
-    case OID.int8:
-    case OID.numeric:
-      return exactNumber;
-    default:
-      return asText; // dates, timestamps, json, arrays, bytea, uuid, intervals...
-  }
-}
-
-// The typings want pg-types' overloaded signature; ours answers the text format for every oid.
-const RESULT_TYPES = { getTypeParser: resultParser } as unknown as pg.CustomTypesConfig;
-
-// ---- errors -------------------------------------------------------------------------------
-
-const SQLSTATE = /^[0-9A-Z]{5}$/;
-
-function seconds(ms: number): string {
-  return ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;
-}
-
-function timedOut(timeoutMs: number): CortadoError {
-  return new CortadoError('DB_TIMEOUT', `the query ran past its timeout of ${seconds(timeoutMs)} and was cancelled`, { timeout_ms: timeoutMs });
-}
-
-function unavailable(why: string, details: Record<string, unknown>, cause: unknown): CortadoError {
-  return new CortadoError('DB_UNAVAILABLE', `the database cannot be reached: ${why}`, details, { cause });
-}
-
-/** The reason a server error means the database is out of reach, or undefined. */
-function serverUnavailable(sqlstate: string): string | undefined {
-  if (sqlstate.startsWith('28')) return 'the login was refused';
-  if (sqlstate === '3D000') return 'the database does not exist';
-  if (sqlstate.startsWith('08')) return 'the connection failed';
-  if (sqlstate.startsWith('53')) return 'the server is out of resources';
-  if (sqlstate === '57P01' || sqlstate === '57P02' || sqlstate === '57P03') return 'the server is shutting down or starting up';
-  return undefined;
-}
-
-/** The reason a client-side failure means the database is out of reach, or undefined. */
-function clientUnavailable(code: string, message: string): string | undefined {
-  switch (code) {
-    case 'ECONNREFUSED':
-      return 'connection refused';
-    case 'ENOTFOUND':
-    case 'EAI_AGAIN':
-      return 'unknown host';
-    case 'ECONNRESET':
-    case 'EPIPE':
-      return 'the connection was closed';
-    case 'ETIMEDOUT':
-    case 'EHOSTUNREACH':
-    case 'ENETUNREACH':
-      return 'the host does not answer';
-    case 'ENOENT':
-      return 'no server at that socket';
-  }
-  if (/timeout exceeded when trying to connect|connection timeout/i.test(message)) return 'no connection could be opened in time';
-  if (/terminated|not queryable|connection error/i.test(message)) return 'the connection was closed';
-  if (/ssl|tls|certificate/i.test(message)) return 'the TLS connection failed';
-  if (/password|sasl|scram/i.test(message)) return 'the login was refused';
-  return undefined;
-}
-
-/** pg's errors → DB_UNAVAILABLE, DB_TIMEOUT, DB_QUERY_FAILED (or INTERNAL for what is none of those). */
-export function toDbError(err: unknown, timeoutMs?: number): CortadoError {
-  if (err instanceof CortadoError) return err;
-  const e = (err ?? {}) as { code?: unknown; message?: unknown; hint?: unknown };
-  const code = typeof e.code === 'string' ? e.code : '';
-  const message = typeof e.message === 'string' ? e.message : String(err);
-  if (SQLSTATE.test(code)) {
-    if (code === '57014') {
-      return timeoutMs !== undefined ? timedOut(timeoutMs) : new CortadoError('DB_TIMEOUT', 'the query was cancelled', { sqlstate: code });
-    }
-    const why = serverUnavailable(code);
-    if (why) return unavailable(why, { sqlstate: code }, err);
-    const details: Record<string, unknown> = { sqlstate: code };
-    if (typeof e.hint === 'string' && e.hint) details.hint = e.hint;
-    return new CortadoError('DB_QUERY_FAILED', message, details, { cause: err });
-  }
-  const why = clientUnavailable(code, message);
-  if (why) return unavailable(why, code ? { reason: code } : {}, err);
-  return new CortadoError('INTERNAL', 'internal error', undefined, { cause: err });
-}
-
-// ---- catalog queries ----------------------------------------------------------------------
-
-const USER_SCHEMA = `n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname !~ '^pg_(toast|temp_)'`;
-
-interface TableRow {
-  schema: string;
-  name: string;
-  relkind: string;
-  comment: string | null;
-  estimate: number;
-  columns: Array<{ name: string; type: string; nullable: boolean; comment: string | null }>;
-}
-
-/** Tables, views, materialized views, partitioned and foreign tables the role can read (partitions only through their parent). */
-const INTROSPECT_TABLES = `
-SELECT n.nspname AS schema, c.relname AS name, c.relkind::text AS relkind,
-       obj_description(c.oid, 'pg_class') AS comment,
-       c.reltuples::float8 AS estimate,
-       COALESCE(json_agg(json_build_object(
-                  'name', a.attname,
-                  'type', format_type(a.atttypid, a.atttypmod),
-                  'nullable', NOT a.attnotnull,
-                  'comment', col_description(c.oid, a.attnum)) ORDER BY a.attnum)
-                FILTER (WHERE a.attnum IS NOT NULL), '[]'::json) AS columns
-FROM pg_catalog.pg_class c
-JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-LEFT JOIN pg_catalog.pg_attribute a
-  ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
- AND has_column_privilege(c.oid, a.attnum, 'SELECT')
-WHERE c.relkind IN ('r', 'v', 'm', 'p', 'f')
-  AND NOT c.relispartition
-  AND ${USER_SCHEMA}
-  AND has_schema_privilege(n.oid, 'USAGE')
-  AND has_any_column_privilege(c.oid, 'SELECT')
-GROUP BY n.nspname, c.oid, c.relname, c.relkind, c.reltuples
-ORDER BY n.nspname, c.relname`;
-
-interface ForeignKeyRow {
-  schema: string;
-  name: string;
-  ref_schema: string;
-  ref_table: string;
-  columns: string[];
-  ref_columns: string[];
-}
-
-const INTROSPECT_FOREIGN_KEYS = `
-SELECT n.nspname AS schema, c.relname AS name, rn.nspname AS ref_schema, rc.relname AS ref_table,
-       ARRAY(SELECT a.attname::text FROM unnest(con.conkey) WITH ORDINALITY AS k(attnum, ord)
-             JOIN pg_catalog.pg_attribute a ON a.attrelid = con.conrelid AND a.attnum = k.attnum
-             ORDER BY k.ord) AS columns,
-       ARRAY(SELECT a.attname::text FROM unnest(con.confkey) WITH ORDINALITY AS k(attnum, ord)
-             JOIN pg_catalog.pg_attribute a ON a.attrelid = con.confrelid AND a.attnum = k.attnum
-             ORDER BY k.ord) AS ref_columns
-FROM pg_catalog.pg_constraint con
-JOIN pg_catalog.pg_class c ON c.oid = con.conrelid
-JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-JOIN pg_catalog.pg_class rc ON rc.oid = con.confrelid
-JOIN pg_catalog.pg_namespace rn ON rn.oid = rc.relnamespace
-WHERE con.contype = 'f' AND con.conparentid = 0 AND ${USER_SCHEMA}
-ORDER BY n.nspname, c.relname, con.conname`;
-
-/** Superuser, CREATE on a schema, or a table it may change (first five named). */
-const WRITE_ACCESS = `
-SELECT r.rolsuper AS superuser,
-       ARRAY(SELECT n.nspname::text FROM pg_catalog.pg_namespace n
-             WHERE ${USER_SCHEMA} AND has_schema_privilege(n.oid, 'CREATE')
-             ORDER BY 1) AS create_in,
-       ARRAY(SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname)
-             FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-             WHERE c.relkind IN ('r', 'p', 'v', 'f') AND ${USER_SCHEMA}
-               AND (has_table_privilege(c.oid, 'INSERT') OR has_table_privilege(c.oid, 'UPDATE')
-                    OR has_table_privilege(c.oid, 'DELETE') OR has_table_privilege(c.oid, 'TRUNCATE'))
-             ORDER BY 1 LIMIT 5) AS writable
-FROM pg_catalog.pg_roles r
-WHERE r.rolname = current_user`;
-
-// ---- privileges -----------------------------------------------------------------------------
-
-/**
- * Built-in roles that reach past the role's own data, and what each allows (membership counts
- * direct or inherited, with or without INHERIT: a member may SET ROLE). Not listed on purpose:
- * pg_read_all_data (reading every table is what an analytics role may be given) and
- * pg_database_owner (ownership is checked object by object below). Names a server does not
- * have (older versions) are simply not found.
- */
-const BUILTIN_ROLES: Readonly<Record<string, { write: boolean; why: string }>> = {
-  pg_write_server_files: { write: true, why: 'may write any file the server can' },
-  pg_execute_server_program: { write: true, why: 'may run programs on the database server' },
-  pg_write_all_data: { write: true, why: 'may change every table' },
-  pg_maintain: { write: true, why: 'may VACUUM, REINDEX, CLUSTER, REFRESH and LOCK every table' },
-  pg_create_subscription: { write: true, why: 'may create logical replication subscriptions' },
-  pg_read_server_files: { write: false, why: 'may read any file the server can' },
-  pg_read_all_settings: { write: false, why: 'may read every setting, the superuser-only ones too' },
-  pg_read_all_stats: { write: false, why: 'may read every session\'s activity, the query text of others too' },
-  pg_stat_scan_tables: { write: false, why: 'may run monitoring functions that lock tables' },
-  pg_monitor: { write: false, why: 'may read every setting and every session\'s activity' },
-  pg_signal_backend: { write: false, why: 'may cancel and terminate other sessions' },
-  pg_checkpoint: { write: false, why: 'may run CHECKPOINT' },
-  pg_use_reserved_connections: { write: false, why: 'may use connection slots reserved for administrators' },
-  pg_signal_autovacuum_worker: { write: false, why: 'may signal autovacuum workers' },
-};
-
-interface PrivilegeRow {
-  role: string;
-  superuser: boolean;
-  createrole: boolean;
-  createdb: boolean;
-  replication: boolean;
-  bypassrls: boolean;
-  member_of: string[];
-  create_schemas: boolean;
-  create_in: string[];
-  writable: string[];
-  writable_count: number;
-  owned: string[];
-  owned_count: number;
-  sequences: string[];
-  lo_compat: boolean;
-  owns_large_objects: boolean;
-}
-
-/** Relations and schemas the role owns (or a role it belongs to does): it may ALTER or DROP them whatever the grants say. */
-const ownedObjects = `
-  SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname) AS name
-  FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-  WHERE c.relkind IN ('r', 'p', 'v', 'f', 'm', 'S') AND ${USER_SCHEMA} AND pg_catalog.pg_has_role(c.relowner, 'MEMBER')
-  UNION ALL
-  SELECT 'schema ' || quote_ident(n.nspname) FROM pg_catalog.pg_namespace n
-  WHERE ${USER_SCHEMA} AND pg_catalog.pg_has_role(n.nspowner, 'MEMBER')`;
-
-const PRIVILEGES = `
-SELECT current_user::text AS role, r.rolsuper AS superuser, r.rolcreaterole AS createrole, r.rolcreatedb AS createdb,
-       r.rolreplication AS replication, r.rolbypassrls AS bypassrls,
-       ARRAY(SELECT b.rolname::text FROM pg_catalog.pg_roles b
-             WHERE b.rolname IN (${Object.keys(BUILTIN_ROLES).map((n) => `'${n}'`).join(', ')})
-               AND pg_catalog.pg_has_role(current_user, b.oid, 'MEMBER')
-             ORDER BY 1) AS member_of,
-       pg_catalog.has_database_privilege(pg_catalog.current_database(), 'CREATE') AS create_schemas,
-       ARRAY(SELECT n.nspname::text FROM pg_catalog.pg_namespace n
-             WHERE ${USER_SCHEMA} AND pg_catalog.has_schema_privilege(n.oid, 'CREATE')
-             ORDER BY 1) AS create_in,
-       ARRAY(SELECT w.name FROM (${writableTables("quote_ident(n.nspname) || '.' || quote_ident(c.relname) AS name")}) w ORDER BY 1 LIMIT 5) AS writable,
-       (SELECT count(*)::int FROM (${writableTables('1')}) w) AS writable_count,
-       ARRAY(SELECT o.name FROM (${ownedObjects}) o ORDER BY 1 LIMIT 5) AS owned,
-       (SELECT count(*)::int FROM (${ownedObjects}) o) AS owned_count,
-       ARRAY(SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname)
-             FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-             WHERE c.relkind = 'S' AND ${USER_SCHEMA}
-               AND (pg_catalog.has_sequence_privilege(c.oid, 'UPDATE') OR pg_catalog.has_sequence_privilege(c.oid, 'USAGE'))
-             ORDER BY 1 LIMIT 5) AS sequences,
-       pg_catalog.current_setting('lo_compat_privileges') = 'on' AS lo_compat,
-       EXISTS (SELECT 1 FROM pg_catalog.pg_largeobject_metadata m WHERE pg_catalog.pg_has_role(m.lomowner, 'MEMBER')) AS owns_large_objects
-FROM pg_catalog.pg_roles r
-WHERE r.rolname = current_user`;
-
-function writableTables(select: string): string {
-  return `SELECT ${select}
-          FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-          WHERE c.relkind IN ('r', 'p', 'v', 'f') AND ${USER_SCHEMA}
-            AND (pg_catalog.has_table_privilege(c.oid, 'INSERT') OR pg_catalog.has_table_privilege(c.oid, 'UPDATE')
-                 OR pg_catalog.has_table_privilege(c.oid, 'DELETE') OR pg_catalog.has_table_privilege(c.oid, 'TRUNCATE'))`;
-}
-
-function listed(names: string[], count: number): string {
-  return count > names.length ? `${names.join(', ')} and ${count - names.length} more` : names.join(', ');
-}
-
-/** The row of PRIVILEGES as reasons (a superuser is that alone: it may do everything else). */
-export function privilegesOf(row: PrivilegeRow): RolePrivileges {
-  const writes: string[] = [];
-  const powers: string[] = [];
-  if (row.superuser) return { role: row.role, writes: ['superuser (may do anything, past every privilege check: write any table, read and write server files, run programs)'], powers };
-  if (row.createrole) writes.push('CREATEROLE (may create roles and grant itself the built-in ones)');
-  if (row.createdb) writes.push('CREATEDB (may create databases)');
-  if (row.replication) powers.push('REPLICATION (may stream every change of the whole cluster)');
-  if (row.bypassrls) powers.push('BYPASSRLS (row-level security policies do not apply to it)');
-  for (const name of row.member_of) {
-    const spec = BUILTIN_ROLES[name];
-    if (spec) (spec.write ? writes : powers).push(`member of ${name} (${spec.why})`);
-  }
-  if (row.create_schemas) writes.push('CREATE on the database (may create schemas)');
-  for (const schema of row.create_in) writes.push(`CREATE on schema ${schema}`);
-  if (row.writable.length) writes.push(`INSERT/UPDATE/DELETE/TRUNCATE on ${listed(row.writable, row.writable_count)}`);
-  if (row.owned.length) writes.push(`owns ${listed(row.owned, row.owned_count)} (may ALTER or DROP them)`);
-  if (row.sequences.length) writes.push(`USAGE/UPDATE on sequence ${row.sequences.join(', ')} (nextval/setval change them)`);
-  if (row.lo_compat) writes.push('lo_compat_privileges is on (every role may read and change every large object)');
-  if (row.owns_large_objects) writes.push('owns large objects (may change them)');
-  return { role: row.role, writes, powers };
 }
 

@@ -27,15 +27,19 @@
  *   come as strings and become numbers only when a number means exactly the same (like
  *   postgresql.ts); arrays, maps and rows become their JSON text.
  */
-import { Trino, type Columns, type QueryError, type QueryResult } from 'trino-client';
+import { Trino, type Columns, type QueryResult } from 'trino-client';
 import { CortadoError } from '../../../protocol/errors.js';
 import type { Logger } from '../../../protocol/log.js';
 import type { Cell, Column } from '../../../protocol/schemas/common.js';
 import type { DbTable } from '../../../protocol/schemas/sql.js';
 import type { Config } from '../../../config/schema.js';
 import type { DbEngine, DbSchema, EngineResult, ExecuteOptions, WriteAccess } from './engine.js';
-import { exactNumber } from './postgresql.js';
-import { capsOf, INTERNAL_CAPS, PAGE_SLACK_BYTES, PageBudget, type WireCaps } from './wire-cap.js';
+import { timedOut as timedOutError } from './errors.js';
+import { TrinoQueryError, toTrinoError } from './trino-errors.js';
+import { boundedQuery, canBoundPages, queryIdOf, readExactly, toCell } from './trino-wire.js';
+import { capsOf, INTERNAL_CAPS, PageBudget, type WireCaps } from './wire-cap.js';
+
+export { parseJsonExact } from './trino-wire.js';
 
 export interface TrinoEngineOptions {
   /** `http(s)://host:port` of the coordinator */
@@ -95,15 +99,6 @@ interface RunOptions {
   graceMs: number;
   /** the result's caps (query.max_result_mb, query.max_value_kb) */
   caps: WireCaps;
-}
-
-/** A failed Trino query, as the coordinator described it. */
-class TrinoQueryError extends Error {
-  readonly error: QueryError;
-  constructor(error: QueryError) {
-    super(error.message);
-    this.error = error;
-  }
 }
 
 export class TrinoEngine implements DbEngine {
@@ -348,233 +343,3 @@ function literal(text: string): string {
   return `'${text.replace(/'/g, "''")}'`;
 }
 
-// ---- trino-client internals ------------------------------------------------------------------
-
-/**
- * The query id, known as soon as the coordinator accepted the statement. trino-client keeps the
- * first answer in a private field (`Iterator.iter.queryResult`); the pages it hands out carry
- * the id too, but only once data arrives, which is too late to cancel a slow query.
- */
-function queryIdOf(iterator: unknown): string | undefined {
-  const inner = (iterator as { iter?: { queryResult?: { id?: unknown } } } | null)?.iter;
-  const id = inner?.queryResult?.id;
-  return typeof id === 'string' && id !== '' ? id : undefined;
-}
-
-/**
- * Make the client parse its JSON without losing big integers. trino-client builds each request
- * from a private axios config (`Trino.client.clientConfig`); its transformResponse is set here.
- */
-function readExactly(trino: Trino): boolean {
-  const config = (trino as unknown as { client?: { clientConfig?: unknown } }).client?.clientConfig;
-  if (!config || typeof config !== 'object') return false;
-  (config as { transformResponse?: unknown }).transformResponse = [parseBody];
-  return true;
-}
-
-function parseBody(data: unknown): unknown {
-  if (typeof data !== 'string' || data === '') return data;
-  try {
-    return parseJsonExact(data);
-  } catch {
-    return data; // not JSON (an HTTP error page): left for the error mapping
-  }
-}
-
-interface PageRequest {
-  maxContentLength?: number;
-  transformResponse?: unknown;
-}
-
-/** trino-client's inner client (`Trino.client`): one request method for the statement POST and every nextUri GET. */
-interface InnerClient {
-  request(cfg: PageRequest): Promise<unknown>;
-  query(query: Parameters<Trino['query']>[0]): ReturnType<Trino['query']>;
-}
-
-function innerClient(trino: Trino): InnerClient | undefined {
-  const inner = (trino as unknown as { client?: Partial<InnerClient> }).client;
-  return inner && typeof inner.request === 'function' && typeof inner.query === 'function' ? (inner as InnerClient) : undefined;
-}
-
-function canBoundPages(trino: Trino): boolean {
-  return innerClient(trino) !== undefined;
-}
-
-/**
- * Run `query` with every page it reads bounded by `budget`: through a view of trino-client's
- * inner client whose request method gives axios a maxContentLength of what the result has left
- * (a larger body is stopped while it arrives) and a transformResponse that counts the body
- * before parsing it. The view shares the client's headers (catalog, session) and its iterator
- * reads the next pages through the view; the cancel (DELETE) goes through the client itself.
- */
-function boundedQuery(trino: Trino, query: Parameters<Trino['query']>[0], budget: PageBudget): ReturnType<Trino['query']> {
-  const inner = innerClient(trino);
-  if (!inner) return trino.query(query); // warned in clientFor: only the values are checked, once a page is read
-  const view = Object.create(inner) as InnerClient;
-  const counted = (data: unknown): unknown => {
-    if (typeof data === 'string') budget.add(data.length);
-    return parseBody(data);
-  };
-  view.request = (cfg: PageRequest): Promise<unknown> =>
-    inner.request({ ...cfg, maxContentLength: budget.left + PAGE_SLACK_BYTES, transformResponse: [counted] }).catch((err: unknown) => {
-      if (/maxContentLength size of \d+ exceeded/.test(String((err as { message?: unknown })?.message))) throw budget.pageStopped();
-      throw err;
-    });
-  return inner.query.call(view, query);
-}
-
-/** JSON.parse, except that integers a double cannot hold exactly stay strings. */
-export function parseJsonExact(text: string): unknown {
-  if (!/\d{16}/.test(text)) return JSON.parse(text);
-  let out = '';
-  let copied = 0;
-  let i = 0;
-  while (i < text.length) {
-    const c = text.charCodeAt(i);
-    if (c === 0x22) {
-      // a string: skip to its closing quote
-      i++;
-      while (i < text.length) {
-        const d = text.charCodeAt(i);
-        if (d === 0x5c) i += 2;
-        else {
-          i++;
-          if (d === 0x22) break;
-        }
-      }
-      continue;
-    }
-    if (c === 0x2d || (c >= 0x30 && c <= 0x39)) {
-      const start = i;
-      i++;
-      while (i < text.length && /[0-9.eE+-]/.test(text[i] as string)) i++;
-      const number = text.slice(start, i);
-      if (/^-?\d+$/.test(number) && !Number.isSafeInteger(Number(number))) {
-        out += `${text.slice(copied, start)}"${number}"`;
-        copied = i;
-      }
-      continue;
-    }
-    i++;
-  }
-  return JSON.parse(out + text.slice(copied));
-}
-
-// ---- values -------------------------------------------------------------------------------
-
-/** A Trino JSON value → a JSON scalar for the column's type. */
-export function toCell(type: string, value: unknown): Cell {
-  if (value === null || value === undefined) return null;
-  const base = /^[a-z_]+/i.exec(type)?.[0].toLowerCase() ?? '';
-  switch (base) {
-    case 'tinyint':
-    case 'smallint':
-    case 'integer':
-    case 'bigint':
-    case 'decimal':
-      if (typeof value === 'number' || typeof value === 'string') return exactNumber(String(value));
-      break;
-    case 'real':
-    case 'double':
-      if (typeof value === 'number') return value;
-      if (typeof value === 'string') return value; // NaN, Infinity
-      break;
-  }
-  if (typeof value === 'string' || typeof value === 'boolean') return value;
-  if (typeof value === 'number') return Number.isFinite(value) ? value : String(value);
-  return JSON.stringify(value); // array, map, row
-}
-
-// ---- errors -------------------------------------------------------------------------------
-
-function seconds(ms: number): string {
-  return ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;
-}
-
-function timedOutError(timeoutMs: number): CortadoError {
-  return new CortadoError('DB_TIMEOUT', `the query ran past its timeout of ${seconds(timeoutMs)} and was cancelled`, { timeout_ms: timeoutMs });
-}
-
-function unavailable(why: string, details: Record<string, unknown>, cause: unknown): CortadoError {
-  return new CortadoError('DB_UNAVAILABLE', `the database cannot be reached: ${why}`, details, { cause });
-}
-
-/** Cancelled on the coordinator, by someone or something other than a time limit. */
-const CANCELLED = new Set(['USER_CANCELED', 'ADMINISTRATIVELY_KILLED', 'ADMINISTRATIVELY_PREEMPTED']);
-
-/** The cluster, not the SQL: starting, stopping, overloaded, losing workers. */
-const CLUSTER_TROUBLE = new Set([
-  'NO_NODES_AVAILABLE', 'SERVER_STARTING_UP', 'SERVER_SHUTTING_DOWN', 'REMOTE_TASK_ERROR', 'REMOTE_TASK_MISMATCH',
-  'REMOTE_HOST_GONE', 'REMOTE_TASK_FAILED', 'TOO_MANY_REQUESTS_FAILED', 'PAGE_TRANSPORT_ERROR', 'PAGE_TRANSPORT_TIMEOUT',
-  'PAGE_TRANSFER_ERROR', 'ABANDONED_QUERY', 'QUERY_QUEUE_FULL', 'CLUSTER_OUT_OF_MEMORY', 'QUERY_REJECTED',
-  'CATALOG_UNAVAILABLE', 'OUT_OF_SPILL_SPACE',
-]);
-
-/** Trino's error object → DB_TIMEOUT, DB_UNAVAILABLE or DB_QUERY_FAILED. */
-function queryError(e: QueryError, timeoutMs: number | undefined, cause: unknown): CortadoError {
-  const name = String(e.errorName ?? '');
-  const type = String(e.errorType ?? '');
-  const details = { error_name: name, error_type: type, error_code: e.errorCode };
-  if (name === 'EXCEEDED_TIME_LIMIT') {
-    return timeoutMs !== undefined ? timedOutError(timeoutMs) : new CortadoError('DB_TIMEOUT', 'the query ran past Trino\'s time limit and was cancelled', details);
-  }
-  if (CANCELLED.has(name)) return new CortadoError('DB_TIMEOUT', 'the query was cancelled on the coordinator', details, { cause });
-  if (CLUSTER_TROUBLE.has(name)) return unavailable(`Trino cannot run queries now (${name})`, details, cause);
-  if (type === 'INSUFFICIENT_RESOURCES' && !name.startsWith('EXCEEDED_')) return unavailable(`Trino is out of resources (${name})`, details, cause);
-  if (type === 'EXTERNAL' && (/METASTORE|CONNECT|UNAVAILABLE/.test(name) || /connection refused|could not connect|connect timed out/i.test(e.message ?? ''))) {
-    return unavailable(`a data source behind Trino does not answer (${name})`, details, cause);
-  }
-  // The SQL, the data or its size (EXCEEDED_*_LIMIT): Trino's message helps correct it.
-  return new CortadoError('DB_QUERY_FAILED', e.message || name || 'Trino failed the query', details, { cause });
-}
-
-/** Why a request that got no answer failed, or undefined. */
-function networkReason(code: string, message: string): string | undefined {
-  switch (code) {
-    case 'ECONNREFUSED':
-      return 'connection refused';
-    case 'ENOTFOUND':
-    case 'EAI_AGAIN':
-      return 'unknown host';
-    case 'ECONNRESET':
-    case 'EPIPE':
-    case 'ERR_SOCKET_CLOSED':
-      return 'the connection was closed';
-    case 'ETIMEDOUT':
-    case 'ECONNABORTED':
-    case 'EHOSTUNREACH':
-    case 'ENETUNREACH':
-      return 'the host does not answer';
-  }
-  if (/cert|ssl|tls|EPROTO/i.test(`${code} ${message}`)) return 'the TLS connection failed';
-  return undefined;
-}
-
-/** The first line of an HTTP error body, short: Trino says there why it refused. */
-function bodyText(data: unknown): string {
-  const text = typeof data === 'string' ? data : data && typeof data === 'object' ? JSON.stringify(data) : '';
-  return (text.split('\n')[0] ?? '').trim().slice(0, 200);
-}
-
-/** trino-client's failures → DB_UNAVAILABLE, DB_TIMEOUT, DB_QUERY_FAILED (or INTERNAL). */
-export function toTrinoError(err: unknown, timeoutMs?: number): CortadoError {
-  if (err instanceof CortadoError) return err;
-  if (err instanceof TrinoQueryError) return queryError(err.error, timeoutMs, err);
-  const e = (err ?? {}) as { isAxiosError?: boolean; code?: unknown; message?: unknown; response?: { status?: number; data?: unknown } };
-  const code = typeof e.code === 'string' ? e.code : '';
-  const message = typeof e.message === 'string' ? e.message : '';
-  const status = e.response?.status;
-  if (typeof status === 'number') {
-    const details = { http_status: status };
-    if (status === 401) return unavailable('the login was refused', details, err);
-    if (status === 403) return unavailable(`access was refused${bodyText(e.response?.data) ? `: ${bodyText(e.response?.data)}` : ''}`, details, err);
-    if (status === 404) return unavailable('the coordinator does not know the query (or this is not a Trino server)', details, err);
-    if (status >= 500 || status === 429) return unavailable(`the coordinator answered HTTP ${status}`, details, err);
-    return new CortadoError('DB_QUERY_FAILED', `Trino refused the request (HTTP ${status})${bodyText(e.response?.data) ? `: ${bodyText(e.response?.data)}` : ''}`, details, { cause: err });
-  }
-  const why = networkReason(code, message);
-  if (why) return unavailable(why, code ? { reason: code } : {}, err);
-  if (e.isAxiosError) return unavailable('the request failed', code ? { reason: code } : {}, err);
-  return new CortadoError('INTERNAL', 'internal error', undefined, { cause: err });
-}

@@ -109,6 +109,18 @@ export function meterSocket(stream: NodeJS.EventEmitter & { destroy(err?: Error)
   });
 }
 
+/**
+ * Puts `meter` in front of a driver's parser on its socket, when the driver lets us reach one
+ * that can carry it (its 'data' listeners movable, the socket destroyable); false when not, and
+ * nothing is changed: the caller warns that the caps cannot be enforced while rows are read.
+ */
+export function attachMeter(stream: unknown, meter: WireMeter): boolean {
+  const s = stream as Parameters<typeof meterSocket>[0] | undefined;
+  if (!s || typeof s.listeners !== 'function' || typeof s.destroy !== 'function') return false;
+  meterSocket(s, meter);
+  return true;
+}
+
 // ---- HTTP pages (Trino, BigQuery) ---------------------------------------------------------
 
 /**

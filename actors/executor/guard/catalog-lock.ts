@@ -29,7 +29,7 @@
  * checkCatalogLock hands it.
  */
 import { CortadoError } from '../../../protocol/errors.js';
-import { tokenize, type Token } from './trino.js';
+import { chainAt, isName, isPunct, isWord, tokenize, type Token } from './trino.js';
 import { checkMysqlCatalogLock } from './catalog-lock-mysql.js';
 
 export interface CatalogLock {
@@ -63,28 +63,6 @@ export function catalogLockFor(opts: { enforce: boolean; allowed: readonly Allow
 
 function refuse(reason: string, extra: Record<string, unknown> = {}): CortadoError {
   return new CortadoError('SQL_REJECTED', reason, { kind: 'catalog_lock', ...extra });
-}
-
-function isName(t: Token | undefined): t is Token {
-  return t?.kind === 'word' || t?.kind === 'quoted';
-}
-
-function isWord(t: Token | undefined, value: string): boolean {
-  return t?.kind === 'word' && t.value === value;
-}
-
-function isPunct(t: Token | undefined, value: string): boolean {
-  return t?.kind === 'punct' && t.value === value;
-}
-
-function chainAt(tokens: Token[], i: number): { parts: Token[]; end: number } {
-  const parts: Token[] = [tokens[i] as Token];
-  let j = i + 1;
-  while (isPunct(tokens[j], '.') && isName(tokens[j + 1])) {
-    parts.push(tokens[j + 1] as Token);
-    j += 2;
-  }
-  return { parts, end: j };
 }
 
 const FROM_CLAUSE_END = new Set(['where', 'group', 'having', 'window', 'order', 'offset', 'limit', 'fetch', 'union', 'intersect', 'except', 'match_recognize']);

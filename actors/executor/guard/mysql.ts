@@ -45,6 +45,8 @@ import {
   refuseDenied,
   type Policy,
 } from './allow-mysql.js';
+import { splitStatements, SqlLexError } from '../../lib/sql-lexer/index.js';
+import { lexMysql, type MysqlLexed, type MysqlToken } from '../../lib/sql-lexer/mysql.js';
 import { deniedFunction } from './deny.js';
 import { applyLimit, type ExistingLimit } from './limit.js';
 import { rejected, type DialectGuard, type GuardLimits, type GuardResult } from './types.js';
@@ -78,7 +80,7 @@ export function guardMysql(sql: string, limits: GuardLimits): GuardResult {
   if (sql.trim() === '') throw rejected('empty', 'the SQL is empty');
 
   const lexed = lex(sql);
-  const statements = splitStatements(lexed.tokens);
+  const statements = splitStatements(lexed.tokens, (t) => t.kind === 'punct' && t.text === ';');
   if (statements.length === 0) throw rejected('empty', 'the SQL holds no statement, only comments or semicolons');
   if (statements.length > 1) {
     throw rejected('multiple_statements', `only one statement may run, and this SQL holds ${statements.length}`, { count: statements.length });
@@ -153,132 +155,16 @@ function parseRejection(code: string, err: unknown): CortadoError {
 
 // ---- the lexer ------------------------------------------------------------------------------
 
-type TokenKind = 'word' | 'quoted' | 'string' | 'punct';
+type Token = MysqlToken;
 
-interface Token {
-  kind: TokenKind;
-  /** the text as written; for words upper-cased in `upper` */
-  text: string;
-  upper: string;
-  start: number;
-  end: number;
-}
-
-interface Lexed {
-  tokens: Token[];
-  /** the SQL with every comment replaced by spaces (newlines kept): what the parser reads */
-  code: string;
-}
-
-const SPACE = /[ \t\n\r\f\v]/;
-const WORD = /[A-Za-z0-9_$\u0080-\uffff]/;
-
-/** MySQL's lexical rules, as far as they decide what is code, string, identifier or comment. */
-export function lex(sql: string): Lexed {
-  const tokens: Token[] = [];
-  const code = sql.split('');
-  const blank = (from: number, to: number) => {
-    for (let k = from; k < to; k++) if (code[k] !== '\n') code[k] = ' ';
-  };
-  let i = 0;
-  const n = sql.length;
-  while (i < n) {
-    const c = sql[i]!;
-    if (SPACE.test(c)) {
-      i++;
-      continue;
-    }
-    // # comment and -- comment (MySQL wants a space or control character after the dashes)
-    if (c === '#' || (c === '-' && sql[i + 1] === '-' && (i + 2 >= n || sql.charCodeAt(i + 2) <= 32))) {
-      const nl = sql.indexOf('\n', i);
-      const end = nl < 0 ? n : nl;
-      blank(i, end);
-      i = end;
-      continue;
-    }
-    if (c === '-' && sql[i + 1] === '-') {
-      throw rejected('parse', `"--" must be followed by a space to start a comment: MySQL reads "${sql.slice(i, i + 6)}" as two minus signs, the parser as a comment; write "- -" or "-- " (at character ${i + 1})`, { position: i + 1 });
-    }
-    if (c === '/' && sql[i + 1] === '*') {
-      const close = sql.indexOf('*/', i + 2);
-      if (close < 0) throw rejected('parse', `the SQL does not parse as MySQL: unterminated /* comment (at character ${i + 1})`, { position: i + 1 });
-      const body = sql.slice(i + 2, close);
-      if (/^!|^M!/i.test(body)) {
-        throw rejected('parse', `the SQL holds an executable comment ("/*${body.slice(0, body.startsWith('!') ? 1 : 2)} ... */"), which MySQL runs as code; it is not allowed`, { comment: 'executable' });
-      }
-      if (body.startsWith('+')) {
-        throw rejected('parse', 'the SQL holds an optimizer hint ("/*+ ... */"), which can change the server\'s limits for the query; it is not allowed', { comment: 'hint' });
-      }
-      blank(i, close + 2);
-      i = close + 2;
-      continue;
-    }
-    if (c === "'" || c === '"') {
-      const end = quotedEnd(sql, i, c, true);
-      tokens.push(token('string', sql, i, end));
-      i = end;
-      continue;
-    }
-    if (c === '`') {
-      const end = quotedEnd(sql, i, '`', false);
-      tokens.push(token('quoted', sql, i, end));
-      i = end;
-      continue;
-    }
-    if (WORD.test(c)) {
-      let j = i + 1;
-      while (j < n && WORD.test(sql[j]!)) j++;
-      tokens.push(token('word', sql, i, j));
-      i = j;
-      continue;
-    }
-    tokens.push(token('punct', sql, i, i + 1));
-    i++;
+/** MySQL's tokens and the SQL without its comments (lib/sql-lexer/mysql.ts); throws SQL_REJECTED (kind parse) on what it will not read. */
+export function lex(sql: string): MysqlLexed {
+  try {
+    return lexMysql(sql);
+  } catch (err) {
+    if (err instanceof SqlLexError) throw rejected('parse', err.message, err.details);
+    throw err;
   }
-  return { tokens, code: code.join('') };
-}
-
-function token(kind: TokenKind, sql: string, start: number, end: number): Token {
-  const text = sql.slice(start, end);
-  return { kind, text, upper: kind === 'word' ? text.toUpperCase() : text, start, end };
-}
-
-/** Where a quoted string or identifier ends: doubled quotes, and (strings only) backslash escapes. */
-function quotedEnd(sql: string, start: number, quote: string, backslash: boolean): number {
-  let i = start + 1;
-  while (i < sql.length) {
-    const c = sql[i]!;
-    if (backslash && c === '\\') {
-      i += 2;
-      continue;
-    }
-    if (c === quote) {
-      if (sql[i + 1] === quote) {
-        i += 2;
-        continue;
-      }
-      return i + 1;
-    }
-    i++;
-  }
-  const what = quote === '`' ? 'identifier' : 'string';
-  throw rejected('parse', `the SQL does not parse as MySQL: unterminated quoted ${what} (at character ${start + 1})`, { position: start + 1 });
-}
-
-/** The statements' tokens, split at each `;` of the code (empty statements dropped). */
-function splitStatements(tokens: Token[]): Token[][] {
-  const out: Token[][] = [];
-  let current: Token[] = [];
-  for (const t of tokens) {
-    if (t.kind === 'punct' && t.text === ';') {
-      if (current.length) out.push(current);
-      current = [];
-    } else {
-      current.push(t);
-    }
-  }
-  if (current.length) out.push(current);
-  return out;
 }
 
 /** The end of the statement's text: its semicolon, else the end of the SQL (trailing comments kept). */

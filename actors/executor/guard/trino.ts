@@ -60,163 +60,29 @@
  */
 import type { CortadoError } from '../../../protocol/errors.js';
 import { TRINO_FUNCTIONS, TRINO_INFORMATION_SCHEMA_SAFE, TRINO_PLAIN_TYPES, TRINO_REFUSED_WHY, TRINO_TABLE_FUNCTIONS } from './allow-trino.js';
+import { chainAt as chainOf, charPosition, SqlLexError } from '../../lib/sql-lexer/index.js';
+import { lexTrino, type TrinoToken as Token } from '../../lib/sql-lexer/trino.js';
 import { deniedFunction } from './deny.js';
 import { applyLimit, type ExistingLimit } from './limit.js';
 import { rejected, type DialectGuard, type GuardLimits, type GuardResult } from './types.js';
 
 // ---- tokens -------------------------------------------------------------------------------
 
-export type TokenKind = 'word' | 'quoted' | 'string' | 'number' | 'punct';
-
-export interface Token {
-  kind: TokenKind;
-  /** word: lower-cased; quoted: the name without quotes; string: its raw text; else the text */
-  value: string;
-  /** the text as written */
-  text: string;
-  start: number;
-  end: number;
-  /** parentheses and brackets open around the token (an opening one counts outside itself) */
-  depth: number;
-}
-
-/** Longest first, as Trino's lexer matches. */
-const OPERATORS = ['->', '=>', '<>', '!=', '<=', '>=', '||', '{-', '-}'] as const;
-const SINGLE = new Set(['(', ')', '[', ']', '{', '}', ',', '.', ';', '+', '-', '*', '/', '%', '=', '<', '>', '?', '|', '^', '$']);
-const WHITESPACE = new Set([' ', '\t', '\r', '\n']);
-
-function isIdentStart(c: string): boolean {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c === '_';
-}
-
-function isIdentPart(c: string): boolean {
-  return isIdentStart(c) || (c >= '0' && c <= '9');
-}
-
-function isDigit(c: string | undefined): boolean {
-  return c !== undefined && c >= '0' && c <= '9';
-}
-
-const NUMBER = /(?:0[xX][0-9a-fA-F_]+|0[bB][01_]+|0[oO][0-7_]+|(?:\d[\d_]*(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)/y;
-
-/** One character-position, 1-based, for messages. */
-function position(sql: string, index: number): number {
-  return Array.from(sql.slice(0, index)).length + 1;
-}
+export type { TrinoToken as Token, TrinoTokenKind as TokenKind } from '../../lib/sql-lexer/trino.js';
 
 function parseError(sql: string, index: number, what: string): never {
-  const at = position(sql, index);
+  const at = charPosition(sql, index);
   throw rejected('parse', `the SQL does not parse as Trino: ${what} (at character ${at})`, { position: at });
 }
 
-/** Skip a quoted run that ends at `quote` (doubled quotes are the quote itself); the end index. */
-function closingQuote(sql: string, from: number, quote: string): number {
-  let i = from;
-  for (;;) {
-    const j = sql.indexOf(quote, i);
-    if (j < 0) return -1;
-    if (sql[j + 1] === quote) {
-      i = j + 2;
-      continue;
-    }
-    return j;
-  }
-}
-
-/** A character for a message: visible ones as themselves, and every one by its code point (U+2028, U+00A0...). */
-function describeChar(c: string): string {
-  const code = `U+${(c.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0')}`;
-  return /^[\p{L}\p{N}\p{P}\p{S}]$/u.test(c) ? `"${c}" (${code})` : code;
-}
-
+/** Trino's tokens (lib/sql-lexer/trino.ts); throws SQL_REJECTED (kind parse) on what Trino's lexer would refuse. */
 export function tokenize(sql: string): Token[] {
-  const tokens: Token[] = [];
-  let depth = 0;
-  let i = 0;
-  const push = (kind: TokenKind, value: string, start: number, end: number): void => {
-    tokens.push({ kind, value, text: sql.slice(start, end), start, end, depth });
-  };
-  while (i < sql.length) {
-    const c = sql[i] as string;
-    const next = sql[i + 1];
-    if (WHITESPACE.has(c)) {
-      i++;
-      continue;
-    }
-    if (c === '-' && next === '-') {
-      // Trino ends a line comment at CR as well as LF: what follows a lone CR is code
-      let j = i + 2;
-      while (j < sql.length && sql[j] !== '\n' && sql[j] !== '\r') j++;
-      i = j;
-      continue;
-    }
-    if (c === '/' && next === '*') {
-      const close = sql.indexOf('*/', i + 2); // Trino's block comments do not nest
-      if (close < 0) parseError(sql, i, 'a /* comment is not closed');
-      i = close + 2;
-      continue;
-    }
-    if (c === "'" || ((c === 'U' || c === 'u') && next === '&' && sql[i + 2] === "'")) {
-      const open = c === "'" ? i : i + 2;
-      const close = closingQuote(sql, open + 1, "'");
-      if (close < 0) parseError(sql, i, 'a string is not closed');
-      push('string', sql.slice(i, close + 1), i, close + 1);
-      i = close + 1;
-      continue;
-    }
-    if ((c === 'X' || c === 'x') && next === "'") {
-      // a binary literal: hex digits up to the next quote, with no '' escape (unlike strings)
-      const close = sql.indexOf("'", i + 2);
-      if (close < 0) parseError(sql, i, 'a binary literal is not closed');
-      push('string', sql.slice(i, close + 1), i, close + 1);
-      i = close + 1;
-      continue;
-    }
-    if (c === '"') {
-      const close = closingQuote(sql, i + 1, '"');
-      if (close < 0) parseError(sql, i, 'a quoted identifier is not closed');
-      const name = sql.slice(i + 1, close).replace(/""/g, '"');
-      if (name === '') parseError(sql, i, 'an identifier is empty');
-      push('quoted', name, i, close + 1);
-      i = close + 1;
-      continue;
-    }
-    if (isIdentStart(c)) {
-      let j = i + 1;
-      while (j < sql.length && isIdentPart(sql[j] as string)) j++;
-      push('word', sql.slice(i, j).toLowerCase(), i, j);
-      i = j;
-      continue;
-    }
-    if (isDigit(c) || (c === '.' && isDigit(next))) {
-      NUMBER.lastIndex = i;
-      const m = NUMBER.exec(sql);
-      const j = i + (m?.[0].length ?? 1);
-      if (j < sql.length && isIdentPart(sql[j] as string)) parseError(sql, i, 'an identifier may not start with a digit');
-      push('number', sql.slice(i, j), i, j);
-      i = j;
-      continue;
-    }
-    const op = OPERATORS.find((o) => sql.startsWith(o, i));
-    if (op) {
-      push('punct', op, i, i + op.length);
-      i += op.length;
-      continue;
-    }
-    if (SINGLE.has(c)) {
-      if (c === ')' || c === ']') {
-        depth--;
-        if (depth < 0) parseError(sql, i, `"${c}" closes nothing`);
-      }
-      push('punct', c, i, i + 1);
-      if (c === '(' || c === '[') depth++;
-      i++;
-      continue;
-    }
-    const shown = c === '`' ? 'backquoted identifiers are not Trino SQL' : `the character ${describeChar(Array.from(sql.slice(i))[0] as string)} is not allowed outside strings, quoted identifiers and comments`;
-    parseError(sql, i, shown);
+  try {
+    return lexTrino(sql);
+  } catch (err) {
+    if (err instanceof SqlLexError) parseError(sql, err.at, err.message);
+    throw err;
   }
-  return tokens;
 }
 
 // ---- the guard ----------------------------------------------------------------------------
@@ -382,15 +248,15 @@ function checkWithPrefix(tokens: Token[], at: number): void {
   throw rejected('not_select', `${statement} is not allowed: ${why}`, { statement });
 }
 
-function isWord(t: Token | undefined, value: string): boolean {
+export function isWord(t: Token | undefined, value: string): boolean {
   return t?.kind === 'word' && t.value === value;
 }
 
-function isPunct(t: Token | undefined, value: string): boolean {
+export function isPunct(t: Token | undefined, value: string): boolean {
   return t?.kind === 'punct' && t.value === value;
 }
 
-function isName(t: Token | undefined): t is Token {
+export function isName(t: Token | undefined): t is Token {
   return t?.kind === 'word' || t?.kind === 'quoted';
 }
 
@@ -400,14 +266,8 @@ function lower(t: Token): string {
 }
 
 /** A dotted name starting at `i`: its parts (as Trino compares them: lower-cased) and the index after it. */
-function chainAt(tokens: Token[], i: number): { parts: Token[]; end: number } {
-  const parts: Token[] = [tokens[i] as Token];
-  let j = i + 1;
-  while (isPunct(tokens[j], '.') && isName(tokens[j + 1])) {
-    parts.push(tokens[j + 1] as Token);
-    j += 2;
-  }
-  return { parts, end: j };
+export function chainAt(tokens: Token[], i: number): { parts: Token[]; end: number } {
+  return chainOf(tokens, i, { isDot: (x) => isPunct(x, '.'), isName });
 }
 
 /** database.allowed_functions, as Trino compares names: lower-cased, quotes dropped (`"Cat".s.f` is `cat.s.f`). */

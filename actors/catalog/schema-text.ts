@@ -1,0 +1,55 @@
+/** The schema text the model reads: one block per table, its columns, comments and foreign keys. */
+import type { Dialect } from '../../protocol/schemas/common.js';
+import type { DbTable } from '../../protocol/schemas/sql.js';
+import { DIALECT_NAMES } from '../lib/prompting.js';
+import { type Catalog, type CatalogEntry, displayName } from './catalog.js';
+
+function oneLine(text: string): string {
+  return text.replace(/\s+/g, ' ').trim();
+}
+
+function fkTarget(catalog: Pick<Catalog, 'defaultSchema'>, fk: NonNullable<DbTable['foreign_keys']>[number]): string {
+  return displayName({ schema: fk.ref_schema, name: fk.ref_table }, catalog.defaultSchema);
+}
+
+/** One table as prompt text: header, one line per column, composite foreign keys last. */
+export function renderTable(entry: Pick<CatalogEntry, 'name' | 'table'>, defaultSchema: string): string {
+  const t = entry.table;
+  let head = `${t.kind === 'view' ? 'View' : 'Table'} ${entry.name}`;
+  if (t.row_estimate !== undefined && t.row_estimate >= 0) head += ` (~${Math.round(t.row_estimate)} rows)`;
+  if (t.comment && oneLine(t.comment)) head += ` -- ${oneLine(t.comment)}`;
+  const lines = [head];
+  const single = new Map<string, string>();
+  const composite: string[] = [];
+  for (const fk of t.foreign_keys ?? []) {
+    const target = fkTarget({ defaultSchema }, fk);
+    const [col] = fk.columns;
+    const [ref] = fk.ref_columns;
+    if (fk.columns.length === 1 && col !== undefined && ref !== undefined) {
+      if (!single.has(col)) single.set(col, `${target}.${ref}`);
+    } else {
+      composite.push(`  FOREIGN KEY (${fk.columns.join(', ')}) -> ${target} (${fk.ref_columns.join(', ')})`);
+    }
+  }
+  for (const c of t.columns) {
+    let line = `  ${c.name} ${c.type}`;
+    if (!c.nullable) line += ' NOT NULL';
+    const ref = single.get(c.name);
+    if (ref !== undefined) line += ` -> ${ref}`;
+    if (c.comment && oneLine(c.comment)) line += ` -- ${oneLine(c.comment)}`;
+    lines.push(line);
+  }
+  lines.push(...composite);
+  return lines.join('\n');
+}
+
+/** The prompt's schema block: the dialect, then each named table (in the order given). */
+export function renderSchemaText(catalog: Catalog, names: readonly string[]): string {
+  const byName = new Map(catalog.entries.map((e) => [e.name, e]));
+  const blocks = [`Dialect: ${DIALECT_NAMES[catalog.dialect]}`];
+  for (const name of names) {
+    const e = byName.get(name);
+    if (e) blocks.push(renderTable(e, catalog.defaultSchema));
+  }
+  return blocks.join('\n\n');
+}

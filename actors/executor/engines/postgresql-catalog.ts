@@ -1,0 +1,192 @@
+/** PostgreSQL catalog queries: the tables and foreign keys the user may see, and what the connected role may do. */
+
+import type { RolePrivileges } from './engine.js';
+
+const USER_SCHEMA = `n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname !~ '^pg_(toast|temp_)'`;
+
+export interface TableRow {
+  schema: string;
+  name: string;
+  relkind: string;
+  comment: string | null;
+  estimate: number;
+  columns: Array<{ name: string; type: string; nullable: boolean; comment: string | null }>;
+}
+
+/** Tables, views, materialized views, partitioned and foreign tables the role can read (partitions only through their parent). */
+export const INTROSPECT_TABLES = `
+SELECT n.nspname AS schema, c.relname AS name, c.relkind::text AS relkind,
+       obj_description(c.oid, 'pg_class') AS comment,
+       c.reltuples::float8 AS estimate,
+       COALESCE(json_agg(json_build_object(
+                  'name', a.attname,
+                  'type', format_type(a.atttypid, a.atttypmod),
+                  'nullable', NOT a.attnotnull,
+                  'comment', col_description(c.oid, a.attnum)) ORDER BY a.attnum)
+                FILTER (WHERE a.attnum IS NOT NULL), '[]'::json) AS columns
+FROM pg_catalog.pg_class c
+JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+LEFT JOIN pg_catalog.pg_attribute a
+  ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+ AND has_column_privilege(c.oid, a.attnum, 'SELECT')
+WHERE c.relkind IN ('r', 'v', 'm', 'p', 'f')
+  AND NOT c.relispartition
+  AND ${USER_SCHEMA}
+  AND has_schema_privilege(n.oid, 'USAGE')
+  AND has_any_column_privilege(c.oid, 'SELECT')
+GROUP BY n.nspname, c.oid, c.relname, c.relkind, c.reltuples
+ORDER BY n.nspname, c.relname`;
+
+export interface ForeignKeyRow {
+  schema: string;
+  name: string;
+  ref_schema: string;
+  ref_table: string;
+  columns: string[];
+  ref_columns: string[];
+}
+
+export const INTROSPECT_FOREIGN_KEYS = `
+SELECT n.nspname AS schema, c.relname AS name, rn.nspname AS ref_schema, rc.relname AS ref_table,
+       ARRAY(SELECT a.attname::text FROM unnest(con.conkey) WITH ORDINALITY AS k(attnum, ord)
+             JOIN pg_catalog.pg_attribute a ON a.attrelid = con.conrelid AND a.attnum = k.attnum
+             ORDER BY k.ord) AS columns,
+       ARRAY(SELECT a.attname::text FROM unnest(con.confkey) WITH ORDINALITY AS k(attnum, ord)
+             JOIN pg_catalog.pg_attribute a ON a.attrelid = con.confrelid AND a.attnum = k.attnum
+             ORDER BY k.ord) AS ref_columns
+FROM pg_catalog.pg_constraint con
+JOIN pg_catalog.pg_class c ON c.oid = con.conrelid
+JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+JOIN pg_catalog.pg_class rc ON rc.oid = con.confrelid
+JOIN pg_catalog.pg_namespace rn ON rn.oid = rc.relnamespace
+WHERE con.contype = 'f' AND con.conparentid = 0 AND ${USER_SCHEMA}
+ORDER BY n.nspname, c.relname, con.conname`;
+
+/** Superuser, CREATE on a schema, or a table it may change (first five named). */
+export const WRITE_ACCESS = `
+SELECT r.rolsuper AS superuser,
+       ARRAY(SELECT n.nspname::text FROM pg_catalog.pg_namespace n
+             WHERE ${USER_SCHEMA} AND has_schema_privilege(n.oid, 'CREATE')
+             ORDER BY 1) AS create_in,
+       ARRAY(SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname)
+             FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+             WHERE c.relkind IN ('r', 'p', 'v', 'f') AND ${USER_SCHEMA}
+               AND (has_table_privilege(c.oid, 'INSERT') OR has_table_privilege(c.oid, 'UPDATE')
+                    OR has_table_privilege(c.oid, 'DELETE') OR has_table_privilege(c.oid, 'TRUNCATE'))
+             ORDER BY 1 LIMIT 5) AS writable
+FROM pg_catalog.pg_roles r
+WHERE r.rolname = current_user`;
+
+// ---- privileges -----------------------------------------------------------------------------
+
+/**
+ * Built-in roles that reach past the role's own data, and what each allows (membership counts
+ * direct or inherited, with or without INHERIT: a member may SET ROLE). Not listed on purpose:
+ * pg_read_all_data (reading every table is what an analytics role may be given) and
+ * pg_database_owner (ownership is checked object by object below). Names a server does not
+ * have (older versions) are simply not found.
+ */
+const BUILTIN_ROLES: Readonly<Record<string, { write: boolean; why: string }>> = {
+  pg_write_server_files: { write: true, why: 'may write any file the server can' },
+  pg_execute_server_program: { write: true, why: 'may run programs on the database server' },
+  pg_write_all_data: { write: true, why: 'may change every table' },
+  pg_maintain: { write: true, why: 'may VACUUM, REINDEX, CLUSTER, REFRESH and LOCK every table' },
+  pg_create_subscription: { write: true, why: 'may create logical replication subscriptions' },
+  pg_read_server_files: { write: false, why: 'may read any file the server can' },
+  pg_read_all_settings: { write: false, why: 'may read every setting, the superuser-only ones too' },
+  pg_read_all_stats: { write: false, why: 'may read every session\'s activity, the query text of others too' },
+  pg_stat_scan_tables: { write: false, why: 'may run monitoring functions that lock tables' },
+  pg_monitor: { write: false, why: 'may read every setting and every session\'s activity' },
+  pg_signal_backend: { write: false, why: 'may cancel and terminate other sessions' },
+  pg_checkpoint: { write: false, why: 'may run CHECKPOINT' },
+  pg_use_reserved_connections: { write: false, why: 'may use connection slots reserved for administrators' },
+  pg_signal_autovacuum_worker: { write: false, why: 'may signal autovacuum workers' },
+};
+
+export interface PrivilegeRow {
+  role: string;
+  superuser: boolean;
+  createrole: boolean;
+  createdb: boolean;
+  replication: boolean;
+  bypassrls: boolean;
+  member_of: string[];
+  create_schemas: boolean;
+  create_in: string[];
+  writable: string[];
+  writable_count: number;
+  owned: string[];
+  owned_count: number;
+  sequences: string[];
+  lo_compat: boolean;
+  owns_large_objects: boolean;
+}
+
+/** Relations and schemas the role owns (or a role it belongs to does): it may ALTER or DROP them whatever the grants say. */
+const ownedObjects = `
+  SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname) AS name
+  FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+  WHERE c.relkind IN ('r', 'p', 'v', 'f', 'm', 'S') AND ${USER_SCHEMA} AND pg_catalog.pg_has_role(c.relowner, 'MEMBER')
+  UNION ALL
+  SELECT 'schema ' || quote_ident(n.nspname) FROM pg_catalog.pg_namespace n
+  WHERE ${USER_SCHEMA} AND pg_catalog.pg_has_role(n.nspowner, 'MEMBER')`;
+
+export const PRIVILEGES = `
+SELECT current_user::text AS role, r.rolsuper AS superuser, r.rolcreaterole AS createrole, r.rolcreatedb AS createdb,
+       r.rolreplication AS replication, r.rolbypassrls AS bypassrls,
+       ARRAY(SELECT b.rolname::text FROM pg_catalog.pg_roles b
+             WHERE b.rolname IN (${Object.keys(BUILTIN_ROLES).map((n) => `'${n}'`).join(', ')})
+               AND pg_catalog.pg_has_role(current_user, b.oid, 'MEMBER')
+             ORDER BY 1) AS member_of,
+       pg_catalog.has_database_privilege(pg_catalog.current_database(), 'CREATE') AS create_schemas,
+       ARRAY(SELECT n.nspname::text FROM pg_catalog.pg_namespace n
+             WHERE ${USER_SCHEMA} AND pg_catalog.has_schema_privilege(n.oid, 'CREATE')
+             ORDER BY 1) AS create_in,
+       ARRAY(SELECT w.name FROM (${writableTables("quote_ident(n.nspname) || '.' || quote_ident(c.relname) AS name")}) w ORDER BY 1 LIMIT 5) AS writable,
+       (SELECT count(*)::int FROM (${writableTables('1')}) w) AS writable_count,
+       ARRAY(SELECT o.name FROM (${ownedObjects}) o ORDER BY 1 LIMIT 5) AS owned,
+       (SELECT count(*)::int FROM (${ownedObjects}) o) AS owned_count,
+       ARRAY(SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname)
+             FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+             WHERE c.relkind = 'S' AND ${USER_SCHEMA}
+               AND (pg_catalog.has_sequence_privilege(c.oid, 'UPDATE') OR pg_catalog.has_sequence_privilege(c.oid, 'USAGE'))
+             ORDER BY 1 LIMIT 5) AS sequences,
+       pg_catalog.current_setting('lo_compat_privileges') = 'on' AS lo_compat,
+       EXISTS (SELECT 1 FROM pg_catalog.pg_largeobject_metadata m WHERE pg_catalog.pg_has_role(m.lomowner, 'MEMBER')) AS owns_large_objects
+FROM pg_catalog.pg_roles r
+WHERE r.rolname = current_user`;
+
+function writableTables(select: string): string {
+  return `SELECT ${select}
+          FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+          WHERE c.relkind IN ('r', 'p', 'v', 'f') AND ${USER_SCHEMA}
+            AND (pg_catalog.has_table_privilege(c.oid, 'INSERT') OR pg_catalog.has_table_privilege(c.oid, 'UPDATE')
+                 OR pg_catalog.has_table_privilege(c.oid, 'DELETE') OR pg_catalog.has_table_privilege(c.oid, 'TRUNCATE'))`;
+}
+
+function listed(names: string[], count: number): string {
+  return count > names.length ? `${names.join(', ')} and ${count - names.length} more` : names.join(', ');
+}
+
+/** The row of PRIVILEGES as reasons (a superuser is that alone: it may do everything else). */
+export function privilegesOf(row: PrivilegeRow): RolePrivileges {
+  const writes: string[] = [];
+  const powers: string[] = [];
+  if (row.superuser) return { role: row.role, writes: ['superuser (may do anything, past every privilege check: write any table, read and write server files, run programs)'], powers };
+  if (row.createrole) writes.push('CREATEROLE (may create roles and grant itself the built-in ones)');
+  if (row.createdb) writes.push('CREATEDB (may create databases)');
+  if (row.replication) powers.push('REPLICATION (may stream every change of the whole cluster)');
+  if (row.bypassrls) powers.push('BYPASSRLS (row-level security policies do not apply to it)');
+  for (const name of row.member_of) {
+    const spec = BUILTIN_ROLES[name];
+    if (spec) (spec.write ? writes : powers).push(`member of ${name} (${spec.why})`);
+  }
+  if (row.create_schemas) writes.push('CREATE on the database (may create schemas)');
+  for (const schema of row.create_in) writes.push(`CREATE on schema ${schema}`);
+  if (row.writable.length) writes.push(`INSERT/UPDATE/DELETE/TRUNCATE on ${listed(row.writable, row.writable_count)}`);
+  if (row.owned.length) writes.push(`owns ${listed(row.owned, row.owned_count)} (may ALTER or DROP them)`);
+  if (row.sequences.length) writes.push(`USAGE/UPDATE on sequence ${row.sequences.join(', ')} (nextval/setval change them)`);
+  if (row.lo_compat) writes.push('lo_compat_privileges is on (every role may read and change every large object)');
+  if (row.owns_large_objects) writes.push('owns large objects (may change them)');
+  return { role: row.role, writes, powers };
+}
