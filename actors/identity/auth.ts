@@ -15,6 +15,7 @@
  * database config (no scope), only from allowed_origins when that list is set; it cannot mint
  * API tokens.
  */
+import { parseScope, scopeOf as scopeId } from '../../protocol/scope.js';
 import type { Bus, Ctx } from '../../protocol/bus.js';
 import { CortadoError, toCortadoError } from '../../protocol/errors.js';
 import type * as I from '../../protocol/schemas/identity.js';
@@ -204,7 +205,7 @@ export async function autoSession(input: I.AutoSessionRequest, deps: AuthDeps, c
 export async function authLogout(input: { token: string }, deps: AuthDeps, ctx: Ctx): Promise<{ ok: boolean }> {
   const s = await deps.sessions.get(input.token, 'auth', now(deps));
   await deps.sessions.remove(input.token);
-  if (s?.id) deps.bus.publish(ScopeEndedEvt, { ...event(ctx, deps), user: s.username, scope: `s:${s.id}`, reason: 'logout' }, ctx);
+  if (s?.id) deps.bus.publish(ScopeEndedEvt, { ...event(ctx, deps), user: s.username, scope: scopeId('session', s.id), reason: 'logout' }, ctx);
   return { ok: true };
 }
 
@@ -244,13 +245,14 @@ function scopeOf(scope: string, kind: ScopeInfo['kind'], username: string, expir
 export async function scopeResolve(input: { scope: string }, deps: AuthDeps): Promise<ScopeInfo> {
   const gone = new CortadoError('UNAUTHORIZED', 'the session or token of this request ended (expired, signed out or revoked)');
   const at = now(deps);
-  const [kind, id] = [input.scope.slice(0, 2), input.scope.slice(2)];
-  if (kind === 's:') {
+  const parsed = parseScope(input.scope);
+  const id = parsed?.id ?? '';
+  if (parsed?.kind === 'session') {
     const s: SessionRecord | undefined = await deps.sessions.byId(id, at);
     if (!s || s.auto || !s.db_config) throw gone;
     return scopeOf(input.scope, 'session', s.username, s.expires_at, s.db_config, deps.config);
   }
-  if (kind === 't:') {
+  if (parsed?.kind === 'token') {
     const r = id ? await deps.store.tokens.get(id) : undefined;
     if (!r || r.revoked_at || Date.parse(r.expires_at) <= at) throw gone;
     return scopeOf(input.scope, 'token', r.username, r.expires_at, r.db_config, deps.config);

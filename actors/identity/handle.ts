@@ -3,6 +3,7 @@
  * says), sessions, API tokens. Plain functions over (input, deps, ctx). Runtime config,
  * prompts, mask rules and LDAP settings are the settings actor's (actors/settings/).
  */
+import { scopeOf as scopeId } from '../../protocol/scope.js';
 import { randomUUID, timingSafeEqual } from 'node:crypto';
 import type { Bus, Ctx } from '../../protocol/bus.js';
 import { CortadoError } from '../../protocol/errors.js';
@@ -175,13 +176,13 @@ export async function tokenList(input: { username?: string }, deps: IdentityDeps
 export async function tokenRevoke(input: { id: string }, deps: IdentityDeps, ctx: Ctx): Promise<{ ok: boolean }> {
   if (!(await deps.store.tokens.revoke(input.id, new Date(now(deps)).toISOString()))) throw new CortadoError('NOT_FOUND', 'there is no such token');
   deps.bus.publish(TokenEvt, { ...event(ctx, deps), token_id: input.id, action: 'revoked' }, ctx);
-  deps.bus.publish(ScopeEndedEvt, { ...event(ctx, deps), scope: `t:${input.id}`, reason: 'revoked' }, ctx);
+  deps.bus.publish(ScopeEndedEvt, { ...event(ctx, deps), scope: scopeId('token', input.id), reason: 'revoked' }, ctx);
   return { ok: true };
 }
 
 export async function tokenDelete(input: { id: string }, deps: IdentityDeps, ctx: Ctx): Promise<{ ok: boolean }> {
   if (!(await deps.store.tokens.delete(input.id))) throw new CortadoError('NOT_FOUND', 'there is no such token');
   deps.bus.publish(TokenEvt, { ...event(ctx, deps), token_id: input.id, action: 'deleted' }, ctx);
-  deps.bus.publish(ScopeEndedEvt, { ...event(ctx, deps), scope: `t:${input.id}`, reason: 'deleted' }, ctx);
+  deps.bus.publish(ScopeEndedEvt, { ...event(ctx, deps), scope: scopeId('token', input.id), reason: 'deleted' }, ctx);
   return { ok: true };
 }
