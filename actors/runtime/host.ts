@@ -35,18 +35,10 @@ export function requestsInFlight(): RequestInFlight[] {
 
 /**
  * The bus as the actors see it: the same connection, with every handler counted in inFlight
- * while it runs (the bus itself turns whatever a handler throws into an error reply), and every
- * listener's throw caught.
+ * while it runs (the bus itself turns whatever a handler throws into an error reply, and catches
+ * a listener's throw).
  */
-function countingBus(bus: Bus, log: Logger): Bus {
-  const listen: Bus['listen'] = (subject, onMessage) =>
-    bus.listen(subject, (data, subj, ctx) => {
-      try {
-        onMessage(data, subj, ctx);
-      } catch (err) {
-        log.error({ err, subj, rid: ctx.requestId }, 'a listener failed; the message is dropped');
-      }
-    });
+function countingBus(bus: Bus): Bus {
   const serve = ((def: { subject: string }, handler: (input: unknown, ctx: Ctx) => Promise<unknown>, opts?: { queue?: string }) =>
     bus.serve(def as never, (async (input: unknown, ctx: Ctx) => {
       const entry: RequestInFlight = { rid: ctx.requestId, subj: def.subject };
@@ -61,7 +53,6 @@ function countingBus(bus: Bus, log: Logger): Bus {
   return new Proxy(bus, {
     get(target, prop) {
       if (prop === 'serve') return serve;
-      if (prop === 'listen') return listen;
       const value: unknown = Reflect.get(target, prop, target);
       if (typeof value !== 'function') return value;
       let fn = bound.get(prop);
@@ -74,7 +65,7 @@ function countingBus(bus: Bus, log: Logger): Bus {
 export async function startActors(names: readonly Actor[], deps: { bus: Bus; config: Config; log: Logger }): Promise<ActorHost> {
   const running: RunningActor[] = [];
   const ordered = START_ORDER.filter((n) => names.includes(n));
-  const bus = countingBus(deps.bus, deps.log);
+  const bus = countingBus(deps.bus);
   try {
     for (const name of ordered) {
       const mod = await ACTOR_MODULES[name]();

@@ -37,6 +37,7 @@ import { PGlite } from '@electric-sql/pglite';
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
 import { CortadoError } from '../../../protocol/errors.js';
 import type { Logger } from '../../../protocol/log.js';
+import { readerSessionSql } from './session.js';
 import { DEMO_DATA_VERSION, DEMO_META_TABLE, DEMO_TABLES, generateDemoData, loadDemoData } from './demo-data.js';
 
 const PORT = 5432;
@@ -157,10 +158,9 @@ async function restrictSession(db: PGlite): Promise<void> {
     REVOKE CREATE ON SCHEMA public FROM PUBLIC;
     GRANT USAGE ON SCHEMA public TO ${READER_ROLE};
     GRANT SELECT ON ALL TABLES IN SCHEMA public TO ${READER_ROLE};
-    SET TimeZone = 'UTC';
-    SET default_transaction_read_only = on;
-    SET ROLE ${READER_ROLE};`);
+    ${readerSessionSql(READER_ROLE)};`);
 }
+
 
 // ---- the socket -----------------------------------------------------------------------------
 // Synchronous on purpose: right after PGlite boots the libuv thread pool stays busy for a

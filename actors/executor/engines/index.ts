@@ -8,6 +8,7 @@ import type { Logger } from '../../../protocol/log.js';
 import { ROOT } from '../../../config/load.js';
 import type { Config, DbProviderName } from '../../../config/schema.js';
 import type { DbEngine } from './engine.js';
+import { readerSessionSql } from '../embedded/session.js';
 import { createPostgresEngine } from './postgresql.js';
 import { createTrinoFromConfig } from './trino.js';
 import { createMysqlEngineFromConfig } from './mysql.js';
@@ -46,7 +47,6 @@ export async function createEngine(config: Config, log: Logger): Promise<DbEngin
  * list the multiplexer runs whole, so no other client's query sees the session in between).
  */
 export function embeddedReset(readerRole: string): string {
-  const role = /^[a-z_][a-z0-9_]*$/.test(readerRole) ? readerRole : `"${readerRole.replace(/"/g, '""')}"`;
   return [
     'CLOSE ALL',
     'RESET ALL',
@@ -56,9 +56,7 @@ export function embeddedReset(readerRole: string): string {
     'DISCARD PLANS',
     'DISCARD TEMP',
     'DISCARD SEQUENCES',
-    "SET TimeZone = 'UTC'",
-    'SET default_transaction_read_only = on',
-    `SET ROLE ${role}`,
+    readerSessionSql(readerRole),
   ].join('; ');
 }
 
