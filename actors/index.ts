@@ -22,6 +22,8 @@ export const ACTOR_MODULES: Readonly<Record<Actor, () => Promise<ActorModule>>> 
   [Actor.Masking]: () => import('./masking/actor.js'),
   [Actor.Alerts]: () => import('./alerts/actor.js'),
   [Actor.Mailer]: () => import('./mailer/actor.js'),
+  [Actor.Semantic]: () => import('./semantic/actor.js'),
+  [Actor.Analytics]: () => import('./analytics/actor.js'),
 };
 
 /**
@@ -37,12 +39,16 @@ export const DRAIN_ORDER: readonly Actor[] = [
   Actor.Masking,
   Actor.Alerts,
   Actor.Catalog,
+  // after the catalog, which asks it for the business context of every question
+  Actor.Semantic,
   Actor.Llm,
   Actor.Executor,
   Actor.Mailer,
   // it answers the mask rules masking and alerts read to the end, and (started second) applies
   // the stored config overrides before the actors after it start
   Actor.Settings,
+  // it reads the events of the questions answered above
+  Actor.Analytics,
   // last: it writes down the events of everything above
   Actor.Audit,
 ];

@@ -1,8 +1,9 @@
 /**
  * Cortado's default prompts, overridable key by key in the `prompts` section (and, later, at
  * run time from the admin panel). Placeholders: {schema_info} and {question} (SPEC), plus
- * {dialect}, {today}, {default_limit}, {business_context} and {personality}. Only these are
- * replaced; any other brace text is left alone.
+ * {dialect}, {today}, {default_limit}, {business_context} and {personality}; the insights
+ * prompts also {max_insights}, {sql} and {result_summary} (insights_generation: {schema_info}
+ * is the result's columns). Only these are replaced; any other brace text is left alone.
  *
  * The text before {question} is the stable prefix: it goes into the system prompt, where
  * providers can cache it. The question and what follows it go into the user message.
@@ -61,13 +62,20 @@ CONFIDENCE: <a number between 0 and 1>
 
 Message: {question}`;
 
-const INSIGHTS_GENERATION = `You are a data analyst. Below are a business question, the SQL that answered it, and the first rows of its result.
-Write up to {max_insights} short, concrete insights a manager would act on: trends, leaders, outliers, risks. Use only numbers that appear in the data; never invent any.
+const INSIGHTS_GENERATION = `You are a data analyst. You get a business question, the SQL that answered it, and a summary of its result: a profile of each column, the findings of a statistical pass, and a few sample rows. Values shown as masked (redacted, hashed or partly hidden) are hidden on purpose: never guess or reconstruct them.
+Write up to {max_insights} short, concrete insights a manager would act on: trends, leaders, outliers, risks, and what the statistical findings do not already say. Use only numbers that appear in the summary; never invent any. If the data supports nothing useful, write a single summary insight.
+Write each MESSAGE in the language of the question (a question in German gets German messages); keep the TYPE and SEVERITY words in English, exactly as below.
 
-Reply with one insight per line, exactly in this form:
+Reply with one insight per line and nothing else (no heading, no list markers, no code fence), exactly in this form:
 TYPE: <trend|leader|outlier|risk|summary> | SEVERITY: <info|success|warning|critical> | MESSAGE: <one sentence>
 
-Question: {question}`;
+Question: {question}
+
+SQL:
+{sql}
+
+Result:
+{result_summary}`;
 
 const OPS_INSIGHTS_GENERATION = `You are a cloud data-warehouse operations analyst. Read the operation result below and write up to {max_insights} short, concrete findings on cost, performance and risk, each with what to do next.
 
@@ -90,9 +98,9 @@ export function promptText(config: Config, key: PromptKey): string {
   return override !== undefined && override.trim() !== '' ? override : DEFAULT_PROMPTS[key];
 }
 
-const PLACEHOLDER = /\{(schema_info|question|dialect|today|default_limit|business_context|personality|max_insights)\}/g;
+const PLACEHOLDER = /\{(schema_info|question|dialect|today|default_limit|business_context|personality|max_insights|sql|result_summary)\}/g;
 
-export type PromptVars = Partial<Record<'schema_info' | 'question' | 'dialect' | 'today' | 'default_limit' | 'business_context' | 'personality' | 'max_insights', string>>;
+export type PromptVars = Partial<Record<'schema_info' | 'question' | 'dialect' | 'today' | 'default_limit' | 'business_context' | 'personality' | 'max_insights' | 'sql' | 'result_summary', string>>;
 
 /** Replace the known placeholders; leave every other brace alone. */
 export function fillPrompt(template: string, vars: PromptVars): string {

@@ -27,7 +27,7 @@ export function schemaHasKey(key: string): boolean {
 /** Sections and keys an override may not touch: read at start, or the keys to the kingdom. */
 const FIXED: readonly string[] = [
   'app.host', 'app.port', 'app.http_server', 'app.max_body_kb', 'app.trusted_proxies',
-  'bus', 'audit', 'database', 'config_db', 'admin.username', 'admin.password', 'plugins.auth.enabled',
+  'bus', 'audit', 'database', 'config_db', 'analytics.enabled', 'analytics.backend', 'analytics.storage', 'analytics.postgresql', 'analytics.access', 'admin.username', 'admin.password', 'plugins.auth.enabled',
   'llm.provider',
 ];
 

@@ -53,6 +53,20 @@ export const LlmSection = Type.Object({
     model: Str('gemini-2.5-flash'),
   }),
   openai: Section({ api_key: Str(''), organization: Str(''), ...llmCommon, model: Str('gpt-4.1-mini') }),
+  /**
+   * (Cortado) model → USD per million tokens, over the built-in table (actors/llm/pricing.ts):
+   * the estimated cost in `usage.cost_usd`. A model in neither has no cost (not a zero one).
+   */
+  pricing: Type.Record(
+    Type.String({ minLength: 1 }),
+    Type.Object({
+      input_per_mtok: Type.Number({ minimum: 0 }),
+      output_per_mtok: Type.Number({ minimum: 0 }),
+      /** cached prompt tokens; the input price when absent */
+      cached_input_per_mtok: Opt(Type.Number({ minimum: 0 })),
+    }, { additionalProperties: false }),
+    { default: {} },
+  ),
 });
 export type LlmSection = Static<typeof LlmSection>;
 
@@ -255,6 +269,8 @@ export const ConfigSchema = Type.Object({
     backend: Str('postgresql'),
     /** the installation guide's alias of backend */
     storage: Opt(Type.String()),
+    /** (Cortado) who may read /analytics and /api/analytics/*: the admin panel's session, any session or API token, or anyone */
+    access: Type.Enum(['admin', 'signed_in', 'public'], { default: 'admin' }),
     postgresql: Section({
       host: Str('localhost'),
       port: Int(5432, { minimum: 1, maximum: 65535 }),
@@ -262,6 +278,10 @@ export const ConfigSchema = Type.Object({
       user: Str('postgres'),
       password: Str(''),
     }),
+    /** (Cortado) keep each question's text (questions can hold personal data; the audit log keeps them anyway) */
+    store_questions: Bool(false),
+    /** (Cortado) days a question's analytics are kept */
+    retention_days: Int(90, { minimum: 1, maximum: 36500 }),
   }),
   scheduler: Section({
     enabled: Bool(false),
@@ -398,6 +418,8 @@ export const ConfigSchema = Type.Object({
     cache_ttl_seconds: Int(300, { minimum: 0 }),
     /** tables put in a prompt at most (the most relevant ones) */
     max_tables_in_prompt: Int(12, { minimum: 1 }),
+    /** the most characters the semantic layer's business-context block may add to a prompt (0: none) */
+    semantic_max_chars: Int(6000, { minimum: 0, maximum: 1_000_000 }),
   }),
 });
 

@@ -20,6 +20,8 @@ import { adminRoutes } from './http/routes/admin.js';
 import { queryRoutes } from './http/routes/query.js';
 import { tableRoutes } from './http/routes/tables.js';
 import { authRoutes } from './http/routes/auth.js';
+import { analyticsRoutes } from './http/routes/analytics.js';
+import { semanticRoutes } from './http/routes/semantic.js';
 import { mcpRoutes } from './mcp/routes.js';
 
 export interface EdgeOptions {
@@ -57,6 +59,8 @@ export async function startEdge(opts: EdgeOptions): Promise<Edge> {
   tableRoutes(router, { bus });
   authRoutes(router, { bus, config });
   mcpRoutes(router, { bus, config, log, version: opts.version });
+  analyticsRoutes(router, { bus, config });
+  semanticRoutes(router, { bus });
   pageRoutes(router, { appName: config.app.name });
 
   const cors = corsPolicy(config, log);

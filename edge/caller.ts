@@ -11,6 +11,8 @@
  * | `auth`      | a plugins.auth session or auto session (`X-Session-ID`, or cookie `cortado_auth`) | 404 when plugins.auth is off; 401; 403 CSRF |
  * | `any`       | the legacy assistant's callers, first that applies: the assistant session (required when plugins.assistant_login is on), an API token (`Authorization: Bearer ctd_…`), the assistant cookie, else an anonymous widget (its `session_id` and the client address) unless query.require_session | 401 |
  * | `token`     | an API token (MCP): `x-mcp-token`, `Authorization: Bearer`, or `?token=` | 401 |
+ * | `admin_or_any` | the admin panel's session when its cookie is sent and valid (reads of the semantic layer), else what `any` takes | as `any` |
+ * | `signed_in` | anyone signed in (`analytics.access: signed_in`): an API token when one is sent (as for `token`; a wrong one is refused), else the first session that holds — admin, assistant, plugins.auth | 401 |
  *
  * Writes (POST, PUT, PATCH, DELETE) authenticated by a session cookie must echo the session's
  * CSRF token in `x-csrf-token` (admin, assistant and auth routes; a header-borne session or
@@ -38,6 +40,8 @@ export const RouteAuth = {
   Auth: 'auth',
   Any: 'any',
   Token: 'token',
+  AdminOrAny: 'admin_or_any',
+  SignedIn: 'signed_in',
 } as const;
 export type RouteAuth = (typeof RouteAuth)[keyof typeof RouteAuth];
 
@@ -94,7 +98,9 @@ export type CallerFor<A extends RouteAuth> =
       : A extends 'auth' ? SessionCaller<'auth' | 'auto'>
         : A extends 'any' ? SessionCaller<'assistant'> | TokenCaller | WidgetCaller
           : A extends 'token' ? TokenCaller
-            : AnonymousCaller;
+            : A extends 'admin_or_any' ? SessionCaller<'admin'> | SessionCaller<'assistant'> | TokenCaller | WidgetCaller
+              : A extends 'signed_in' ? SessionCaller | TokenCaller
+              : AnonymousCaller;
 
 /** What a route knows that the request headers do not say (read from its body). */
 export interface CallerHint {
@@ -219,6 +225,36 @@ export function createCallerResolver(deps: { bus: Bus; config: Config }): Caller
     return { kind: 'widget', owner: ownerOf('client', digest(`${hint.widgetSession ?? ''}|${clientAddress(req, config)}`)) };
   }
 
+  /** The admin session if its cookie is sent and valid (a stale one is no refusal here), else the legacy caller. */
+  async function adminOrLegacy(req: HttpRequest, rid: string, hint: CallerHint): Promise<SessionCaller<'admin'> | SessionCaller<'assistant'> | TokenCaller | WidgetCaller> {
+    if (sessionToken(req, 'admin')) {
+      const admin = await cookieSession('admin', req, rid).catch((err: unknown) => {
+        if (err instanceof CortadoError && err.code === 'UNAUTHORIZED') return undefined;
+        throw err;
+      });
+      if (admin) return admin;
+    }
+    return legacy(req, rid, hint);
+  }
+
+  /** Anyone signed in (see `signed_in` above): a token sent must hold; else the first session whose credential is sent and holds. */
+  async function signedIn(req: HttpRequest, rid: string): Promise<SessionCaller | TokenCaller> {
+    if (mcpToken(req)) return mcp(req, rid);
+    const unless401 = (err: unknown): undefined => {
+      if (err instanceof CortadoError && err.code === 'UNAUTHORIZED') return undefined;
+      throw err;
+    };
+    for (const kind of ['admin', 'assistant'] as const) {
+      const s = sessionToken(req, kind) ? await cookieSession(kind, req, rid).catch(unless401) : undefined;
+      if (s) return s;
+    }
+    if (config.plugins.auth.enabled && (req.headers[SESSION_HEADER]?.trim() || sessionToken(req, 'auth'))) {
+      const s = await authSession(req, rid).catch(unless401);
+      if (s) return s;
+    }
+    throw new CortadoError('UNAUTHORIZED', 'sign in first (POST /admin/login, /assistant/login or /auth/login), or send an API token (Authorization: Bearer ctd_…)');
+  }
+
   return {
     async resolve<A extends RouteAuth>(auth: A, req: HttpRequest, rid: string, hint: CallerHint = {}): Promise<CallerFor<A>> {
       let caller: Caller;
@@ -228,6 +264,8 @@ export function createCallerResolver(deps: { bus: Bus; config: Config }): Caller
         case 'auth': caller = await authSession(req, rid); break;
         case 'any': caller = await legacy(req, rid, hint); break;
         case 'token': caller = await mcp(req, rid); break;
+        case 'admin_or_any': caller = await adminOrLegacy(req, rid, hint); break;
+        case 'signed_in': caller = await signedIn(req, rid); break;
         default: caller = ANONYMOUS;
       }
       return caller as CallerFor<A>;

@@ -20,6 +20,9 @@ import { InsightsGenerateReply, InsightsGenerateRequest } from './schemas/insigh
 import * as I from './schemas/identity.js';
 import * as P from './schemas/policy.js';
 import * as Sc from './schemas/scope.js';
+import * as Se from './schemas/semantic.js';
+import * as An from './schemas/analytics.js';
+import { SqlProfileReply, SqlProfileRequest } from './schemas/profile.js';
 import { LlmCompleteReply, LlmCompleteRequest, LlmStatusReply } from './schemas/llm.js';
 import {
   ChatReplyReply,
@@ -52,6 +55,8 @@ export const Actor = {
   Masking: 'masking',
   Alerts: 'alerts',
   Mailer: 'mailer',
+  Semantic: 'semantic',
+  Analytics: 'analytics',
 } as const;
 export type Actor = (typeof Actor)[keyof typeof Actor];
 export const ALL_ACTORS: readonly Actor[] = Object.values(Actor);
@@ -90,6 +95,10 @@ export const SqlIntrospect = defineRequest({
 });
 export const SqlPing = defineRequest({
   subject: 'sql.ping', owner: Actor.Executor, timeoutMs: 3_000, request: Empty, reply: SqlPingReply,
+});
+/** statistics or a bounded sample of one schema's tables, and value-overlap checks (semantic discover) */
+export const SqlProfile = defineRequest({
+  subject: 'sql.profile', owner: Actor.Executor, timeoutMs: 120_000, request: SqlProfileRequest, reply: SqlProfileReply,
 });
 
 export const SchemaTables = defineRequest({
@@ -162,6 +171,37 @@ export const ResultMask = defineRequest({ subject: 'result.mask', owner: Actor.M
 export const MailSend = defineRequest({ subject: 'mail.send', owner: Actor.Mailer, timeoutMs: 60_000, request: P.MailSendRequest, reply: P.MailSendReply });
 export const SchemaDiscover = defineRequest({ subject: 'schema.discover', owner: Actor.Catalog, timeoutMs: 60_000, request: P.SchemaDiscoverRequest, reply: P.SchemaDiscoverReply });
 
+// ---- semantic layer (the semantic actor; store/semantic.ts) --------------------------------
+
+const semantic = <Q extends import('typebox').TSchema, R extends import('typebox').TSchema>(subject: string, request: Q, reply: R, timeoutMs = 15_000) =>
+  defineRequest({ subject: `semantic.${subject}`, owner: Actor.Semantic, timeoutMs, request, reply });
+
+export const SemanticEntityList = semantic('entity.list', Se.EntityListRequest, Se.EntityListReply);
+export const SemanticEntityGet = semantic('entity.get', Se.EntityGetRequest, Se.SemanticEntity);
+export const SemanticEntityCreate = semantic('entity.create', Se.EntityCreateRequest, Se.SemanticEntity, 30_000);
+export const SemanticEntityUpdate = semantic('entity.update', Se.EntityUpdateRequest, Se.SemanticEntity);
+export const SemanticEntityDelete = semantic('entity.delete', Se.DeleteRequest, Se.EntityDeleteReply);
+export const SemanticColumnAdd = semantic('column.add', Se.ColumnAddRequest, Se.SemanticColumn);
+export const SemanticColumnUpdate = semantic('column.update', Se.ColumnUpdateRequest, Se.SemanticColumn);
+export const SemanticColumnDelete = semantic('column.delete', Se.ColumnDeleteRequest, Se.OkReply);
+export const SemanticRelationshipList = semantic('relationship.list', Empty, Se.RelationshipListReply);
+export const SemanticRelationshipGet = semantic('relationship.get', Se.EntityGetRequest, Se.SemanticRelationship);
+export const SemanticRelationshipCreate = semantic('relationship.create', Se.RelationshipCreateRequest, Se.SemanticRelationship);
+export const SemanticRelationshipUpdate = semantic('relationship.update', Se.RelationshipUpdateRequest, Se.SemanticRelationship);
+export const SemanticRelationshipDelete = semantic('relationship.delete', Se.DeleteRequest, Se.OkReply);
+export const SemanticMetricList = semantic('metric.list', Se.MetricListRequest, Se.MetricListReply);
+export const SemanticMetricGet = semantic('metric.get', Se.EntityGetRequest, Se.SemanticMetric);
+export const SemanticMetricCreate = semantic('metric.create', Se.MetricCreateRequest, Se.SemanticMetric, 30_000);
+export const SemanticMetricUpdate = semantic('metric.update', Se.MetricUpdateRequest, Se.SemanticMetric, 30_000);
+export const SemanticMetricDelete = semantic('metric.delete', Se.DeleteRequest, Se.OkReply);
+export const SemanticContext = semantic('context', Se.ContextRequest, Se.ContextReply, 10_000);
+export const SemanticDiscover = semantic('discover', Se.DiscoverRequest, Se.DiscoverReply, 120_000);
+
+// ---- analytics (the analytics actor) --------------------------------------------------------
+
+export const AnalyticsFeedback = defineRequest({ subject: 'analytics.feedback', owner: Actor.Analytics, timeoutMs: 10_000, request: An.FeedbackRequest, reply: Se.OkReply });
+export const AnalyticsReportGet = defineRequest({ subject: 'analytics.report', owner: Actor.Analytics, timeoutMs: 30_000, request: An.ReportFilter, reply: An.AnalyticsReport });
+
 // ---- events -------------------------------------------------------------------------------
 // Every event lands in the CORTADO_EVENTS stream and the audit actor records each one, so each
 // is `durable`: acknowledged by JetStream, held in the bus's outbox until it is (protocol/outbox.ts).
@@ -177,6 +217,8 @@ export const TokenEvt = defineEvent({ subject: 'evt.identity.token', payload: I.
 export const AlertRaisedEvt = defineEvent({ subject: 'evt.alert.raised', payload: P.AlertRaised, durable: true });
 export const MailSentEvt = defineEvent({ subject: 'evt.mail.sent', payload: P.MailSent, durable: true });
 export const ScopeEndedEvt = defineEvent({ subject: 'evt.identity.scope.ended', payload: Sc.ScopeEnded, durable: true });
+export const SemanticChangedEvt = defineEvent({ subject: 'evt.semantic.changed', payload: Se.SemanticChanged, durable: true });
+export const QuestionCompletedEvt = defineEvent({ subject: 'evt.question.completed', payload: An.QuestionCompleted, durable: true });
 
 /**
  * Answered by every process (each bus serves it in a queue group of its own): its per-subject
@@ -185,16 +227,21 @@ export const ScopeEndedEvt = defineEvent({ subject: 'evt.identity.scope.ended', 
 export const SysStats = defineRequest({ subject: 'sys.stats', owner: 'sys', timeoutMs: 2_000, request: SysStatsRequest, reply: SysStatsReply });
 
 export const REQUESTS = [
-  Ask, AskConfirm, SqlEstimate, IntentDetect, ChatReply, SqlGenerate, SqlExecute, SqlCheck, SqlIntrospect, SqlPing,
+  Ask, AskConfirm, SqlEstimate, IntentDetect, ChatReply, SqlGenerate, SqlExecute, SqlCheck, SqlIntrospect, SqlPing, SqlProfile,
   SchemaTables, SchemaDescribe, SchemaContext, LlmComplete, LlmStatus, InsightsGenerate,
   IdentityLogin, IdentitySession, IdentityLogout, TokenIssue, TokenCheck, TokenList, TokenRevoke, TokenDelete,
   ConfigView, ConfigUpdate, ConfigReset, ConfigHistory, ConfigStored, PromptsList, MaskRulesList, MaskRuleCreate, MaskRuleUpdate,
   MaskRuleDelete, LdapView, LdapUpdate, LdapTest, AuditQuery, ResultMask, MailSend, SchemaDiscover,
   AuthLogin, AuthAutoSession, AuthLogout, AuthToken, ScopeResolve, SqlConnectTest, SysStats,
+  SemanticEntityList, SemanticEntityGet, SemanticEntityCreate, SemanticEntityUpdate, SemanticEntityDelete,
+  SemanticColumnAdd, SemanticColumnUpdate, SemanticColumnDelete,
+  SemanticRelationshipList, SemanticRelationshipGet, SemanticRelationshipCreate, SemanticRelationshipUpdate, SemanticRelationshipDelete,
+  SemanticMetricList, SemanticMetricGet, SemanticMetricCreate, SemanticMetricUpdate, SemanticMetricDelete,
+  SemanticContext, SemanticDiscover, AnalyticsFeedback, AnalyticsReportGet,
 ] as const;
 export const EVENTS = [
   QueryGeneratedEvt, QueryExecutedEvt, QueryRejectedEvt, QueryFailedEvt, ConfigChangedEvt, LoginEvt, TokenEvt, AlertRaisedEvt, MailSentEvt,
-  ScopeEndedEvt,
+  ScopeEndedEvt, SemanticChangedEvt, QuestionCompletedEvt,
 ] as const;
 
 /** The durable consumer the alerts actor scores queries with. */
@@ -221,6 +268,9 @@ export function eventsStreamName(prefix: string): string {
 /** The durable consumer the audit actor reads the event stream with. */
 export const AUDIT_CONSUMER = 'audit';
 
+/** The durable consumer the analytics actor reads the questions' facts with (analytics.enabled). */
+export const ANALYTICS_CONSUMER = 'analytics';
+
 // ---- key-value buckets (protocol/kv.ts; bus.bucket opens one) -----------------------------
 
 /** Every KV bucket, by what it holds; its name is `<prefix>_<bucket>` (bucketName). */
@@ -237,6 +287,8 @@ export const Bucket = {
   Mail: 'mail',
   /** alert claims and question counts (alerts) */
   Alerts: 'alerts',
+  /** the model's insights of hybrid answers, until fetched (assistant writes, edge reads) */
+  Insights: 'insights',
 } as const;
 export type Bucket = (typeof Bucket)[keyof typeof Bucket];
 

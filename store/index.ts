@@ -11,6 +11,7 @@
  *   ldap          ldap-settings.ts   settings   (the overrides `ldap.*`)
  *   maskRules     mask-rules.ts      settings   cortado_mask_rules
  *   audit         audit.ts           audit      cortado_audit_log
+ *   semantic      semantic.ts        semantic   cortado_semantic_entities, _columns, _relationships, _metrics
  *
  * config_db.enabled: PostgreSQL (one small pool per Storage, postgres.ts; the tables created or
  * migrated before openStorage returns); otherwise memory (lost on restart). Values are kept as
@@ -38,12 +39,14 @@ import { MemoryMaskRules, PostgresMaskRules, type MaskRulesRepository } from './
 import { MemoryOverrides, PostgresOverrides, type OverridesRepository } from './overrides.js';
 import { PgDatabase, type PgOptions } from './postgres.js';
 import { promptsIn, type PromptsRepository } from './prompts.js';
+import { MemorySemantic, PostgresSemantic, type SemanticRepository } from './semantic.js';
 import { MemoryTokens, PostgresTokens, type TokensRepository } from './tokens.js';
 
 export type * from './audit.js';
 export type * from './mask-rules.js';
 export type * from './overrides.js';
 export type * from './section.js';
+export type * from './semantic.js';
 export type * from './tokens.js';
 export type { LdapSettingsRepository } from './ldap-settings.js';
 export type { PgOptions } from './postgres.js';
@@ -59,6 +62,7 @@ export interface Storage {
   readonly ldap: LdapSettingsRepository;
   readonly maskRules: MaskRulesRepository;
   readonly audit: AuditRepository;
+  readonly semantic: SemanticRepository;
   /** create or migrate the tables (PostgreSQL); idempotent, safe with several processes starting at once */
   init(): Promise<void>;
   close(): Promise<void>;
@@ -80,6 +84,7 @@ export function memoryStorage(opts: MemoryStorageOptions = {}): Storage {
     ldap: ldapSettingsIn(overrides),
     maskRules: new MemoryMaskRules(),
     audit: new MemoryAudit(opts.auditCap),
+    semantic: new MemorySemantic(),
     init: async () => {},
     close: async () => {},
   };
@@ -97,6 +102,7 @@ export function postgresStorage(opts: PgOptions): Storage {
     ldap: ldapSettingsIn(overrides),
     maskRules: new PostgresMaskRules(db),
     audit: new PostgresAudit(db),
+    semantic: new PostgresSemantic(db),
     init: () => db.init(),
     close: () => db.close(),
   };

@@ -16,6 +16,11 @@
  *       cortado_api_tokens                                          tokens
  *       cortado_mask_rules                                          mask-rules
  *       cortado_audit_log                                           audit
+ *   v2  cortado_semantic_entities, _columns, _relationships, _metrics  semantic
+ *
+ * The analytics database (analytics.postgresql, possibly another server) has a list of its own,
+ * ANALYTICS_MIGRATIONS in store/analytics.ts, recorded in cortado_analytics_schema_version by the
+ * same runner (`migrate`'s versionTable).
  */
 import type pg from 'pg';
 import type { Logger } from '../protocol/log.js';
@@ -97,10 +102,78 @@ CREATE INDEX cortado_audit_log_username_idx ON cortado_audit_log (username, ts D
 CREATE INDEX cortado_audit_log_request_id_idx ON cortado_audit_log (request_id);
 `,
   },
+  {
+    version: 2,
+    name: 'semantic layer',
+    sql: `
+CREATE TABLE cortado_semantic_entities (
+  id            serial PRIMARY KEY,
+  catalog       text NOT NULL DEFAULT '',
+  schema_name   text NOT NULL,
+  table_name    text NOT NULL,
+  display_name  text NOT NULL,
+  description   text NOT NULL DEFAULT '',
+  primary_key   text NOT NULL DEFAULT '',
+  entity_type   text NOT NULL DEFAULT 'table',
+  synonyms      jsonb NOT NULL DEFAULT '[]',
+  created_at    timestamptz NOT NULL,
+  updated_at    timestamptz NOT NULL,
+  CONSTRAINT cortado_semantic_entities_table_key UNIQUE (catalog, schema_name, table_name)
+);
+
+CREATE TABLE cortado_semantic_columns (
+  id            serial PRIMARY KEY,
+  entity_id     integer NOT NULL REFERENCES cortado_semantic_entities (id) ON DELETE CASCADE,
+  name          text NOT NULL,
+  display_name  text NOT NULL DEFAULT '',
+  description   text NOT NULL DEFAULT '',
+  role          text NOT NULL,
+  aggregation   text,
+  synonyms      jsonb NOT NULL DEFAULT '[]',
+  data_type     text NOT NULL DEFAULT '',
+  created_at    timestamptz NOT NULL,
+  updated_at    timestamptz NOT NULL,
+  CONSTRAINT cortado_semantic_columns_name_key UNIQUE (entity_id, name)
+);
+
+CREATE TABLE cortado_semantic_relationships (
+  id                 serial PRIMARY KEY,
+  name               text NOT NULL,
+  from_entity_id     integer NOT NULL REFERENCES cortado_semantic_entities (id) ON DELETE CASCADE,
+  from_column        text NOT NULL,
+  to_entity_id       integer NOT NULL REFERENCES cortado_semantic_entities (id) ON DELETE CASCADE,
+  to_column          text NOT NULL,
+  relationship_type  text NOT NULL,
+  join_type          text NOT NULL DEFAULT 'LEFT',
+  description        text NOT NULL DEFAULT '',
+  created_at         timestamptz NOT NULL,
+  updated_at         timestamptz NOT NULL,
+  CONSTRAINT cortado_semantic_relationships_key UNIQUE (from_entity_id, from_column, to_entity_id, to_column)
+);
+
+CREATE TABLE cortado_semantic_metrics (
+  id              serial PRIMARY KEY,
+  name            text NOT NULL CONSTRAINT cortado_semantic_metrics_name_key UNIQUE,
+  display_name    text NOT NULL,
+  sql_expression  text NOT NULL,
+  format_type     text NOT NULL DEFAULT '',
+  category        text NOT NULL DEFAULT '',
+  description     text NOT NULL DEFAULT '',
+  active          boolean NOT NULL DEFAULT true,
+  entity_id       integer REFERENCES cortado_semantic_entities (id) ON DELETE SET NULL,
+  synonyms        jsonb NOT NULL DEFAULT '[]',
+  created_at      timestamptz NOT NULL,
+  updated_at      timestamptz NOT NULL
+);
+`,
+  },
 ];
 
-/** Apply the missing migrations; returns the versions this call applied. */
-export async function migrate(pool: pg.Pool, log: Logger, migrations: readonly Migration[] = MIGRATIONS): Promise<number[]> {
+/**
+ * Apply the missing migrations; returns the versions this call applied. `versionTable`: where
+ * they are recorded (another list, e.g. the analytics database's, keeps its own sequence).
+ */
+export async function migrate(pool: pg.Pool, log: Logger, migrations: readonly Migration[] = MIGRATIONS, versionTable: string = VERSION_TABLE): Promise<number[]> {
   const applied: number[] = [];
   const client = await pool.connect();
   let broken = false;
@@ -109,14 +182,14 @@ export async function migrate(pool: pg.Pool, log: Logger, migrations: readonly M
       await client.query('BEGIN');
       try {
         await client.query('SELECT pg_advisory_xact_lock($1, $2)', [LOCK_CLASS, LOCK_MIGRATIONS]);
-        await client.query(`CREATE TABLE IF NOT EXISTS ${VERSION_TABLE} (
+        await client.query(`CREATE TABLE IF NOT EXISTS ${versionTable} (
           version     integer PRIMARY KEY,
           name        text NOT NULL,
           applied_at  timestamptz NOT NULL DEFAULT now())`);
-        const done = await client.query(`SELECT 1 FROM ${VERSION_TABLE} WHERE version = $1`, [m.version]);
+        const done = await client.query(`SELECT 1 FROM ${versionTable} WHERE version = $1`, [m.version]);
         if (done.rowCount === 0) {
           await client.query(m.sql);
-          await client.query(`INSERT INTO ${VERSION_TABLE} (version, name) VALUES ($1, $2)`, [m.version, m.name]);
+          await client.query(`INSERT INTO ${versionTable} (version, name) VALUES ($1, $2)`, [m.version, m.name]);
           applied.push(m.version);
         }
         await client.query('COMMIT');
@@ -126,12 +199,12 @@ export async function migrate(pool: pg.Pool, log: Logger, migrations: readonly M
         });
         throw err;
       }
-      if (applied.at(-1) === m.version) log.info({ version: m.version, migration: m.name }, 'config_db: migration applied');
+      if (applied.at(-1) === m.version) log.info({ version: m.version, migration: m.name, versions: versionTable }, 'migration applied');
     }
-    const newest = await client.query<{ v: number | null }>(`SELECT max(version) AS v FROM ${VERSION_TABLE}`);
+    const newest = await client.query<{ v: number | null }>(`SELECT max(version) AS v FROM ${versionTable}`);
     const known = Math.max(0, ...migrations.map((m) => m.version));
     const v = newest.rows[0]?.v ?? 0;
-    if (v > known) log.warn({ schema_version: v, known_version: known }, 'config_db: the schema is newer than this Cortado knows (a newer version ran here); carrying on');
+    if (v > known) log.warn({ schema_version: v, known_version: known, versions: versionTable }, 'the schema is newer than this Cortado knows (a newer version ran here); carrying on');
   } finally {
     client.release(broken ? new Error('connection left in a failed state') : undefined);
   }

@@ -11,7 +11,7 @@ import pg from 'pg';
 import { CortadoError } from '../protocol/errors.js';
 import type { Logger } from '../protocol/log.js';
 import { isoTime } from './values.js';
-import { migrate } from './migrations.js';
+import { migrate, type Migration } from './migrations.js';
 
 export interface PgOptions {
   host: string;
@@ -24,6 +24,10 @@ export interface PgOptions {
   maxConnections?: number;
   /** how long opening a connection may take (default 5 s) */
   connectTimeoutMs?: number;
+  /** what this database is, in messages and as application_name (default config_db) */
+  label?: string;
+  /** its own schema and version table (default: config_db's, migrations.ts) */
+  migrations?: { list: readonly Migration[]; versionTable: string };
 }
 
 const DEFAULT_MAX_CONNECTIONS = 5;
@@ -87,11 +91,15 @@ export class PgDatabase {
   private readonly pool: pg.Pool;
   private readonly log: Logger;
   private readonly where: string;
+  private readonly label: string;
+  private readonly migrations: PgOptions['migrations'];
   private closed = false;
 
   constructor(opts: PgOptions) {
     this.log = opts.log;
     this.where = `${opts.user}@${opts.host}:${opts.port}/${opts.database}`;
+    this.label = opts.label ?? 'config_db';
+    this.migrations = opts.migrations;
     this.pool = new pg.Pool({
       host: opts.host,
       port: opts.port,
@@ -101,10 +109,10 @@ export class PgDatabase {
       max: opts.maxConnections ?? DEFAULT_MAX_CONNECTIONS,
       connectionTimeoutMillis: opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
       idleTimeoutMillis: 30_000,
-      application_name: 'cortado-config-db',
+      application_name: `cortado-${this.label.replace(/_/g, '-')}`,
     });
     // An idle connection that dies (server restart) must not crash the process.
-    this.pool.on('error', (err) => this.log.warn({ err: err.message }, 'config_db: an idle connection failed'));
+    this.pool.on('error', (err) => this.log.warn({ err: err.message }, `${this.label}: an idle connection failed`));
   }
 
   /** pg's failures → DB_UNAVAILABLE (naming config_db and where, never the password), CONFLICT, INTERNAL. */
@@ -112,12 +120,12 @@ export class PgDatabase {
     if (err instanceof CortadoError) return err;
     const why = unreachable(err);
     if (why) {
-      return new CortadoError('DB_UNAVAILABLE', `config_db (config_db.postgresql: ${this.where}) cannot be reached: ${why}`, { store: 'config_db' }, { cause: err });
+      return new CortadoError('DB_UNAVAILABLE', `${this.label} (${this.label}.postgresql: ${this.where}) cannot be reached: ${why}`, { store: this.label }, { cause: err });
     }
     const e = (err ?? {}) as { code?: unknown; message?: unknown };
     const sqlstate = typeof e.code === 'string' && SQLSTATE.test(e.code) ? e.code : undefined;
     if (sqlstate === '23505') return new CortadoError('CONFLICT', 'the record exists already', undefined, { cause: err });
-    this.log.error({ err: typeof e.message === 'string' ? e.message : String(err), sqlstate }, 'config_db: a statement failed');
+    this.log.error({ err: typeof e.message === 'string' ? e.message : String(err), sqlstate }, `${this.label}: a statement failed`);
     return new CortadoError('INTERNAL', 'internal error', sqlstate ? { sqlstate } : undefined, { cause: err });
   }
 
@@ -157,7 +165,7 @@ export class PgDatabase {
   /** Create or migrate the tables; idempotent, safe with several processes starting at once. */
   async init(): Promise<void> {
     try {
-      await migrate(this.pool, this.log);
+      await (this.migrations ? migrate(this.pool, this.log, this.migrations.list, this.migrations.versionTable) : migrate(this.pool, this.log));
     } catch (err) {
       throw this.toError(err);
     }

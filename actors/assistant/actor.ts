@@ -1,4 +1,6 @@
 import type { Turn } from '../../protocol/schemas/common.js';
+import { INSIGHTS_FOLLOW_UP_TTL_MS, type InsightsFollowUp } from '../../protocol/schemas/insights.js';
+import type { Kv } from '../../protocol/kv.js';
 import { Actor, Ask, AskConfirm, Bucket } from '../../protocol/subjects.js';
 import type { ActorDeps, RunningActor } from '../runtime/actor.js';
 import { KvConversationStore, MemoryConversationStore, type ConversationStore } from './conversations.js';
@@ -21,7 +23,14 @@ export async function start(deps: ActorDeps): Promise<RunningActor> {
   } catch (err) {
     deps.log.warn({ err: (err as Error).message }, 'JetStream KV is not available: query.confirm_before_execute cannot hold SQL');
   }
-  const h: AssistantDeps = { ...deps, conversations, ...(confirmations ? { confirmations } : {}) };
+  let followUps: Kv<InsightsFollowUp> | undefined;
+  // opened whatever the mode: insights.mode may become hybrid at run time (admin edits)
+  try {
+    followUps = await deps.bus.bucket<InsightsFollowUp>(Bucket.Insights, { ttlMs: INSIGHTS_FOLLOW_UP_TTL_MS, maxBytes: 64 * 1024 * 1024 });
+  } catch (err) {
+    deps.log.warn({ err: (err as Error).message }, 'JetStream KV is not available: hybrid insights follow on streams only, JSON answers wait for the model');
+  }
+  const h: AssistantDeps = { ...deps, conversations, ...(confirmations ? { confirmations } : {}), ...(followUps ? { followUps } : {}) };
   // A question whose events could not reach the audit trail is refused before any work
   // (AUDIT_UNAVAILABLE, 503), unless the operator turned audit.required off.
   const admit = (): void => {

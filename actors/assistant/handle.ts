@@ -16,6 +16,7 @@ import {
   QueryExecutedEvt,
   QueryFailedEvt,
   QueryGeneratedEvt,
+  QuestionCompletedEvt,
   ResultMask,
   SchemaContext,
   SqlEstimate,
@@ -26,7 +27,12 @@ import { ownedKey } from '../../protocol/scope.js';
 import type { AskConfirmRequest, AskReply, AskRequest } from '../../protocol/schemas/ask.js';
 import { addUsage, ZERO_USAGE, type Channel, type Dialect, type Usage } from '../../protocol/schemas/common.js';
 import type { ProgressEvent } from '../../protocol/schemas/progress.js';
+import type { ModelUse, QuestionCompleted } from '../../protocol/schemas/analytics.js';
+import type { LlmTask } from '../../protocol/schemas/llm.js';
 import type { SqlExecuteReply, SqlGenerateReply } from '../../protocol/schemas/sql.js';
+import type { InsightsFollowUp, InsightsGenerateRequest } from '../../protocol/schemas/insights.js';
+import type { Kv } from '../../protocol/kv.js';
+import type { Logger } from '../../protocol/log.js';
 import type { Config } from '../../config/schema.js';
 import { resolveRoute, sameRoute } from '../../config/model-routing.js';
 import type { Confirmations } from './confirmations.js';
@@ -38,6 +44,9 @@ export interface AssistantDeps {
   conversations: ConversationStore;
   /** SQL held for confirmation (query.confirm_before_execute); absent without JetStream KV */
   confirmations?: Confirmations;
+  /** hybrid insights that follow the answer, for GET /api/insights/{id}; absent without JetStream KV */
+  followUps?: Kv<InsightsFollowUp>;
+  log?: Logger;
 }
 
 /** Channels where query.execute_generated_sql applies (SPEC: the interactive assistant). */
@@ -65,6 +74,13 @@ function correctable(err: CortadoError): boolean {
 /** What one question (or one confirmation) accumulates as it goes. */
 interface Run {
   usage: Usage;
+  /** what the question's fact (evt.question.completed) says of it, learnt on the way */
+  intent?: 'sql' | 'chat';
+  tables?: string[];
+  /** one step's model use: added to `usage`, and to the model's share (by the reply's model, else its route) */
+  use(usage: Usage, model: string | LlmTask): void;
+  /** model work that goes on after the answer (hybrid insights): the question's fact waits for its release */
+  hold(): () => void;
   timed<T>(name: string, work: () => Promise<T>): Promise<T>;
   progress(step: ProgressEvent['step'], data: Record<string, unknown>): void;
   event(): { id: string; ts: string; request_id: string; user?: string; channel: Channel };
@@ -72,13 +88,54 @@ interface Run {
   fail(err: unknown): never;
 }
 
-function startRun(deps: AssistantDeps, ctx: Ctx, opts: { channel: Channel; stream?: boolean; conversation_id?: string }): Run {
+function startRun(deps: AssistantDeps, ctx: Ctx, opts: { channel: Channel; question: string; widget?: string; stream?: boolean; conversation_id?: string }): Run {
   const started = performance.now();
   const timing: Record<string, number> = {};
+  const models = new Map<string, ModelUse>();
   let seq = 0;
   const base = { request_id: ctx.requestId, ...(ctx.user ? { user: ctx.user } : {}), channel: opts.channel };
+  let holds = 0;
+  let ended: { row_count?: number; code?: string } | undefined;
+  /** the question's fact, once, at its end (answered, chat, or failed) and after what it holds: the analytics actor keeps it */
+  const completed = (part: { row_count?: number; code?: string }): void => {
+    ended = part;
+    timing.total ??= round(performance.now() - started);
+    if (holds === 0) publishFact(part);
+  };
+  const publishFact = (part: { row_count?: number; code?: string }): void => {
+    const durations: Record<string, number> = {};
+    for (const [step, ms] of Object.entries(timing)) durations[step === 'context' ? 'schema' : step] = ms;
+    durations.total = timing.total ?? 0;
+    const fact: QuestionCompleted = {
+      ...run.event(), question: opts.question, tables: run.tables ?? [], durations, models: [...models.values()],
+      ...(opts.widget ? { widget: opts.widget } : {}),
+      ...(run.intent ? { intent: run.intent } : {}),
+      ...part,
+    };
+    deps.bus.publish(QuestionCompletedEvt, fact, ctx);
+  };
   const run: Run = {
     usage: { ...ZERO_USAGE },
+    use(usage, model) {
+      run.usage = addUsage(run.usage, usage);
+      if (usage.llm_calls === 0 && usage.input_tokens === 0 && usage.output_tokens === 0) return;
+      const name = model.includes(':') ? model : routeName(deps.config, model as LlmTask);
+      const m = models.get(name) ?? { model: name, calls: 0, input_tokens: 0, output_tokens: 0 };
+      m.calls += usage.llm_calls;
+      m.input_tokens += usage.input_tokens;
+      m.output_tokens += usage.output_tokens;
+      if (usage.cost_usd !== undefined) m.cost_usd = (m.cost_usd ?? 0) + usage.cost_usd;
+      models.set(name, m);
+    },
+    hold() {
+      holds++;
+      let released = false;
+      return () => {
+        if (released) return;
+        released = true;
+        if (--holds === 0 && ended) publishFact(ended);
+      };
+    },
     async timed(name, work) {
       const t = performance.now();
       try {
@@ -93,6 +150,9 @@ function startRun(deps: AssistantDeps, ctx: Ctx, opts: { channel: Channel; strea
     event: () => ({ id: randomUUID(), ts: new Date().toISOString(), ...base }),
     finish(part) {
       timing.total = round(performance.now() - started);
+      run.intent = part.intent;
+      if (part.tables) run.tables = part.tables;
+      completed(part.row_count !== undefined ? { row_count: part.row_count } : {});
       return {
         request_id: ctx.requestId,
         ...(opts.conversation_id ? { conversation_id: opts.conversation_id } : {}),
@@ -107,6 +167,7 @@ function startRun(deps: AssistantDeps, ctx: Ctx, opts: { channel: Channel; strea
         deps.bus.publish(QueryFailedEvt, { ...run.event(), code: e.code, message: e.message }, ctx);
       }
       run.progress('error', { error: { code: e.code, message: e.message } });
+      completed({ code: e.code });
       throw e;
     },
   };
@@ -130,6 +191,7 @@ export async function ask(input: AskRequest, deps: AssistantDeps, ctx: Ctx): Pro
         history: history.map((t) => t.question),
       }, ctx),
     );
+    run.tables = context.tables;
     progress('context', { tables: context.tables });
 
     const sqlRoute = resolveRoute(config, 'sql');
@@ -149,13 +211,14 @@ export async function ask(input: AskRequest, deps: AssistantDeps, ctx: Ctx): Pro
       const detected = await timed('intent', () =>
         bus.request(IntentDetect, { question: input.question, history, schema_text: context.schema_text }, ctx),
       );
-      run.usage = addUsage(run.usage, detected.usage);
+      run.use(detected.usage, 'intent_detection');
       intent = detected.intent;
     } else {
       generated = await timed('generate', () => bus.request(SqlGenerate, { ...genBase, mode: 'combined' }, ctx));
-      run.usage = addUsage(run.usage, generated.usage);
+      run.use(generated.usage, generated.model);
       intent = generated.intent;
     }
+    run.intent = intent;
     progress('intent', { intent });
 
     if (intent === 'chat') {
@@ -164,7 +227,7 @@ export async function ask(input: AskRequest, deps: AssistantDeps, ctx: Ctx): Pro
         const chat = await timed('chat', () =>
           bus.request(ChatReply, { question: input.question, history, schema_text: context.schema_text }, ctx),
         );
-        run.usage = addUsage(run.usage, chat.usage);
+        run.use(chat.usage, 'chat');
         message = chat.message;
       }
       await deps.conversations.append(conversation, { question: input.question, answer: message });
@@ -173,7 +236,7 @@ export async function ask(input: AskRequest, deps: AssistantDeps, ctx: Ctx): Pro
 
     if (!generated || generated.intent !== 'sql') {
       generated = await timed('generate', () => bus.request(SqlGenerate, { ...genBase, mode: 'sql' }, ctx));
-      run.usage = addUsage(run.usage, generated.usage);
+      run.use(generated.usage, generated.model);
     }
     if (!generated.sql) {
       throw new CortadoError('LLM_BAD_REPLY', generated.intent === 'chat' ? 'the model answered with chat where SQL was needed' : 'the model wrote no SQL');
@@ -221,7 +284,7 @@ export async function ask(input: AskRequest, deps: AssistantDeps, ctx: Ctx): Pro
         const fixed = await timed('generate', () =>
           bus.request(SqlGenerate, { ...genBase, mode: 'sql', previous: { sql, error: e.message } }, ctx),
         );
-        run.usage = addUsage(run.usage, fixed.usage);
+        run.use(fixed.usage, fixed.model);
         if (!fixed.sql) throw e;
         sql = fixed.sql;
         explanation = fixed.explanation ?? explanation;
@@ -230,7 +293,7 @@ export async function ask(input: AskRequest, deps: AssistantDeps, ctx: Ctx): Pro
       }
     }
     return await deliver(run, deps, ctx, {
-      result, attempt, question: input.question, dialect: context.dialect, tables: context.tables,
+      result, attempt, question: input.question, dialect: context.dialect, tables: context.tables, stream: input.stream === true,
       ...(explanation ? { explanation } : {}),
       ...(conversation ? { conversation } : {}),
     });
@@ -243,13 +306,15 @@ export async function ask(input: AskRequest, deps: AssistantDeps, ctx: Ctx): Pro
 export async function confirm(input: AskConfirmRequest, deps: AssistantDeps, ctx: Ctx): Promise<AskReply> {
   if (!deps.confirmations) throw new CortadoError('NOT_FOUND', 'there is no such confirmation (confirmations need JetStream KV)');
   const pending = await deps.confirmations.take(input.confirmation_id, input.owner);
-  const run = startRun(deps, ctx, { channel: pending.channel, ...(input.stream ? { stream: true } : {}), ...(pending.conversation_id ? { conversation_id: pending.conversation_id } : {}) });
+  const run = startRun(deps, ctx, { channel: pending.channel, question: pending.question, ...(input.widget ? { widget: input.widget } : {}), ...(input.stream ? { stream: true } : {}), ...(pending.conversation_id ? { conversation_id: pending.conversation_id } : {}) });
+  run.intent = 'sql';
+  run.tables = pending.tables;
   try {
     run.progress('started', { question: pending.question, confirmation_id: input.confirmation_id });
     const result = await run.timed('execute', () => deps.bus.request(SqlExecute, { sql: pending.sql, ...rowCap(input.max_rows, deps.config) }, ctx));
     const conversation = conversationKey(pending.owner, pending.conversation_id);
     return await deliver(run, deps, ctx, {
-      result, attempt: 0, question: pending.question, dialect: pending.dialect, tables: pending.tables,
+      result, attempt: 0, question: pending.question, dialect: pending.dialect, tables: pending.tables, stream: input.stream === true,
       ...(pending.explanation ? { explanation: pending.explanation } : {}),
       ...(conversation ? { conversation } : {}),
     });
@@ -263,7 +328,7 @@ async function deliver(
   run: Run,
   deps: AssistantDeps,
   ctx: Ctx,
-  p: { result: SqlExecuteReply; attempt: number; question: string; explanation?: string; conversation?: string; dialect: Dialect; tables: string[] },
+  p: { result: SqlExecuteReply; attempt: number; question: string; explanation?: string; conversation?: string; dialect: Dialect; tables: string[]; stream: boolean },
 ): Promise<AskReply> {
   const { bus, config } = deps;
   const executed = p.result;
@@ -275,20 +340,29 @@ async function deliver(
   run.progress('rows', { sql: result.sql, columns: result.columns, rows: result.rows, row_count: result.row_count, truncated: result.truncated, ...(masked.length ? { masked } : {}) });
 
   let insights: AskReply['insights'] = [];
+  let later: FollowUp | undefined;
   if (config.insights.enabled) {
+    // the same masked rows the reply carries: nothing unmasked reaches the insights (or the model)
+    const request: InsightsGenerateRequest = {
+      question: p.question,
+      sql: result.sql,
+      columns: result.columns,
+      rows: result.rows,
+      row_count: result.row_count,
+      truncated: result.truncated,
+      ...(masked.length ? { masked_columns: masked.map((m) => m.column) } : {}),
+    };
+    // hybrid: the statistical insights now, the model's after the answer (followUp below)
+    later = result.rows.length > 0 ? followUpWay(deps, run.event().channel, p.stream) : undefined;
+    const follow = later ? openFollowUp(deps, ctx, later) : undefined;
     const generatedInsights = await run.timed('insights', () =>
-      bus.request(InsightsGenerate, {
-        question: p.question,
-        sql: result.sql,
-        columns: result.columns,
-        rows: result.rows,
-        row_count: result.row_count,
-        truncated: result.truncated,
-      }, ctx),
+      bus.request(InsightsGenerate, later ? { ...request, part: 'statistical' } : request, ctx),
     );
-    run.usage = addUsage(run.usage, generatedInsights.usage);
+    run.use(generatedInsights.usage, 'insights');
     insights = generatedInsights.insights;
-    run.progress('insights', { insights });
+    run.progress('insights', { insights, ...(later ? { pending: true } : {}) });
+    if (later && follow) later = await follow;
+    if (later) followUp(deps, run, ctx, request, insights, later);
   }
 
   bus.publish(QueryExecutedEvt, {
@@ -307,10 +381,89 @@ async function deliver(
     executed: true,
     corrections: p.attempt,
     tables: p.tables,
+    ...(later ? { insights_pending: true, ...(later.id ? { insights_id: later.id } : {}) } : {}),
     ...(masked.length ? { masked } : {}),
     ...(result.bytes_processed !== undefined ? { bytes_processed: result.bytes_processed } : {}),
     ...(result.estimated_cost_usd !== undefined ? { estimated_cost_usd: result.estimated_cost_usd } : {}),
   });
+}
+
+// ---- hybrid insights: the model's follow the answer ---------------------------------------
+
+/** Channels whose edge can fetch a follow-up (GET /api/insights/{id}); MCP and schedules read one whole result. */
+const FOLLOW_UP_CHANNELS: ReadonlySet<Channel> = new Set<Channel>(['api', 'legacy', 'auth', 'web']);
+
+/** How the model's insights of a hybrid answer reach the caller: its stream, and/or a KV key. */
+interface FollowUp {
+  stream: boolean;
+  /** the key of GET /api/insights/{id} */
+  id?: string;
+}
+
+/**
+ * Whether the model's insights can follow the answer rather than hold it up: in `hybrid`, when
+ * the caller streams (an SSE event) or can fetch them later (KV, interactive channels). Else
+ * the answer waits for them (MCP tools and scheduled runs read one whole result).
+ */
+function followUpWay(deps: AssistantDeps, channel: Channel, stream: boolean): FollowUp | undefined {
+  if (deps.config.insights.mode !== 'hybrid') return undefined;
+  const kv = deps.followUps !== undefined && FOLLOW_UP_CHANNELS.has(channel);
+  if (!stream && !kv) return undefined;
+  return { stream, ...(kv ? { id: randomUUID() } : {}) };
+}
+
+/** The pending record, written while the statistical insights are computed (so a GET never misses it). */
+async function openFollowUp(deps: AssistantDeps, ctx: Ctx, way: FollowUp): Promise<FollowUp | undefined> {
+  if (!way.id || !deps.followUps) return way;
+  const until = new Date(Date.now() + InsightsGenerate.timeoutMs).toISOString();
+  try {
+    await deps.followUps.put(way.id, { request_id: ctx.requestId, status: 'pending', insights: [], until });
+    return way;
+  } catch (err) {
+    deps.log?.warn({ rid: ctx.requestId, err: (err as Error).message }, 'cannot keep the model insights for later: they follow on the stream only');
+    return way.stream ? { stream: true } : undefined;
+  }
+}
+
+/**
+ * In the background, once the answer is on its way: the insights of the whole mode (the
+ * model's with the statistical ones), as the `model_insights` progress step and under the KV
+ * key. A failure says so (`failed`, with the statistical insights), never silently.
+ */
+function followUp(deps: AssistantDeps, run: Run, ctx: Ctx, request: InsightsGenerateRequest, statistical: AskReply['insights'], way: FollowUp): void {
+  const release = run.hold();
+  void (async () => {
+    let record: InsightsFollowUp;
+    try {
+      const full = await deps.bus.request(InsightsGenerate, request, ctx);
+      record = {
+        request_id: ctx.requestId,
+        status: full.model_status === 'ok' ? 'ready' : 'failed',
+        insights: full.insights,
+        usage: full.usage,
+        ...(full.model_status ? { model_status: full.model_status } : {}),
+      };
+    } catch (err) {
+      const e = toCortadoError(err);
+      deps.log?.warn({ rid: ctx.requestId, code: e.code, reason: e.message }, 'model insights failed: the statistical insights stand');
+      record = { request_id: ctx.requestId, status: 'failed', insights: statistical ?? [], usage: { ...ZERO_USAGE }, model_status: 'unavailable' };
+    }
+    // the model's tokens and cost belong to the question's fact (published once this releases)
+    run.use(record.usage ?? ZERO_USAGE, 'insights');
+    release();
+    if (way.stream) run.progress('model_insights', record);
+    if (way.id && deps.followUps) {
+      await deps.followUps.put(way.id, record).catch((err: unknown) => {
+        deps.log?.warn({ rid: ctx.requestId, err: (err as Error).message }, 'cannot keep the model insights for later');
+      });
+    }
+  })();
+}
+
+/** `provider:model` of a task's route (for replies that do not say their model). */
+function routeName(config: Config, task: LlmTask): string {
+  const r = resolveRoute(config, task);
+  return `${r.provider}:${r.model}`;
 }
 
 function round(ms: number): number {

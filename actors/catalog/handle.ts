@@ -21,7 +21,9 @@ import type {
   SchemaTablesRequest,
   TableSummary,
 } from '../../protocol/schemas/catalog.js';
-import { SqlIntrospect } from '../../protocol/subjects.js';
+import type { Logger } from '../../protocol/log.js';
+import type { ContextReply, ContextRequest } from '../../protocol/schemas/semantic.js';
+import { SemanticContext, SqlIntrospect } from '../../protocol/subjects.js';
 import type { Config } from '../../config/schema.js';
 import { createCatalogCache, type CatalogSource } from './cache.js';
 import type { Catalog, CatalogEntry } from './catalog.js';
@@ -39,6 +41,9 @@ export { renderSchemaText, renderTable } from './schema-text.js';
 export interface CatalogDeps {
   config: Config;
   catalog: CatalogSource;
+  /** the semantic layer's business context of a question (the semantic actor); without it the block stays empty */
+  semantic?: (input: ContextRequest, ctx: Ctx) => Promise<ContextReply>;
+  log?: Logger;
 }
 
 /** The cache the actor uses: introspection asked of the executor over the bus. */
@@ -101,5 +106,33 @@ export function buildContext(catalog: Catalog, input: SchemaContextRequest, maxT
 
 export async function context(input: SchemaContextRequest, deps: CatalogDeps, ctx: Ctx): Promise<SchemaContextReply> {
   const catalog = await deps.catalog.get(ctx);
-  return buildContext(catalog, input, deps.config.catalog.max_tables_in_prompt);
+  const reply = buildContext(catalog, input, deps.config.catalog.max_tables_in_prompt);
+  return { ...reply, business_context: await businessContext(catalog, input, reply.tables, deps, ctx) };
+}
+
+/**
+ * The semantic layer's block for the question and its tables, within catalog.semantic_max_chars.
+ * A semantic actor that is absent or fails costs the block, never the question: a warning, and ''.
+ */
+export async function businessContext(catalog: Catalog, input: SchemaContextRequest, tables: readonly string[], deps: CatalogDeps, ctx: Ctx): Promise<string> {
+  const maxChars = deps.config.catalog.semantic_max_chars;
+  if (!deps.semantic || maxChars === 0) return '';
+  try {
+    const reply = await deps.semantic({
+      question: input.question.slice(0, 4000),
+      tables: tables.slice(0, 500),
+      default_schema: catalog.defaultSchema,
+      dialect: catalog.dialect,
+      max_chars: maxChars,
+    }, ctx);
+    return reply.injected ? reply.block : '';
+  } catch (err) {
+    deps.log?.warn({ rid: ctx.requestId, err: (err as Error).message }, 'the semantic layer did not answer: the question goes on without its business context');
+    return '';
+  }
+}
+
+/** The semantic actor asked over the bus. */
+export function busSemantic(bus: Pick<Bus, 'request'>): NonNullable<CatalogDeps['semantic']> {
+  return (input, ctx) => bus.request(SemanticContext, input, ctx);
 }

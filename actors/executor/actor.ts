@@ -3,7 +3,7 @@
  * parser, opens (and warms) the pool, and checks what the role may do beyond reading
  * (privilege.ts): a refusal to start, or with database.allow_privileged_role a loud warning.
  */
-import { Actor, ScopeEndedEvt, SqlCheck, SqlConnectTest, SqlEstimate, SqlExecute, SqlIntrospect, SqlPing } from '../../protocol/subjects.js';
+import { Actor, ScopeEndedEvt, SqlCheck, SqlConnectTest, SqlEstimate, SqlExecute, SqlIntrospect, SqlPing, SqlProfile } from '../../protocol/subjects.js';
 import type { ActorDeps, RunningActor } from '../runtime/actor.js';
 import { createEngine } from './engines/index.js';
 import { prepareGuard } from './guard/index.js';
@@ -13,6 +13,7 @@ import { check, connectTest, estimate, execute, introspect, ping, type ExecutorD
 import { createSecretBox } from '../lib/secrets.js';
 import { ScopeRegistry } from './scopes.js';
 import { checkRoleAtStart } from './privilege.js';
+import { profile } from './profile.js';
 
 export async function start(deps: ActorDeps): Promise<RunningActor> {
   const { bus, config, log } = deps;
@@ -38,6 +39,7 @@ export async function start(deps: ActorDeps): Promise<RunningActor> {
   bus.serve(SqlIntrospect, (input, ctx) => introspect(input, h, ctx));
   bus.serve(SqlPing, (input, ctx) => ping(input, h, ctx));
   bus.serve(SqlConnectTest, (input, ctx) => connectTest(input, h, ctx));
+  bus.serve(SqlProfile, (input, ctx) => profile(input, h, ctx));
   log.info({ provider: engine.provider, dialect: engine.dialect }, 'executor ready');
 
   return {

@@ -23,6 +23,7 @@ import type { Config } from '../../config/schema.js';
 import type { DbEngine } from './engines/engine.js';
 import { configuredTimeoutMs } from './engines/index.js';
 import { capsFromConfig } from './engines/wire-cap.js';
+import { aggregateOf } from './guard/aggregate.js';
 import { checkCatalogLock } from './guard/catalog-lock.js';
 import { guardSql, type GuardLimits, type GuardResult } from './guard/index.js';
 import { sanitizeDbError } from './sanitize.js';
@@ -134,7 +135,9 @@ export async function check(input: SqlCheckRequest, deps: ExecutorDeps, ctx: Ctx
   const lease = await leaseFor(deps, ctx);
   try {
     const guarded = guardFor(input.sql, lease, limitsFor({}, deps.config));
-    return { ok: true, sql: guarded.sql };
+    if (input.expect !== 'aggregate') return { ok: true, sql: guarded.sql };
+    const verdict = aggregateOf(input.sql, lease.engine.dialect);
+    return { ok: true, sql: guarded.sql, aggregate: verdict.aggregate, ...(verdict.reason ? { aggregate_reason: verdict.reason } : {}) };
   } catch (err) {
     if (err instanceof CortadoError && err.code === 'SQL_REJECTED') return { ok: false, reason: err.message };
     throw err;

@@ -19,6 +19,10 @@ export interface ColumnRoles {
   measure?: ColumnRef;
   label?: ColumnRef;
   date?: ColumnRef;
+  /** every numeric non-id column, in column order (the measure is the last) */
+  measures: ColumnRef[];
+  /** every date column, in column order (the date is the first) */
+  dates: ColumnRef[];
 }
 
 type Kind = 'number' | 'date' | 'text' | 'other';
@@ -50,13 +54,18 @@ function columnKind(column: Column, values: readonly Cell[]): Kind {
 
 /** The measure (last numeric non-id column), label (first text column) and date column. */
 export function pickRoles(columns: readonly Column[], rows: readonly Cell[][]): ColumnRoles {
-  const roles: ColumnRoles = {};
+  const roles: ColumnRoles = { measures: [], dates: [] };
   columns.forEach((column, index) => {
     const kind = columnKind(column, rows.map((r) => r[index] ?? null));
     const ref = { index, name: column.name, additive: !NON_ADDITIVE.test(column.name) };
-    if (kind === 'number' && !isIdLike(column.name)) roles.measure = ref;
-    else if (kind === 'text' && !roles.label) roles.label = ref;
-    else if (kind === 'date' && !roles.date) roles.date = ref;
+    if (kind === 'number' && !isIdLike(column.name)) {
+      roles.measure = ref;
+      roles.measures.push(ref);
+    } else if (kind === 'text' && !roles.label) roles.label = ref;
+    else if (kind === 'date') {
+      if (!roles.date) roles.date = ref;
+      roles.dates.push(ref);
+    }
   });
   return roles;
 }

@@ -1,9 +1,11 @@
 /**
  * The values insights compute with: exact decimals (units × 10^-scale; big numerics arrive as
- * strings), dates and their grain, numbers formatted for people, and small statistics.
+ * strings), dates and their grain, and numbers formatted for people (statistics: stats.ts).
  */
 import type { Cell } from '../../protocol/schemas/common.js';
-import { FLAT_CHANGE } from './handle.js';
+
+/** A change of at most this much (either way) is "flat". */
+export const FLAT_CHANGE = 0.05;
 
 // Exact decimals: units × 10^-scale
 
@@ -56,6 +58,24 @@ function parseDecimalText(cell: Cell | undefined): Decimal | null {
     scale = 0;
   }
   return { units: sign === '-' ? -units : units, scale };
+}
+
+/** -1, 0 or 1: the sign of a − b, exactly */
+export function compareDecimal(a: Decimal, b: Decimal): number {
+  const d = addDecimal(a, { units: -b.units, scale: b.scale }).units;
+  return d > 0n ? 1 : d < 0n ? -1 : 0;
+}
+
+/**
+ * Decimals as doubles relative to their smallest, subtracted exactly first: statistics read
+ * differences, and 12345678901234567890.1 and …891.2 are one double apart otherwise.
+ */
+export function shifted(values: readonly Decimal[]): { base: number; numbers: number[] } {
+  if (values.length === 0) return { base: 0, numbers: [] };
+  let min = values[0]!;
+  for (const v of values) if (compareDecimal(v, min) < 0) min = v;
+  const minus = { units: -min.units, scale: min.scale };
+  return { base: toNumber(min), numbers: values.map((v) => toNumber(addDecimal(v, minus))) };
 }
 
 export function addDecimal(a: Decimal, b: Decimal): Decimal {
@@ -166,27 +186,4 @@ export function formatDate(d: ParsedDate, grain: Grain): string {
   if (grain === 'month') return ym;
   if (grain === 'day') return `${ym}-${p(d.day)}`;
   return `${ym}-${p(d.day)} ${p(d.hour)}:${p(d.minute)}`;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Small statistics
-
-/** -1, 0 or 1, with changes within FLAT_CHANGE counted as none */
-export function direction(relativeChange: number): number {
-  return Math.abs(relativeChange) <= FLAT_CHANGE ? 0 : Math.sign(relativeChange);
-}
-
-/** least-squares slope of y over x */
-export function slope(xs: readonly number[], ys: readonly number[]): number {
-  const n = xs.length;
-  const mx = xs.reduce((a, b) => a + b, 0) / n;
-  const my = ys.reduce((a, b) => a + b, 0) / n;
-  let num = 0;
-  let den = 0;
-  for (let i = 0; i < n; i++) {
-    const dx = xs[i]! - mx;
-    num += dx * (ys[i]! - my);
-    den += dx * dx;
-  }
-  return den === 0 ? 0 : num / den;
 }

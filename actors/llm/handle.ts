@@ -10,6 +10,7 @@ import type { LlmCompleteReply, LlmCompleteRequest, LlmStatusReply } from '../..
 import type { Config, LlmProviderName } from '../../config/schema.js';
 import { resolveRoute } from '../../config/model-routing.js';
 import { callWithRetries, type CallPolicy } from './call.js';
+import { costUsd } from './pricing.js';
 import { createAnthropicProvider } from './providers/anthropic.js';
 import { createGeminiProvider } from './providers/gemini.js';
 import { createVertexProvider } from './providers/vertexai.js';
@@ -70,10 +71,12 @@ export async function complete(input: LlmCompleteRequest, deps: LlmDeps, ctx: Ct
     deps.log.warn({ rid: ctx.requestId, task: input.task, provider: route.provider, model: route.model, err: (err as Error).message }, 'model call failed');
     throw err;
   });
+  const cost = costUsd(deps.config, route.model, result.usage);
   deps.log.info(
     {
       rid: ctx.requestId, task: input.task, provider: route.provider, model: route.model, attempts: result.attempts,
       ms: Math.round(performance.now() - started), in: result.usage.input_tokens, out: result.usage.output_tokens, cached: result.usage.cached_input_tokens,
+      ...(cost !== undefined ? { usd: cost } : {}),
     },
     'model call',
   );
@@ -81,7 +84,7 @@ export async function complete(input: LlmCompleteRequest, deps: LlmDeps, ctx: Ct
     text: result.text,
     provider: route.provider,
     model: route.model,
-    usage: { ...result.usage, llm_calls: 1 },
+    usage: { ...result.usage, llm_calls: 1, ...(cost !== undefined ? { cost_usd: cost } : {}) },
     attempts: result.attempts,
   };
 }

@@ -4,8 +4,8 @@
  * after decoding (protocol/schemas/text.ts) is refused with 400 naming it, before any handler
  * runs: ids and names go on to stores, databases and logs.
  *
- * Every route says what it needs of its caller (`auth`, edge/caller.ts). The admin, assistant
- * and auth routes get their caller resolved before the handler runs (after the path check), so
+ * Every route says what it needs of its caller (`auth`, edge/caller.ts). The admin, assistant,
+ * auth and admin_or_any routes get their caller resolved before the handler runs (after the path check), so
  * a handler of theirs never runs for a stranger; the others resolve it when they ask
  * (`ctx.caller()`): the legacy assistant needs its body's session_id first, and MCP requests
  * of an open session are matched by their token's digest rather than asked about each time.
@@ -48,7 +48,7 @@ interface Route {
 export type Match = { handler: BoundHandler; params: Record<string, string> } | { notFound: true } | { allowed: string[] };
 
 /** Routes whose caller is resolved before the handler runs. */
-const UP_FRONT: ReadonlySet<RouteAuth> = new Set<RouteAuth>(['admin', 'assistant', 'auth']);
+const UP_FRONT: ReadonlySet<RouteAuth> = new Set<RouteAuth>(['admin', 'assistant', 'auth', 'admin_or_any']);
 
 export class Router {
   private readonly routes: Route[] = [];

@@ -30,6 +30,12 @@ export const ConversationId = Type.String({ minLength: 1, maxLength: ASK_LIMITS.
 export const ConfirmationId = Type.String({ minLength: 1, maxLength: ASK_LIMITS.confirmation_id });
 /** Rows a caller may ask for at most, before query.max_limit caps it again. */
 export const MaxRows = Type.Integer({ minimum: 1 });
+/**
+ * Which client asked (analytics): the edge says it from the route — `assistant` (legacy
+ * /query), `auth` (/auth/query), `api` (/api/query), `dashboard` (the page at `/`), `mcp`;
+ * `schedule` for scheduled reports. Never taken from a request body.
+ */
+export const Widget = NameString({ minLength: 1, maxLength: 64 });
 
 export const AskRequest = Type.Object({
   question: Question,
@@ -53,6 +59,7 @@ export const AskRequest = Type.Object({
    * never more than query.max_limit); `truncated` says when it cut the result
    */
   max_rows: Type.Optional(MaxRows),
+  widget: Type.Optional(Widget),
 });
 export type AskRequest = Static<typeof AskRequest>;
 
@@ -64,6 +71,7 @@ export const AskConfirmRequest = Type.Object({
   stream: Type.Optional(Type.Boolean()),
   /** as in AskRequest */
   max_rows: Type.Optional(MaxRows),
+  widget: Type.Optional(Widget),
 });
 export type AskConfirmRequest = Static<typeof AskConfirmRequest>;
 
@@ -92,6 +100,12 @@ export const AskReply = Type.Object({
   row_count: Type.Optional(Type.Integer({ minimum: 0 })),
   truncated: Type.Optional(Type.Boolean()),
   insights: Type.Optional(Type.Array(Insight)),
+  /**
+   * insights.mode hybrid: the model's insights follow the answer (SSE event `model_insights`;
+   * JSON: GET /api/insights/{insights_id}, kept for 10 minutes)
+   */
+  insights_pending: Type.Optional(Type.Boolean()),
+  insights_id: Type.Optional(Type.String()),
   /** false when the SQL was generated but not run (query.execute_generated_sql: false) */
   executed: Type.Optional(Type.Boolean()),
   /** how many times the model was asked again after the database rejected its SQL */

@@ -6,18 +6,31 @@ export const Usage = Type.Object({
   output_tokens: Type.Integer({ minimum: 0 }),
   cached_input_tokens: Type.Integer({ minimum: 0 }),
   llm_calls: Type.Integer({ minimum: 0 }),
+  /**
+   * estimated price of the calls in USD (actors/llm/pricing.ts, llm.pricing); absent when no call
+   * had a known price: an unknown price is not a zero one
+   */
+  cost_usd: Type.Optional(Type.Number({ minimum: 0 })),
 });
 export type Usage = Static<typeof Usage>;
 
 export const ZERO_USAGE: Usage = Object.freeze({ input_tokens: 0, output_tokens: 0, cached_input_tokens: 0, llm_calls: 0 });
 
 export function addUsage(a: Usage, b: Usage): Usage {
-  return {
+  const sum: Usage = {
     input_tokens: a.input_tokens + b.input_tokens,
     output_tokens: a.output_tokens + b.output_tokens,
     cached_input_tokens: a.cached_input_tokens + b.cached_input_tokens,
     llm_calls: a.llm_calls + b.llm_calls,
   };
+  // the priced calls' sum: a call without a known price adds nothing (and is not counted as free)
+  if (a.cost_usd !== undefined || b.cost_usd !== undefined) sum.cost_usd = roundUsd((a.cost_usd ?? 0) + (b.cost_usd ?? 0));
+  return sum;
+}
+
+/** Money to a millionth of a dollar: sums of many small prices stay readable. */
+export function roundUsd(usd: number): number {
+  return Math.round(usd * 1e6) / 1e6;
 }
 
 export const Column = Type.Object({

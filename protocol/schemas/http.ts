@@ -17,6 +17,8 @@
  * | token label                        | at most 200 characters                             |
  * | mask rule pattern / description    | 1–200 / at most 500 characters                     |
  * | prompt text                        | at most 100,000 characters of text                 |
+ * | feedback request_id / comment      | 1–128 characters / at most 2000 characters of text |
+ * | semantic layer fields              | as protocol/schemas/semantic.ts says               |
  *
  * Text and names (protocol/schemas/text.ts): the fields `BODY_TEXT` lists hold text (tabs and
  * line breaks allowed); every other string of a body, at any depth, and every field name, is a
@@ -25,9 +27,13 @@
  */
 import Type, { type Static } from 'typebox';
 import { AskConfirmRequest, AskRequest, ConfirmationId, ConversationId } from './ask.js';
+import { FeedbackRequest } from './analytics.js';
 import {
   AuthLoginRequest, AuthTokenRequest, ConfigUpdateRequest, LdapTestRequest, LdapUpdateRequest, LoginRequest, MaskRuleCreate, MaskRuleUpdate, TokenIssueRequest,
 } from './identity.js';
+import {
+  ColumnInput, ColumnPatch, DiscoverRequest, EntityInput, EntityPatch, MetricInput, MetricPatch, RelationshipInput, RelationshipPatch,
+} from './semantic.js';
 
 /** characters of a schema text SQLatte widgets send as a hint (Cortado finds the tables itself) */
 export const SCHEMA_HINT_MAX = 200_000;
@@ -123,6 +129,45 @@ export type LdapBody = Static<typeof LdapBody>;
 export const LdapTestBody = LdapTestRequest;
 export type LdapTestBody = Static<typeof LdapTestBody>;
 
+// ---- analytics ------------------------------------------------------------------------------
+
+/** POST /api/feedback: thumbs up or down on one answer; who gave it is the edge's to say. */
+export const FeedbackBody = Type.Omit(FeedbackRequest, ['user']);
+export type FeedbackBody = Static<typeof FeedbackBody>;
+
+// ---- semantic layer ---------------------------------------------------------------------------
+
+/** POST /api/semantic/entities (with its columns, or none); PUT /api/semantic/entities/:id takes it without `columns`. */
+export const SemanticEntityBody = EntityInput;
+export type SemanticEntityBody = Static<typeof SemanticEntityBody>;
+export const SemanticEntityPutBody = Type.Omit(EntityInput, ['columns']);
+export type SemanticEntityPutBody = Static<typeof SemanticEntityPutBody>;
+/** PATCH /api/semantic/entities/:id: any subset; the id is the path's. */
+export const SemanticEntityPatchBody = EntityPatch;
+export type SemanticEntityPatchBody = Static<typeof SemanticEntityPatchBody>;
+
+/** POST and PUT /api/semantic/entities/:id/columns[/:column_id]; PATCH takes any subset. */
+export const SemanticColumnBody = ColumnInput;
+export type SemanticColumnBody = Static<typeof SemanticColumnBody>;
+export const SemanticColumnPatchBody = ColumnPatch;
+export type SemanticColumnPatchBody = Static<typeof SemanticColumnPatchBody>;
+
+/** POST and PUT /api/semantic/relationships[/:id]; PATCH takes any subset. */
+export const SemanticRelationshipBody = RelationshipInput;
+export type SemanticRelationshipBody = Static<typeof SemanticRelationshipBody>;
+export const SemanticRelationshipPatchBody = RelationshipPatch;
+export type SemanticRelationshipPatchBody = Static<typeof SemanticRelationshipPatchBody>;
+
+/** POST and PUT /api/semantic/metrics[/:id]; PATCH takes any subset (`{active}` (de)activates). */
+export const SemanticMetricBody = MetricInput;
+export type SemanticMetricBody = Static<typeof SemanticMetricBody>;
+export const SemanticMetricPatchBody = MetricPatch;
+export type SemanticMetricPatchBody = Static<typeof SemanticMetricPatchBody>;
+
+/** POST /api/semantic/discover */
+export const SemanticDiscoverBody = DiscoverRequest;
+export type SemanticDiscoverBody = Static<typeof SemanticDiscoverBody>;
+
 /** Top-level fields whose strings are text (tabs and line breaks allowed), per body; every other string is a name. */
 export const BODY_TEXT = {
   api: ['question'],
@@ -130,4 +175,10 @@ export const BODY_TEXT = {
   config: ['value'],
   prompt: ['text'],
   mask: ['description'],
+  feedback: ['comment'],
+  /** an entity's columns are text below `columns` here; their names are names all the same (the schema says so) */
+  semanticEntity: ['description', 'columns'],
+  semanticColumn: ['description'],
+  semanticRelationship: ['description'],
+  semanticMetric: ['description', 'sql_expression'],
 } as const satisfies Record<string, readonly string[]>;

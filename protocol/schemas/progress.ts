@@ -2,10 +2,11 @@ import Type, { type Static } from 'typebox';
 
 /**
  * One step of a question, published on progress.<request id> while it happens.
- * `data` is the step's own payload (the AskReply fields it produced).
+ * `data` is the step's own payload (the AskReply fields it produced). `model_insights` comes
+ * after the answer (insights.mode hybrid): an InsightsFollowUp (protocol/schemas/insights.ts).
  */
 export const ProgressEvent = Type.Object({
-  step: Type.Enum(['started', 'context', 'intent', 'sql', 'rows', 'insights', 'done', 'error']),
+  step: Type.Enum(['started', 'context', 'intent', 'sql', 'rows', 'insights', 'model_insights', 'done', 'error']),
   seq: Type.Integer({ minimum: 0 }),
   data: Type.Record(Type.String(), Type.Unknown()),
 });

@@ -85,7 +85,14 @@ export const SqlExecuteReply = Type.Object({
 });
 export type SqlExecuteReply = Static<typeof SqlExecuteReply>;
 
-export const SqlCheckRequest = Type.Object({ sql: TextString({ minLength: 1 }) });
+export const SqlCheckRequest = Type.Object({
+  sql: TextString({ minLength: 1 }),
+  /**
+   * aggregate: also say whether the first item of the SELECT list is an aggregate expression
+   * (a semantic metric's `SELECT <expr> AS metric_value FROM <table>`), in `aggregate`
+   */
+  expect: Type.Optional(Type.Enum(['aggregate'])),
+});
 export type SqlCheckRequest = Static<typeof SqlCheckRequest>;
 
 export const SqlCheckReply = Type.Object({
@@ -93,6 +100,10 @@ export const SqlCheckReply = Type.Object({
   reason: Type.Optional(Type.String()),
   /** the statement as it would run */
   sql: Type.Optional(Type.String()),
+  /** with expect 'aggregate' and ok: an aggregate function at the top level, no subquery, not a window function alone */
+  aggregate: Type.Optional(Type.Boolean()),
+  /** why it is not an aggregate, for people */
+  aggregate_reason: Type.Optional(Type.String()),
 });
 export type SqlCheckReply = Static<typeof SqlCheckReply>;
 

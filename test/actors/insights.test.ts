@@ -111,53 +111,57 @@ t.test('top contributor and its share', async (t) => {
   t.equal(ofType(oneLabel, 'top'), undefined, 'a single row leads nothing');
 });
 
-t.test('trend over a date column', async (t) => {
+t.test('trend over a date column: Mann-Kendall significance, Sen slope as the effect', async (t) => {
   const cols: Array<[string, string]> = [['month', 'date'], ['revenue', 'numeric']];
   const rose = statisticalInsights(request(cols, months([1000, 1100, 1050, 1200, 1250, 1300, 1280, 1310, 1330, 1290, 1340, 1350])));
   t.same(ofType(rose, 'trend'), {
     type: 'trend', severity: 'success', icon: '📈', source: 'statistical',
-    message: 'Revenue rose 35% from 2025-01 to 2025-12 (1,000 → 1,350).',
+    message: 'Revenue rose from 2025-01 to 2025-12 (1,000 → 1,350): about +26.7 a month, +27% over the period (a significant trend: Mann-Kendall p < 0.001 over 12 months).',
   });
   t.equal(rose[0]?.type, 'trend', 'the trend comes first');
 
-  const fell = statisticalInsights(request(cols, months(['2000', '1800', '1500', '1200'])));
-  t.equal(ofType(fell, 'trend')?.message, 'Revenue fell 40% from 2025-01 to 2025-04 (2,000 → 1,200).');
+  const fell = statisticalInsights(request(cols, months(['2000', '1800', '1500', '1200', '1100', '900'])));
+  t.equal(ofType(fell, 'trend')?.message, 'Revenue fell from 2025-01 to 2025-06 (2,000 → 900): about -225 a month, -56% over the period (a significant trend: Mann-Kendall p = 0.003 over 6 months).');
+  // exact: a perfect fall of 6 points is 2 of the 720 orders as extreme, p = 0.0028
   t.equal(ofType(fell, 'trend')?.severity, 'warning');
 
-  const flat = statisticalInsights(request(cols, months([100, 103, 98, 102])));
-  t.equal(ofType(flat, 'trend')?.message, 'Revenue stayed flat from 2025-01 to 2025-04 (100 → 102).');
+  const flat = statisticalInsights(request(cols, months([100, 103, 98, 102, 99, 101, 100, 98])));
+  t.equal(ofType(flat, 'trend')?.message, 'Revenue shows no clear trend from 2025-01 to 2025-08 (100 → 98; Mann-Kendall p = 0.38 over 8 months).');
+  // S = -8 with two pairs of ties: variance (8·7·21 − 2·2·1·9)/18, z = (−8+1)/√63.3 = −0.88
   t.equal(ofType(flat, 'trend')?.severity, 'info');
 
-  const shuffled = statisticalInsights(request(cols, [['2025-03-01', 300], ['2025-01-01', 100], ['2025-02-01', 200]]));
-  t.equal(ofType(shuffled, 'trend')?.message, 'Revenue rose 200% from 2025-01 to 2025-03 (100 → 300).', 'sorted by date first');
+  const shuffled = statisticalInsights(request(cols, [['2025-03-01', 300], ['2025-01-01', 100], ['2025-05-01', 500], ['2025-02-01', 200], ['2025-04-01', 400]]));
+  t.match(ofType(shuffled, 'trend')?.message, /^Revenue rose from 2025-01 to 2025-05 \(100 → 500\): about \+100 a month/, 'sorted by date first');
 
-  const isoText = statisticalInsights(request([['month', 'text'], ['orders', 'bigint']], [['2024-01', 10], ['2024-02', 9], ['2024-03', 5]]));
-  t.equal(ofType(isoText, 'trend')?.message, 'Orders fell 50% from 2024-01 to 2024-03 (10 → 5).', 'ISO date strings in a text column');
+  const isoText = statisticalInsights(request([['month', 'text'], ['orders', 'bigint']], [['2024-01', 10], ['2024-02', 9], ['2024-03', 7], ['2024-04', 6], ['2024-05', 5]]));
+  t.match(ofType(isoText, 'trend')?.message, /^Orders fell from 2024-01 to 2024-05 \(10 → 5\)/, 'ISO date strings in a text column');
   t.equal(ofType(isoText, 'top'), undefined, 'a column of dates is not a label');
 
   const days = statisticalInsights(
     request([['day', 'timestamp with time zone'], ['visits', 'integer']], [
-      ['2025-03-01 00:00:00+00', 10], ['2025-03-02 00:00:00+00', 11], ['2025-03-03 00:00:00+00', 20],
+      ['2025-03-01 00:00:00+00', 10], ['2025-03-02 00:00:00+00', 11], ['2025-03-03 00:00:00+00', 20], ['2025-03-04 00:00:00+00', 21], ['2025-03-05 00:00:00+00', 25],
     ]),
   );
-  t.equal(ofType(days, 'trend')?.message, 'Visits rose 100% from 2025-03-01 to 2025-03-03 (10 → 20).');
+  t.match(ofType(days, 'trend')?.message, /^Visits rose from 2025-03-01 to 2025-03-05 \(10 → 25\): about \+[\d.]+ a day/);
 
-  const twoPoints = statisticalInsights(request(cols, months([1, 2])));
-  t.equal(ofType(twoPoints, 'trend'), undefined, 'two points are not a trend');
+  for (const n of [2, 3, 4]) {
+    const few = statisticalInsights(request(cols, months([1, 2, 3, 4].slice(0, n))));
+    t.equal(ofType(few, 'trend'), undefined, `${n} points are not a trend (even a perfect rise is not significant below 5)`);
+  }
 
   const mixed = statisticalInsights(request(cols, months([100, 60, 40, 30, 20, 110])));
-  t.equal(ofType(mixed, 'trend')?.severity, 'info', 'ends up while the fit goes down');
-  t.match(ofType(mixed, 'trend')?.message, /ended higher in 2025-06 than in 2025-01 .*overall trend was downward/);
+  t.equal(ofType(mixed, 'trend')?.severity, 'info', 'a fall then a jump back is no significant trend');
+  t.match(ofType(mixed, 'trend')?.message, /^Revenue shows no clear trend from 2025-01 to 2025-06 \(100 → 110; Mann-Kendall p = [\d.]+ over 6 months\)\.$/);
 });
 
-t.test('outliers: more than 3 standard deviations from the others', async (t) => {
+t.test('outliers: robust z-score (median and MAD) beyond 3.5', async (t) => {
   const stores: Cell[][] = [
     ['A', 100], ['B', 104], ['C', 98], ['D', 101], ['E', 97], ['F', 103], ['G', 99], ['Airport Kiosk', 180],
   ];
   const out = statisticalInsights(request([['store', 'text'], ['sales', 'integer']], stores));
   const o = ofType(out, 'outlier');
   t.equal(o?.severity, 'warning');
-  t.match(o?.message, /^Airport Kiosk stands out: sales of 180 is far above the average of the other rows \(100\.29\)\.$/);
+  t.equal(o?.message, 'Airport Kiosk stands out: sales of 180 is far above the median of 100.5 (robust z-score 21.4).');
   t.equal(out[0]?.type, 'outlier', 'without a trend, the outlier leads');
 
   const calm = statisticalInsights(request([['store', 'text'], ['sales', 'integer']], stores.slice(0, 7).concat([['H', 106]])));
@@ -165,7 +169,7 @@ t.test('outliers: more than 3 standard deviations from the others', async (t) =>
   t.equal(ofType(statisticalInsights(request([['store', 'text'], ['sales', 'integer']], stores.slice(1))), 'outlier'), undefined, 'fewer than 8 rows: no outlier check');
 
   const byDate = statisticalInsights(request([['month', 'date'], ['sales', 'numeric']], months([50, 52, 49, 51, 50, 48, 40, 50, 51, 49])));
-  t.match(ofType(byDate, 'outlier')?.message, /^2025-07 stands out: sales of 40 is [\d.]+ standard deviations below/, 'named by its date');
+  t.equal(ofType(byDate, 'outlier')?.message, '2025-07 stands out: sales of 40 is below the median of 50 (robust z-score -6.7).', 'named by its date');
 
   const byRow = statisticalInsights(request([['sales', 'numeric']], [[10], [11], [9], [10], [12], [10], [9], [11], [10], [60]]));
   t.match(ofType(byRow, 'outlier')?.message, /^Row 10 stands out/);
@@ -179,15 +183,15 @@ t.test('config: disabled, max_insights, modes', async (t) => {
   t.same(buildInsights(req, { ...CFG, max_insights: 0 }), [], 'max_insights 0');
 
   const all = buildInsights(req, CFG);
-  t.same(all.map((i) => i.type), ['trend', 'top', 'total', 'summary']);
+  t.same(all.map((i) => i.type), ['change', 'top', 'total', 'summary'], 'three months: a comparison, no trend');
   t.ok(all.every((i) => i.source === 'statistical'));
-  t.same(buildInsights(req, { ...CFG, max_insights: 2 }).map((i) => i.type), ['trend', 'top'], 'capped, most useful kept');
+  t.same(buildInsights(req, { ...CFG, max_insights: 2 }).map((i) => i.type), ['change', 'top'], 'capped, most useful kept');
 
   for (const mode of ['llm_only', 'hybrid'] as const) {
     t.same(buildInsights(req, { ...CFG, mode, include_statistical: false }), all, `${mode} falls back to statistical`);
   }
   const llm: Insight = { type: 'llm', severity: 'info', message: 'Stores grew.', source: 'llm' };
-  t.same(buildInsights(req, { ...CFG, mode: 'hybrid', max_insights: 2 }, [llm]).map((i) => i.type), ['llm', 'trend'], 'model insights first');
+  t.same(buildInsights(req, { ...CFG, mode: 'hybrid', max_insights: 2 }, [llm]).map((i) => i.type), ['llm', 'change'], 'model insights first');
   t.same(buildInsights(req, { ...CFG, mode: 'llm_only', include_statistical: false }, [llm]), [llm]);
 });
 

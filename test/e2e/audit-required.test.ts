@@ -56,8 +56,8 @@ t.test('JetStream cannot keep the event stream at start', async (t) => {
 t.test('the outbox full while the broker is away: refused until it stored what waits', { timeout: 60_000 }, async (t) => {
   const broker = await startBroker();
   t.teardown(() => broker.stop());
-  // each question has two events (query.generated, query.executed): room for two questions
-  const stack = await startStack(configFor(broker.url, { bus: { outbox_max_events: 4 } }));
+  // each question has three events (query.generated, query.executed, question.completed): room for two questions
+  const stack = await startStack(configFor(broker.url, { bus: { outbox_max_events: 6 } }));
   t.teardown(() => stack.stop());
   const bus = stack.running.bus;
   t.equal((await ask(stack.url, 'before')).status, 200);
@@ -70,11 +70,11 @@ t.test('the outbox full while the broker is away: refused until it stored what w
     t.equal(res.status, 200, `"${q}" answered: ${res.text}`);
     answered.push(res.body.request_id);
   }
-  t.equal(bus.outboxStats().waiting, 4, 'their four events wait for the broker');
+  t.equal(bus.outboxStats().waiting, 6, 'their six events wait for the broker');
   const refused = await ask(stack.url, 'third while away');
   t.equal(refused.status, 503, refused.text);
   t.equal(refused.body.error.code, 'AUDIT_UNAVAILABLE');
-  t.match(refused.body.error.message, /4 events wait/);
+  t.match(refused.body.error.message, /6 events wait/);
 
   await broker.start();
   const back = Date.now();

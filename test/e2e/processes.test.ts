@@ -72,7 +72,7 @@ function cortado(args: string[]): Proc {
   return { child, output: () => out, exited };
 }
 
-async function until(what: string, check: () => Promise<boolean> | boolean, ms = 30_000): Promise<void> {
+async function until(what: string, check: () => Promise<boolean> | boolean, ms = 60_000): Promise<void> {
   const end = Date.now() + ms;
   while (Date.now() < end) {
     if (await Promise.resolve().then(check).catch(() => false)) return;

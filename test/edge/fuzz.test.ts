@@ -192,7 +192,7 @@ const rpcMessage = fc.record({
 // ---- routes -------------------------------------------------------------------------------
 
 interface Route {
-  method: 'POST' | 'PUT' | 'DELETE';
+  method: 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   /** the path, with the fuzzed parameter (already percent-encoded) in it */
   path: (param: string) => string;
   /** values a path parameter takes besides hostile ones */
@@ -213,6 +213,18 @@ interface Route {
   cases: number;
 }
 
+const semanticId = fc.constantFrom('1', '2', '3', '0', '-1', '1.5', 'abc', '99999999999');
+const semanticEntity = {
+  schema_name: mostly('public', 'nope'), table_name: mostly('orders', 'nope'), display_name: fc.string(), description: fc.string(),
+  primary_key: mostly('id', 'nope', ''), entity_type: mostly('table', 'view', 'cube'), synonyms: fc.array(fc.string(), { maxLength: 3 }),
+  columns: fc.array(fc.record({ name: mostly('amount', 'note', 'nope'), role: mostly('dimension', 'metric', 'x'), description: fc.string() }, { requiredKeys: [] }), { maxLength: 3 }),
+};
+const semanticColumn = { name: mostly('amount', 'note', 'id', 'nope'), role: mostly('metric', 'dimension', 'x'), aggregation: mostly('sum', 'median'), description: fc.string(), synonyms: fc.array(fc.string(), { maxLength: 3 }) };
+const semanticMetric = {
+  name: fc.oneof(fc.stringMatching(/^[a-z_]{1,12}$/), fc.string()), display_name: fc.string(),
+  sql_expression: fc.oneof(fc.constantFrom('SUM(amount)', 'COUNT(*)', 'amount', 'SUM((SELECT 1))', 'SUM(amount); DROP TABLE orders', 'SUM(amount) -- x', "COUNT(*) FILTER (WHERE note = 'first')"), fc.string()),
+  entity_id: fc.oneof(fc.integer({ min: 0, max: 4 }), fc.constant(null)), active: fc.boolean(), format_type: mostly('currency', 'euro'),
+};
 const MCP_HEADERS = { 'x-mcp-token': TOKEN, accept: MCP_ACCEPT };
 const ROUTES: Record<string, Route> = {
   'POST /api/query': { method: 'POST', path: () => '/api/query', sse: true, cases: 1000, fields: { question, tables: fc.array(tableName, { maxLength: 4 }), conversation_id: ident } },
@@ -246,6 +258,16 @@ const ROUTES: Record<string, Route> = {
   'DELETE /admin/config/:key': { method: 'DELETE', path: (p) => `/admin/config/${p}`, param: fc.constantFrom(...SAFE_CONFIG_KEYS, '__proto__', 'toString'), headers: ADMIN, cases: 1000, fields: {} },
   'PUT /admin/ldap': { method: 'PUT', path: () => '/admin/ldap', headers: ADMIN, cases: 1000, fields: { settings: fc.dictionary(fc.oneof(fc.constantFrom(...LDAP_KEYS), hostileKey), ldapSetting, { maxKeys: 4 }) } },
   'POST /admin/ldap/test': { method: 'POST', path: () => '/admin/ldap/test', headers: ADMIN, cases: 1000, fields: { settings: fc.dictionary(fc.oneof(fc.constantFrom(...LDAP_KEYS), hostileKey), ldapSetting, { maxKeys: 4 }) } },
+  'POST /api/semantic/entities': { method: 'POST', path: () => '/api/semantic/entities', headers: ADMIN, cases: 300, required: ['schema_name', 'table_name', 'display_name'], fields: semanticEntity },
+  'PATCH /api/semantic/entities/:id': { method: 'PATCH', path: (p) => `/api/semantic/entities/${p}`, param: semanticId, headers: ADMIN, cases: 300, fields: semanticEntity },
+  'POST /api/semantic/entities/:id/columns': { method: 'POST', path: (p) => `/api/semantic/entities/${p}/columns`, param: semanticId, headers: ADMIN, cases: 300, required: ['name', 'role'], fields: semanticColumn },
+  'POST /api/semantic/relationships': {
+    method: 'POST', path: () => '/api/semantic/relationships', headers: ADMIN, cases: 300,
+    fields: { name: fc.string(), from_entity_id: fc.oneof(fc.integer({ min: 0, max: 4 }), hostileNumber), from_column: mostly('id', 'amount', 'nope'), to_entity_id: fc.integer({ min: 0, max: 4 }), to_column: mostly('id', 'note'), relationship_type: mostly('many_to_one', 'one_to_one', 'x'), join_type: mostly('LEFT', 'INNER', 'OUTER') },
+  },
+  'POST /api/semantic/metrics': { method: 'POST', path: () => '/api/semantic/metrics', headers: ADMIN, cases: 300, required: ['name', 'display_name', 'sql_expression'], fields: semanticMetric },
+  'PATCH /api/semantic/metrics/:id': { method: 'PATCH', path: (p) => `/api/semantic/metrics/${p}`, param: semanticId, headers: ADMIN, cases: 300, fields: semanticMetric },
+  'POST /api/semantic/discover': { method: 'POST', path: () => '/api/semantic/discover', headers: ADMIN, cases: 100, required: ['schema'], fields: { schema: mostly('public', 'pg_catalog', 'nope'), tables: fc.array(tableName, { maxLength: 3 }) } },
   'POST /mcp': { method: 'POST', path: () => '/mcp', mcp: true, headers: { ...MCP_HEADERS, 'mcp-session-id': MCP_SESSION }, cases: 1000, fields: { jsonrpc: fc.constant('2.0'), id: fc.integer(), method: rpcMethod, params: toolCall }, whole: fc.oneof(rpcMessage, fc.array(rpcMessage, { minLength: 0, maxLength: 4 })) },
   'POST /mcp (no session)': { method: 'POST', path: () => '/mcp', mcp: true, headers: MCP_HEADERS, cases: 1000, fields: { jsonrpc: fc.constant('2.0'), id: fc.integer(), method: rpcMethod, params: hostileValue }, whole: rpcMessage },
   'POST /mcp/messages/': { method: 'POST', path: () => endpoint, mcp: true, headers: MCP_HEADERS, cases: 1000, fields: { jsonrpc: fc.constant('2.0'), id: fc.integer(), method: rpcMethod, params: toolCall }, whole: rpcMessage },

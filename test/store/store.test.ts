@@ -1,7 +1,7 @@
 /**
  * The storage (store/): one suite, run against both implementations (memory, and PostgreSQL on
  * a throwaway database), with a test per repository (overrides, prompts, LDAP settings, tokens,
- * mask rules, audit); then what only one of them has: PostgreSQL's versioned migrations
+ * mask rules, audit, semantic layer); then what only one of them has: PostgreSQL's versioned migrations
  * (idempotent, safe with concurrent starts), data surviving a new storage on the same database
  * and rows written by an earlier release read back, DB_UNAVAILABLE without the password;
  * memory's bounded audit log; openStorage's choice.
@@ -249,6 +249,118 @@ function storeSuite(name: string, make: Factory): void {
       t.same((await s.maskRules.list()).map((r) => r.field_pattern), ['social_*', 'card_*']);
     });
 
+    t.test('semantic: entities with columns, relationships, metrics; conflicts, missing entities, delete cascades', async (t) => {
+      const s = await fresh();
+      const sem = s.semantic;
+      t.same(await sem.listEntities(), []);
+      const orders = await sem.createEntity({
+        schema_name: 'public', table_name: 'orders', display_name: 'Orders', synonyms: ['purchases'],
+        columns: [
+          { name: 'total', role: 'metric', aggregation: 'sum', display_name: 'Order total', synonyms: ['revenue'] },
+          { name: 'status', role: 'dimension' },
+        ],
+      });
+      t.match(orders, {
+        id: 1, catalog: '', schema_name: 'public', table_name: 'orders', display_name: 'Orders', description: '', primary_key: '',
+        entity_type: 'table', synonyms: ['purchases'],
+      }, 'defaults; integer ids from 1');
+      t.same(orders.columns.map((c) => [c.name, c.role, c.aggregation, c.entity_id, c.synonyms, c.data_type]),
+        [['total', 'metric', 'sum', orders.id, ['revenue'], ''], ['status', 'dimension', undefined, orders.id, [], '']], 'columns in creation order');
+      t.notOk('aggregation' in (orders.columns[1] as object), 'no aggregation when none was given');
+      t.equal(orders.created_at, orders.updated_at);
+      t.same(await sem.getEntity(orders.id), orders, 'read back as created');
+
+      const customers = await sem.createEntity({ catalog: 'shop', schema_name: 'sales', table_name: 'customers', display_name: 'Customers', entity_type: 'view', primary_key: 'id' });
+      t.ok(customers.id > orders.id);
+      t.same((await sem.listEntities()).map((e) => e.id), [orders.id, customers.id], 'by id');
+      t.same((await sem.listEntities({ schema_name: 'sales' })).map((e) => e.table_name), ['customers']);
+      t.same((await sem.listEntities({ catalog: '' })).map((e) => e.table_name), ['orders'], "'' matches entities without a catalog");
+      t.same(await sem.listEntities({ catalog: 'shop', schema_name: 'public' }), []);
+
+      t.equal((await rejects(sem.createEntity({ schema_name: 'public', table_name: 'orders', display_name: 'Again' }))).code, 'CONFLICT', 'one entity per table');
+      t.equal((await rejects(sem.createEntity({ schema_name: 'public', table_name: 'lines', display_name: 'Lines',
+        columns: [{ name: 'a', role: 'dimension' }, { name: 'a', role: 'metric' }] }))).code, 'CONFLICT', 'a column name twice');
+      t.same((await sem.listEntities()).map((e) => e.table_name), ['orders', 'customers'], 'all or nothing: the refused entity is not there');
+
+      await new Promise((r) => setTimeout(r, 5));
+      const u = await sem.updateEntity(orders.id, { description: 'one row per order', synonyms: [] });
+      t.match(u, { id: orders.id, table_name: 'orders', display_name: 'Orders', description: 'one row per order', synonyms: [], created_at: orders.created_at });
+      t.ok(u && u.updated_at > orders.updated_at, 'updated_at moves');
+      t.equal(u?.columns.length, 2, 'the columns come with it');
+      t.equal((await rejects(sem.updateEntity(customers.id, { catalog: '', schema_name: 'public', table_name: 'orders' }))).code, 'CONFLICT');
+      t.equal(await sem.updateEntity(999, { description: 'x' }), undefined);
+
+      const col = await sem.addColumn(orders.id, { name: 'customer_id', role: 'dimension', data_type: 'integer' });
+      t.match(col, { entity_id: orders.id, name: 'customer_id', role: 'dimension', display_name: '', description: '', synonyms: [], data_type: 'integer' });
+      t.equal(await sem.addColumn(999, { name: 'x', role: 'dimension' }), undefined, 'no such entity');
+      t.equal((await rejects(sem.addColumn(orders.id, { name: 'status', role: 'dimension' }))).code, 'CONFLICT');
+      const uc = await sem.updateColumn(orders.id, col!.id, { display_name: 'Customer', synonyms: ['client'] });
+      t.match(uc, { id: col!.id, name: 'customer_id', display_name: 'Customer', synonyms: ['client'], data_type: 'integer' });
+      t.equal(await sem.updateColumn(customers.id, col!.id, { display_name: 'x' }), undefined, 'a column of another entity');
+      t.equal((await rejects(sem.updateColumn(orders.id, col!.id, { name: 'total' }))).code, 'CONFLICT');
+      t.same((await sem.getEntity(orders.id))?.columns.map((c) => c.name), ['total', 'status', 'customer_id']);
+      t.equal(await sem.deleteColumn(customers.id, col!.id), false);
+      t.equal(await sem.deleteColumn(orders.id, (orders.columns[1] as { id: number }).id), true);
+      t.equal(await sem.deleteColumn(orders.id, (orders.columns[1] as { id: number }).id), false);
+      t.same((await sem.getEntity(orders.id))?.columns.map((c) => c.name), ['total', 'customer_id']);
+
+      const rel = await sem.createRelationship({
+        name: 'order customer', from_entity_id: orders.id, from_column: 'customer_id', to_entity_id: customers.id, to_column: 'id', relationship_type: 'many_to_one',
+      });
+      t.match(rel, { id: 1, join_type: 'LEFT', description: '', relationship_type: 'many_to_one' }, 'LEFT when not said');
+      t.same(await sem.getRelationship(rel.id), rel);
+      t.equal((await rejects(sem.createRelationship({ ...rel, name: 'again' }))).code, 'CONFLICT', 'the same two columns');
+      const missing = await rejects(sem.createRelationship({ name: 'x', from_entity_id: orders.id, from_column: 'a', to_entity_id: 77, to_column: 'b', relationship_type: 'one_to_one' }));
+      t.equal(missing.code, 'VALIDATION_FAILED');
+      t.match(missing.message, /to_entity_id.*77/, 'names the field and the id');
+      const self = await sem.createRelationship({ name: 'self', from_entity_id: orders.id, from_column: 'a', to_entity_id: orders.id, to_column: 'b', relationship_type: 'one_to_one', join_type: 'INNER' });
+      t.match(await sem.updateRelationship(self.id, { join_type: 'RIGHT', description: 'd' }), { join_type: 'RIGHT', description: 'd', name: 'self' });
+      t.equal((await rejects(sem.updateRelationship(self.id, { from_entity_id: 55 }))).code, 'VALIDATION_FAILED');
+      t.equal((await rejects(sem.updateRelationship(self.id, { from_column: 'customer_id', to_entity_id: customers.id, to_column: 'id' }))).code, 'CONFLICT');
+      t.equal(await sem.updateRelationship(999, { name: 'x' }), undefined);
+      t.same((await sem.listRelationships()).map((r) => r.id), [rel.id, self.id], 'by id');
+
+      const revenue = await sem.createMetric({ name: 'revenue', display_name: 'Revenue', sql_expression: 'SUM(orders.total)', entity_id: orders.id, synonyms: ['sales'] });
+      t.match(revenue, { id: 1, active: true, format_type: '', category: '', description: '', entity_id: orders.id, synonyms: ['sales'] });
+      const count = await sem.createMetric({ name: 'order_count', display_name: 'Orders', sql_expression: 'COUNT(*)', active: false, format_type: 'currency' });
+      t.equal(count.entity_id, null, 'no entity: null');
+      t.equal((await rejects(sem.createMetric({ name: 'revenue', display_name: 'R', sql_expression: 'SUM(1)' }))).code, 'CONFLICT');
+      const m404 = await rejects(sem.createMetric({ name: 'm', display_name: 'M', sql_expression: 'SUM(1)', entity_id: 42 }));
+      t.equal(m404.code, 'VALIDATION_FAILED');
+      t.match(m404.message, /entity_id.*42/);
+      t.same((await sem.listMetrics(true)).map((m) => m.name), ['revenue'], 'active only');
+      t.same((await sem.listMetrics(false)).map((m) => m.name), ['revenue', 'order_count'], 'all, by id');
+      t.match(await sem.updateMetric(count.id, { active: true, entity_id: customers.id }), { active: true, entity_id: customers.id, format_type: 'currency' });
+      t.match(await sem.updateMetric(count.id, { description: 'how many' }), { entity_id: customers.id, description: 'how many' }, 'entity kept when not said');
+      t.match(await sem.updateMetric(count.id, { entity_id: null }), { entity_id: null }, 'null detaches');
+      t.equal((await rejects(sem.updateMetric(count.id, { name: 'revenue' }))).code, 'CONFLICT');
+      t.equal((await rejects(sem.updateMetric(count.id, { entity_id: 42 }))).code, 'VALIDATION_FAILED');
+      t.equal(await sem.updateMetric(999, { active: false }), undefined);
+      t.same(await sem.getMetric(revenue.id), revenue);
+
+      // deleting an entity: its columns and relationships go, its metrics stay detached
+      const deleted = await sem.deleteEntity(orders.id);
+      t.same(deleted, { deleted_columns: 2, deleted_relationships: [rel.id, self.id], detached_metrics: [revenue.id] });
+      t.equal(await sem.getEntity(orders.id), undefined);
+      t.same(await sem.listRelationships(), []);
+      t.match(await sem.getMetric(revenue.id), { entity_id: null, sql_expression: 'SUM(orders.total)' });
+      t.equal(await sem.deleteEntity(orders.id), undefined);
+      t.equal(await sem.addColumn(orders.id, { name: 'x', role: 'dimension' }), undefined, 'a deleted entity takes no column');
+      const again = await sem.createEntity({ schema_name: 'public', table_name: 'orders', display_name: 'Orders' });
+      t.ok(again.id > customers.id, 'ids are not reused');
+      t.same(again.columns, [], 'no column came back with the table');
+
+      t.equal(await sem.deleteMetric(count.id), true);
+      t.equal(await sem.deleteMetric(count.id), false);
+      t.equal(await sem.deleteRelationship(rel.id), false);
+      t.same((await sem.listMetrics(false)).map((m) => m.name), ['revenue']);
+
+      // copies in and out
+      const got = await sem.getEntity(customers.id);
+      got!.synonyms.push('changed');
+      t.same((await sem.getEntity(customers.id))?.synonyms, [], 'a returned record is a copy');
+    });
+
     t.test('audit: dedup by event id', async (t) => {
       const s = await fresh();
       t.equal(await s.audit.append(event('e1')), true);
@@ -363,7 +475,8 @@ t.test('postgresql: versioned migrations, idempotent and safe with concurrent st
   const after = await tablesOf(db.url);
   t.same(after.tables, [
     'cortado_api_tokens', 'cortado_audit_log', 'cortado_config_override_history', 'cortado_config_overrides',
-    'cortado_mask_rules', 'cortado_schema_version',
+    'cortado_mask_rules', 'cortado_schema_version', 'cortado_semantic_columns', 'cortado_semantic_entities',
+    'cortado_semantic_metrics', 'cortado_semantic_relationships',
   ], 'every table, prefixed');
   t.same(after.versions, MIGRATIONS.map((m) => ({ version: m.version, n: 1 })), 'each migration recorded once');
 
@@ -444,7 +557,7 @@ t.test('postgresql: what a deployment of an earlier release stored is read back,
   await db.pool.query(`INSERT INTO cortado_mask_rules (id, field_pattern, strategy, enabled, description, created_at, updated_at) VALUES ('old-rule', '*ssn*', 'redact', true, '', '2024-01-01T00:00:00Z', '2024-01-01T00:00:00Z')`);
   await db.pool.query(`INSERT INTO cortado_audit_log (event_id, ts, type, username, code, payload) VALUES ('old-ev', '2024-01-01T00:00:00Z', 'identity.login', 'ann', 'OK', '{"ok": true}')`);
 
-  t.same(await migrate(db.pool, log), [], 'nothing to apply on such a database');
+  t.same(await migrate(db.pool, log), MIGRATIONS.filter((m) => m.version > 1).map((m) => m.version), 'only the later migrations apply on such a database');
   const s = postgresStorage(pgOptions(db));
   t.teardown(() => s.close());
   await s.init();

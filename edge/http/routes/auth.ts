@@ -120,7 +120,7 @@ export function authRoutes(router: Router, deps: AuthRouteDeps): void {
     const body = await readJson(req, checkQuery, { text: BODY_TEXT.legacy });
     // a conversation belongs to its session (the assistant keeps it under the owner): another
     // session cannot read it by guessing its id
-    const ask: AskRequest = { question: body.question, channel: 'auth', owner: caller.owner };
+    const ask: AskRequest = { question: body.question, channel: 'auth', owner: caller.owner, widget: 'auth' };
     if (body.tables?.length) ask.tables = body.tables;
     if (body.conversation_id) ask.conversation_id = body.conversation_id;
     const reply = await bus.request(Ask, ask, callerCtx(ctx.rid, caller));
@@ -131,7 +131,7 @@ export function authRoutes(router: Router, deps: AuthRouteDeps): void {
   router.post('/auth/query/confirm', { auth: 'auth' }, async (req, res, ctx) => {
     const caller = await ctx.caller();
     const body = await readJson(req, checkConfirm);
-    const reply = await bus.request(AskConfirm, { confirmation_id: body.confirmation_id, owner: caller.owner, channel: 'auth' }, callerCtx(ctx.rid, caller));
+    const reply = await bus.request(AskConfirm, { confirmation_id: body.confirmation_id, owner: caller.owner, channel: 'auth', widget: 'auth' }, callerCtx(ctx.rid, caller));
     sendJson(res, 200, legacyShape(reply, undefined), ctx.rid);
   });
 

@@ -1,5 +1,6 @@
 /** The browser pages and their static files, read once at start. */
 import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CortadoError } from '../../../protocol/errors.js';
@@ -20,6 +21,27 @@ const TYPES: Record<string, string> = {
 };
 
 const PAGE_CSP = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self'; connect-src 'self'; frame-ancestors 'self'";
+
+/**
+ * Browser libraries served from their npm packages (pinned in package.json), never from a CDN:
+ * the URL path under /vendor/ → the package and the file beside its entry point.
+ */
+const VENDOR: Record<string, { pkg: string; file: string }> = {
+  'chart.umd.min.js': { pkg: 'chart.js', file: 'chart.umd.min.js' },
+};
+
+function loadVendor(): Map<string, Buffer> {
+  const require = createRequire(import.meta.url);
+  const files = new Map<string, Buffer>();
+  for (const [name, { pkg, file }] of Object.entries(VENDOR)) {
+    try {
+      files.set(name, readFileSync(path.join(path.dirname(require.resolve(pkg)), file)));
+    } catch {
+      // not installed: its route answers 404 and the page says the charts are unavailable
+    }
+  }
+  return files;
+}
 
 function loadDir(dir: string, prefix = ''): Map<string, Buffer> {
   const files = new Map<string, Buffer>();
@@ -48,6 +70,8 @@ export function pageRoutes(router: Router, opts: { appName: string }): void {
   };
   router.get('/', { auth: 'none' }, page('index.html'));
   router.get('/admin', { auth: 'none' }, page('admin.html'));
+  // the page signs in through /admin/login itself; its data (/api/analytics/*) is what is guarded
+  router.get('/analytics', { auth: 'none' }, page('analytics.html'));
   router.get('/static/*', { auth: 'none' }, (req, res, ctx) => {
     const rel = req.params['*'] ?? '';
     const body = rel.includes('..') ? undefined : files.get(`static/${rel}`);
@@ -55,6 +79,17 @@ export function pageRoutes(router: Router, opts: { appName: string }): void {
     res.send(200, {
       'content-type': TYPES[path.extname(rel)] ?? 'application/octet-stream',
       'cache-control': 'public, max-age=300',
+      [HTTP_REQUEST_ID]: ctx.rid,
+      ...SECURITY_HEADERS,
+    }, body);
+  });
+  const vendor = loadVendor();
+  router.get('/vendor/:file', { auth: 'none' }, (req, res, ctx) => {
+    const body = vendor.get(req.params.file ?? '');
+    if (!body) throw new CortadoError('NOT_FOUND', `no vendor file ${req.params.file ?? ''}`);
+    res.send(200, {
+      'content-type': TYPES['.js']!,
+      'cache-control': 'public, max-age=3600',
       [HTTP_REQUEST_ID]: ctx.rid,
       ...SECURITY_HEADERS,
     }, body);

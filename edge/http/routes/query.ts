@@ -7,7 +7,11 @@
 import { Compile } from 'typebox/compile';
 import type { Bus, Ctx } from '../../../protocol/bus.js';
 import { toCortadoError } from '../../../protocol/errors.js';
-import { Ask, AskConfirm } from '../../../protocol/subjects.js';
+import { Ask, AskConfirm, Bucket, InsightsGenerate } from '../../../protocol/subjects.js';
+import { CortadoError } from '../../../protocol/errors.js';
+import type { Kv } from '../../../protocol/kv.js';
+import type { ProgressEvent } from '../../../protocol/schemas/progress.js';
+import { INSIGHTS_FOLLOW_UP_TTL_MS, type InsightsFollowUp } from '../../../protocol/schemas/insights.js';
 import { ASK_LIMITS, type AskReply, type AskRequest } from '../../../protocol/schemas/ask.js';
 import { ApiQueryBody, BODY_TEXT, LegacyConfirmBody, LegacyQueryBody } from '../../../protocol/schemas/http.js';
 import { callerCtx } from '../../caller.js';
@@ -24,6 +28,15 @@ const checkConfirm = Compile(LegacyConfirmBody);
 export interface QueryRouteDeps {
   bus: Bus;
   config: Config;
+}
+
+/**
+ * Which client asked /api/query (analytics): the page at `/` is a same-origin browser fetch
+ * (`Sec-Fetch-Site: same-origin`, which browsers set and pages cannot); anything else is `api`.
+ * Any other client could send the header too: it only labels the question in analytics.
+ */
+function apiWidget(req: HttpRequest): string {
+  return (req.headers['sec-fetch-site'] ?? '').toLowerCase() === 'same-origin' ? 'dashboard' : 'api';
 }
 
 function wantsStream(req: HttpRequest): boolean {
@@ -46,13 +59,25 @@ async function runAsk(
     return;
   }
   const sse = openSse(res, ctx.rid);
+  // the model's insights of a hybrid answer follow it: held until the result is out
+  const later = followUpInbox(res);
   const stop = bus.onProgress(ctx.rid, (ev) => {
-    if (ev.step !== 'error') sse.send(ev.step, ev.data, ev.seq);
+    if (ev.step === 'model_insights') later.arrived(ev);
+    else if (ev.step !== 'error') sse.send(ev.step, ev.data, ev.seq);
   });
   try {
     await bus.flush();
     const reply = await bus.request(Ask, { ...ask, stream: true }, busCtx);
     sse.send('result', render(reply));
+    if (reply.insights_pending) {
+      const ev = await later.wait();
+      if (ev) sse.send('model_insights', ev.data, ev.seq);
+      else if (!sse.closed) {
+        // nothing came in time (the assistant's process went away): say so, keep what was shown
+        const none: InsightsFollowUp = { request_id: ctx.rid, status: 'failed', insights: reply.insights ?? [] };
+        sse.send('model_insights', none);
+      }
+    }
   } catch (err) {
     const e = toCortadoError(err);
     sse.send('error', errorBody(e, ctx.rid));
@@ -61,6 +86,30 @@ async function runAsk(
     stop();
     sse.close();
   }
+}
+
+/** How long a stream stays open for a hybrid answer's model insights after the result. */
+const FOLLOW_UP_WAIT_MS = InsightsGenerate.timeoutMs + 5_000;
+
+/** Holds the `model_insights` step of one stream until it is asked for (the result goes first). */
+function followUpInbox(res: HttpResponse): { arrived(ev: ProgressEvent): void; wait(): Promise<ProgressEvent | undefined> } {
+  let got: ProgressEvent | undefined;
+  let wake: (() => void) | undefined;
+  res.onAbort(() => wake?.());
+  return {
+    arrived(ev) {
+      got ??= ev;
+      wake?.();
+    },
+    async wait() {
+      if (got || res.aborted) return got;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, FOLLOW_UP_WAIT_MS);
+        wake = () => { clearTimeout(timer); resolve(); };
+      });
+      return got;
+    },
+  };
 }
 
 /** Table names named by SQLatte widgets in their schema text ("Table: public.orders"), as many as a question takes. */
@@ -92,6 +141,7 @@ export function legacyShape(reply: AskReply, sessionId: string | undefined): Rec
     ...(reply.bytes_processed !== undefined ? { bytes_processed: reply.bytes_processed } : {}),
     ...(reply.estimated_cost_usd !== undefined ? { estimated_cost_usd: reply.estimated_cost_usd } : {}),
     ...(reply.masked ? { masked: reply.masked } : {}),
+    ...(reply.insights_pending ? { insights_pending: true, ...(reply.insights_id ? { insights_id: reply.insights_id } : {}) } : {}),
     usage: reply.usage,
     timing_ms: reply.timing_ms,
     ...base,
@@ -103,7 +153,7 @@ export function queryRoutes(router: Router, deps: QueryRouteDeps): void {
 
   router.post('/api/query', { auth: 'none' }, async (req, res, ctx) => {
     const body = await readJson(req, checkApi, { text: BODY_TEXT.api });
-    const ask: AskRequest = { question: body.question.trim() || body.question, channel: 'api' };
+    const ask: AskRequest = { question: body.question.trim() || body.question, channel: 'api', widget: apiWidget(req) };
     if (body.tables?.length) ask.tables = body.tables;
     if (body.conversation_id) ask.conversation_id = body.conversation_id;
     await runAsk(bus, req, res, ctx, ask, (r) => r);
@@ -114,7 +164,7 @@ export function queryRoutes(router: Router, deps: QueryRouteDeps): void {
     const sessionId = body.session_id ?? undefined;
     const caller = await ctx.caller({ widgetSession: sessionId });
     const tables = body.tables?.length ? body.tables : tablesFromSchemaText(body.table_schema ?? body.schema);
-    const ask: AskRequest = { question: body.question, channel: 'legacy', owner: caller.owner };
+    const ask: AskRequest = { question: body.question, channel: 'legacy', owner: caller.owner, widget: 'assistant' };
     if (tables.length) ask.tables = tables;
     if (sessionId) ask.conversation_id = sessionId;
     await runAsk(bus, req, res, ctx, ask, (r) => legacyShape(r, sessionId), callerCtx(ctx.rid, caller));
@@ -125,7 +175,26 @@ export function queryRoutes(router: Router, deps: QueryRouteDeps): void {
     const body = await readJson(req, checkConfirm);
     const sessionId = body.session_id ?? undefined;
     const caller = await ctx.caller({ widgetSession: sessionId });
-    const reply = await bus.request(AskConfirm, { confirmation_id: body.confirmation_id, owner: caller.owner, channel: 'legacy' }, callerCtx(ctx.rid, caller));
+    const reply = await bus.request(AskConfirm, { confirmation_id: body.confirmation_id, owner: caller.owner, channel: 'legacy', widget: 'assistant' }, callerCtx(ctx.rid, caller));
     sendJson(res, 200, legacyShape(reply, sessionId), ctx.rid);
+  });
+
+  // the model's insights of a hybrid JSON answer, once ready (the answer's insights_id; kept 10 minutes)
+  let followUps: Promise<Kv<InsightsFollowUp>> | undefined;
+  router.get('/api/insights/:id', { auth: 'none' }, async (req, res, ctx) => {
+    const id = req.params.id ?? '';
+    followUps ??= bus.bucket<InsightsFollowUp>(Bucket.Insights, { ttlMs: INSIGHTS_FOLLOW_UP_TTL_MS, maxBytes: 64 * 1024 * 1024 })
+      .catch((err: unknown) => {
+        followUps = undefined;
+        throw new CortadoError('ACTOR_UNAVAILABLE', `insights are not kept without JetStream KV: ${(err as Error).message}`);
+      });
+    // a KV key is letters, digits, `-`, `_`, `=`, `.`; insights ids are UUIDs
+    const found = /^[A-Za-z0-9-]{1,64}$/.test(id) ? await (await followUps).get(id) : undefined;
+    if (!found) throw new CortadoError('NOT_FOUND', 'no such insights: unknown, or older than 10 minutes');
+    if (found.status === 'pending' && found.until && Date.parse(found.until) < Date.now()) {
+      sendJson(res, 200, { ...found, status: 'failed', until: undefined }, ctx.rid);
+      return;
+    }
+    sendJson(res, 200, found, ctx.rid);
   });
 }

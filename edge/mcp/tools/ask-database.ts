@@ -30,6 +30,7 @@ export const askDatabase: McpTool<typeof Input> = {
       question: question || args.question,
       ...(args.tables?.length ? { tables: args.tables } : {}),
       channel: 'mcp',
+      widget: 'mcp',
       max_rows: config.mcp.max_rows,
     }, ctx);
     if (reply.intent === 'chat') {

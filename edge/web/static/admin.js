@@ -1,4 +1,6 @@
-// The admin panel: sign in, then config, prompts, API tokens, mask rules, audit log, LDAP.
+// The admin panel: sign in, then config, prompts, API tokens, mask rules, audit log, LDAP, semantic layer.
+import { semanticTab } from './semantic.js';
+
 const $ = (s, r = document) => r.querySelector(s);
 let csrf = '';
 
@@ -27,7 +29,9 @@ async function api(method, path, body) {
   const data = res.headers.get('content-type')?.includes('json') ? await res.json() : await res.text();
   if (!res.ok) {
     if (res.status === 401) showLogin();
-    throw new Error(data?.error ? `${data.error.code}: ${data.error.message}` : `HTTP ${res.status}`);
+    const err = new Error(data?.error ? `${data.error.code}: ${data.error.message}` : `HTTP ${res.status}`);
+    Object.assign(err, { status: res.status, code: data?.error?.code, detail: data?.error?.message });
+    throw err;
   }
   return data;
 }
@@ -146,7 +150,9 @@ const LOADERS = {
       return el('label', {}, k, input);
     }));
   },
+  semantic: () => semantic.load(),
 };
+const semantic = semanticTab({ $, el, api, flash });
 
 function ldapSettings() {
   const out = {};

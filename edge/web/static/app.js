@@ -81,6 +81,11 @@ function renderRows(columns, rows) {
   return el('div', { class: 'grid' }, el('table', {}, el('thead', {}, head), el('tbody', {}, ...body)));
 }
 
+/** The insight cards of an answer (replaced when the model's insights follow: insights.mode hybrid). */
+function renderInsights(list) {
+  return el('ul', { class: 'insights' }, ...list.map((i) => el('li', { class: i.severity, text: `${i.icon ? i.icon + ' ' : ''}${i.message}` })));
+}
+
 function renderResult(body, r) {
   const parts = [];
   if (r.intent === 'chat') {
@@ -94,12 +99,51 @@ function renderResult(body, r) {
       const note = `${r.row_count} row${r.row_count === 1 ? '' : 's'}${r.truncated ? ' (cut at the row limit)' : ''}`;
       parts.push(el('div', { class: 'meta muted', text: note }));
     }
-    if (r.insights?.length) parts.push(el('ul', { class: 'insights' }, ...r.insights.map((i) => el('li', { class: i.severity, text: `${i.icon ? i.icon + ' ' : ''}${i.message}` }))));
+    if (r.insights?.length) parts.push(renderInsights(r.insights));
   }
   const t = r.timing_ms?.total;
   const tokens = r.usage ? r.usage.input_tokens + r.usage.output_tokens : 0;
   parts.push(el('div', { class: 'meta muted', text: `${t !== undefined ? `${Math.round(t)} ms` : ''}${tokens ? ` · ${tokens} tokens` : ''}${r.corrections ? ` · corrected ${r.corrections}×` : ''}` }));
+  if (r.request_id) parts.push(renderFeedback(r.request_id));
   body.replaceChildren(...parts);
+}
+
+// Thumbs up or down on one answer, with an optional comment (POST /api/feedback, by request id).
+function renderFeedback(requestId) {
+  const status = el('span', { class: 'status muted', 'aria-live': 'polite' });
+  const comment = el('input', { class: 'comment', type: 'text', maxlength: '2000', placeholder: 'What was wrong or right? (optional)', 'aria-label': 'Comment on this answer', hidden: '' });
+  const send = el('button', { type: 'button', class: 'send', text: 'Send comment', hidden: '' });
+  const up = el('button', { type: 'button', class: 'up', 'aria-pressed': 'false', title: 'A useful answer', text: '👍 Useful' });
+  const down = el('button', { type: 'button', class: 'down', 'aria-pressed': 'false', title: 'Not a useful answer', text: '👎 Not useful' });
+  let rating;
+  const post = async (withComment) => {
+    const payload = { request_id: requestId, rating };
+    if (withComment && comment.value.trim()) payload.comment = comment.value.trim();
+    status.textContent = 'Sending…';
+    try {
+      const res = await fetch('/api/feedback', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(payload) });
+      const body = await res.json().catch(() => ({}));
+      const saved = res.ok && body.ok !== false;
+      status.textContent = saved ? (payload.comment ? 'Thanks for the comment.' : 'Thanks for the feedback.')
+        : res.ok ? 'Not recorded: analytics are off on this server.' : `Not saved: ${body.error?.message ?? res.statusText}`;
+      status.className = `status ${saved ? 'muted' : 'error-text'}`;
+    } catch (e) {
+      status.textContent = `Not saved: ${e.message}`;
+    }
+  };
+  const choose = (value) => {
+    rating = value;
+    up.setAttribute('aria-pressed', String(value === 'up'));
+    down.setAttribute('aria-pressed', String(value === 'down'));
+    comment.hidden = false;
+    send.hidden = false;
+    void post(false);
+  };
+  up.addEventListener('click', () => choose('up'));
+  down.addEventListener('click', () => choose('down'));
+  send.addEventListener('click', () => { if (rating) void post(true); });
+  comment.addEventListener('keydown', (e) => { if (e.key === 'Enter') { e.preventDefault(); send.click(); } });
+  return el('div', { class: 'feedback', role: 'group', 'aria-label': 'Was this answer useful?' }, el('span', { class: 'muted', text: 'Was this useful?' }), up, down, comment, send, status);
 }
 
 // Reads an SSE response body; calls onEvent(name, data) per event.
@@ -148,6 +192,11 @@ async function ask(text) {
       if (STEP_LABELS[event]) steps.append(el('li', { class: 'done', text: STEP_LABELS[event] }));
       if (event === 'sql') body.replaceChildren(...(data.explanation ? [el('div', { class: 'explanation', text: data.explanation })] : []), renderSql(data.sql), el('span', { class: 'muted', text: 'Running…' }));
       if (event === 'result') renderResult(body, data);
+      if (event === 'model_insights' && data.status === 'ready' && data.insights?.length) {
+        const list = body.querySelector('ul.insights');
+        if (list) list.replaceWith(renderInsights(data.insights));
+        else body.querySelector('.meta')?.after(renderInsights(data.insights));
+      }
       if (event === 'error') renderError(body, data.error ?? {});
     });
   } catch (e) {

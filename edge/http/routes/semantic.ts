@@ -1,0 +1,230 @@
+/**
+ * The semantic layer's HTTP API (/api/semantic/*; SPEC.md "Endpoints → Semantic layer"). The edge
+ * only translates: each route is one request to the semantic actor, which validates, stores and
+ * announces the change.
+ *
+ * Who: every write and discover need the admin session (`auth: 'admin'`, with the CSRF header);
+ * reads take the admin session or what the legacy `any` routes take (`auth: 'admin_or_any'`:
+ * the assistant session, an API token, or an anonymous widget unless query.require_session).
+ *
+ * Path ids are positive integers (else 400, before the bus is asked). POST creates (201 with the
+ * record); PUT takes the create body's required fields and changes what it sends (fields it
+ * omits are kept, as with PATCH); PATCH takes any subset. Fields a body holds that the schema
+ * does not name are ignored (a record read with GET can be sent back with PUT).
+ */
+import { Compile } from 'typebox/compile';
+import type { TObject } from 'typebox';
+import type { Bus, Ctx } from '../../../protocol/bus.js';
+import { CortadoError } from '../../../protocol/errors.js';
+import {
+  BODY_TEXT, SemanticColumnBody, SemanticColumnPatchBody, SemanticDiscoverBody, SemanticEntityBody, SemanticEntityPatchBody, SemanticEntityPutBody,
+  SemanticMetricBody, SemanticMetricPatchBody, SemanticRelationshipBody, SemanticRelationshipPatchBody,
+} from '../../../protocol/schemas/http.js';
+import type { ColumnPatch, ContextRequest, EntityListRequest, MetricPatch, RelationshipPatch } from '../../../protocol/schemas/semantic.js';
+import { textProblem } from '../../../protocol/schemas/text.js';
+import * as S from '../../../protocol/subjects.js';
+import { callerCtx } from '../../caller.js';
+import { readJson, sendJson } from '../reply.js';
+import type { Router, RouteContext } from '../router.js';
+import type { HttpRequest, HttpResponse } from '../server.js';
+
+const checkEntity = Compile(SemanticEntityBody);
+const checkEntityPut = Compile(SemanticEntityPutBody);
+const checkEntityPatch = Compile(SemanticEntityPatchBody);
+const checkColumn = Compile(SemanticColumnBody);
+const checkColumnPatch = Compile(SemanticColumnPatchBody);
+const checkRelationship = Compile(SemanticRelationshipBody);
+const checkRelationshipPatch = Compile(SemanticRelationshipPatchBody);
+const checkMetric = Compile(SemanticMetricBody);
+const checkMetricPatch = Compile(SemanticMetricPatchBody);
+const checkDiscover = Compile(SemanticDiscoverBody);
+
+const BASE = '/api/semantic';
+/** the largest id (PostgreSQL's integer) */
+const MAX_ID = 2_147_483_647;
+/** the longest catalog / schema name a listing filters by (the bus schema's limit) */
+const MAX_NAME = 256;
+/** the longest question GET /api/semantic/context takes */
+const MAX_QUESTION = 4000;
+
+export interface SemanticRouteDeps {
+  bus: Bus;
+}
+
+/** A path id: a positive integer, else 400 naming the parameter (never a 404 or a 500). */
+function pathId(req: HttpRequest, name: string): number {
+  const raw = req.params[name] ?? '';
+  const n = /^[0-9]{1,10}$/.test(raw) ? Number(raw) : NaN;
+  if (!Number.isInteger(n) || n < 1 || n > MAX_ID) {
+    throw new CortadoError('VALIDATION_FAILED', `path parameter ${name}: a positive integer (1 to ${MAX_ID})`, { errors: [{ path: `:${name}`, message: 'a positive integer' }] });
+  }
+  return n;
+}
+
+/** An optional query parameter that is a name of at most `max` characters. */
+function queryName(req: HttpRequest, key: string, max: number, kind: 'name' | 'text' = 'name'): string | undefined {
+  const v = req.query.get(key);
+  if (v === null) return undefined;
+  if (v.length > max) throw new CortadoError('VALIDATION_FAILED', `${key}: at most ${max} characters`);
+  const problem = textProblem(v, kind);
+  if (problem) throw new CortadoError('VALIDATION_FAILED', `${key}: ${problem}`);
+  return v;
+}
+
+/** ?active_only: true/false/1/0; true when absent. */
+function activeOnly(req: HttpRequest): boolean {
+  const v = req.query.get('active_only');
+  if (v === null || v === '') return true;
+  switch (v.toLowerCase()) {
+    case 'true': case '1': return true;
+    case 'false': case '0': return false;
+  }
+  throw new CortadoError('VALIDATION_FAILED', 'active_only: true or false (or 1 or 0)');
+}
+
+/** Only the fields the schema names: a body's extra fields (a record's id, its times) never reach the bus. */
+function known<T extends object>(schema: TObject, body: T): T {
+  const out: Record<string, unknown> = {};
+  for (const k of Object.keys(schema.properties)) {
+    const v = (body as Record<string, unknown>)[k];
+    if (v !== undefined) out[k] = v;
+  }
+  return out as T;
+}
+
+type Read = (req: HttpRequest, res: HttpResponse, ctx: RouteContext<'admin_or_any'>, bctx: Ctx) => Promise<void>;
+type Write = (req: HttpRequest, res: HttpResponse, ctx: RouteContext<'admin'>, bctx: Ctx & { user: string }) => Promise<void>;
+
+export function semanticRoutes(router: Router, deps: SemanticRouteDeps): void {
+  const { bus } = deps;
+
+  /** A read: the admin session or the legacy callers; the bus context carries the caller's user and scope. */
+  const read = (path: string, fn: Read): void => {
+    router.add('GET', `${BASE}${path}`, { auth: 'admin_or_any' }, async (req, res, ctx) => {
+      await fn(req, res, ctx, callerCtx(ctx.rid, await ctx.caller()));
+    });
+  };
+  /** A write: the admin session (CSRF-checked); `by` of the bus request is the admin. */
+  const write = (method: string, path: string, fn: Write): void => {
+    router.add(method, `${BASE}${path}`, { auth: 'admin' }, async (req, res, ctx) => {
+      const { user } = await ctx.caller();
+      await fn(req, res, ctx, { requestId: ctx.rid, user });
+    });
+  };
+
+  // ---- entities ----
+  read('/entities', async (req, res, ctx, b) => {
+    const filter: EntityListRequest = {};
+    const catalog = queryName(req, 'catalog', MAX_NAME);
+    const schema = queryName(req, 'schema_name', MAX_NAME);
+    if (catalog !== undefined) filter.catalog = catalog;
+    if (schema !== undefined) filter.schema_name = schema;
+    sendJson(res, 200, await bus.request(S.SemanticEntityList, filter, b), ctx.rid);
+  });
+  write('POST', '/entities', async (req, res, ctx, b) => {
+    const body = known(SemanticEntityBody, await readJson(req, checkEntity, { text: BODY_TEXT.semanticEntity }));
+    sendJson(res, 201, await bus.request(S.SemanticEntityCreate, { ...body, by: b.user }, b), ctx.rid);
+  });
+  read('/entities/:id', async (req, res, ctx, b) => {
+    sendJson(res, 200, await bus.request(S.SemanticEntityGet, { id: pathId(req, 'id') }, b), ctx.rid);
+  });
+  write('PUT', '/entities/:id', async (req, res, ctx, b) => {
+    const id = pathId(req, 'id');
+    const body = known(SemanticEntityPutBody, await readJson(req, checkEntityPut, { text: BODY_TEXT.semanticEntity }));
+    sendJson(res, 200, await bus.request(S.SemanticEntityUpdate, { ...body, id, by: b.user }, b), ctx.rid);
+  });
+  write('PATCH', '/entities/:id', async (req, res, ctx, b) => {
+    const id = pathId(req, 'id');
+    const body = known(SemanticEntityPatchBody, await readJson(req, checkEntityPatch, { text: BODY_TEXT.semanticEntity }));
+    sendJson(res, 200, await bus.request(S.SemanticEntityUpdate, { ...body, id, by: b.user }, b), ctx.rid);
+  });
+  write('DELETE', '/entities/:id', async (req, res, ctx, b) => {
+    sendJson(res, 200, await bus.request(S.SemanticEntityDelete, { id: pathId(req, 'id'), by: b.user }, b), ctx.rid);
+  });
+
+  // ---- columns of an entity ----
+  write('POST', '/entities/:id/columns', async (req, res, ctx, b) => {
+    const entityId = pathId(req, 'id');
+    const body = known(SemanticColumnBody, await readJson(req, checkColumn, { text: BODY_TEXT.semanticColumn }));
+    sendJson(res, 201, await bus.request(S.SemanticColumnAdd, { ...body, entity_id: entityId, by: b.user }, b), ctx.rid);
+  });
+  for (const method of ['PUT', 'PATCH'] as const) {
+    write(method, '/entities/:id/columns/:column_id', async (req, res, ctx, b) => {
+      const entityId = pathId(req, 'id');
+      const id = pathId(req, 'column_id');
+      const body: ColumnPatch = method === 'PUT'
+        ? known(SemanticColumnBody, await readJson(req, checkColumn, { text: BODY_TEXT.semanticColumn }))
+        : known(SemanticColumnPatchBody, await readJson(req, checkColumnPatch, { text: BODY_TEXT.semanticColumn }));
+      sendJson(res, 200, await bus.request(S.SemanticColumnUpdate, { ...body, entity_id: entityId, id, by: b.user }, b), ctx.rid);
+    });
+  }
+  write('DELETE', '/entities/:id/columns/:column_id', async (req, res, ctx, b) => {
+    const entityId = pathId(req, 'id');
+    const id = pathId(req, 'column_id');
+    sendJson(res, 200, await bus.request(S.SemanticColumnDelete, { entity_id: entityId, id, by: b.user }, b), ctx.rid);
+  });
+
+  // ---- relationships ----
+  read('/relationships', async (_req, res, ctx, b) => {
+    sendJson(res, 200, await bus.request(S.SemanticRelationshipList, {}, b), ctx.rid);
+  });
+  write('POST', '/relationships', async (req, res, ctx, b) => {
+    const body = known(SemanticRelationshipBody, await readJson(req, checkRelationship, { text: BODY_TEXT.semanticRelationship }));
+    sendJson(res, 201, await bus.request(S.SemanticRelationshipCreate, { ...body, by: b.user }, b), ctx.rid);
+  });
+  read('/relationships/:id', async (req, res, ctx, b) => {
+    sendJson(res, 200, await bus.request(S.SemanticRelationshipGet, { id: pathId(req, 'id') }, b), ctx.rid);
+  });
+  for (const method of ['PUT', 'PATCH'] as const) {
+    write(method, '/relationships/:id', async (req, res, ctx, b) => {
+      const id = pathId(req, 'id');
+      const body: RelationshipPatch = method === 'PUT'
+        ? known(SemanticRelationshipBody, await readJson(req, checkRelationship, { text: BODY_TEXT.semanticRelationship }))
+        : known(SemanticRelationshipPatchBody, await readJson(req, checkRelationshipPatch, { text: BODY_TEXT.semanticRelationship }));
+      sendJson(res, 200, await bus.request(S.SemanticRelationshipUpdate, { ...body, id, by: b.user }, b), ctx.rid);
+    });
+  }
+  write('DELETE', '/relationships/:id', async (req, res, ctx, b) => {
+    sendJson(res, 200, await bus.request(S.SemanticRelationshipDelete, { id: pathId(req, 'id'), by: b.user }, b), ctx.rid);
+  });
+
+  // ---- metrics ----
+  read('/metrics', async (req, res, ctx, b) => {
+    sendJson(res, 200, await bus.request(S.SemanticMetricList, { active_only: activeOnly(req) }, b), ctx.rid);
+  });
+  write('POST', '/metrics', async (req, res, ctx, b) => {
+    const body = known(SemanticMetricBody, await readJson(req, checkMetric, { text: BODY_TEXT.semanticMetric }));
+    sendJson(res, 201, await bus.request(S.SemanticMetricCreate, { ...body, by: b.user }, b), ctx.rid);
+  });
+  read('/metrics/:id', async (req, res, ctx, b) => {
+    sendJson(res, 200, await bus.request(S.SemanticMetricGet, { id: pathId(req, 'id') }, b), ctx.rid);
+  });
+  for (const method of ['PUT', 'PATCH'] as const) {
+    write(method, '/metrics/:id', async (req, res, ctx, b) => {
+      const id = pathId(req, 'id');
+      const body: MetricPatch = method === 'PUT'
+        ? known(SemanticMetricBody, await readJson(req, checkMetric, { text: BODY_TEXT.semanticMetric }))
+        : known(SemanticMetricPatchBody, await readJson(req, checkMetricPatch, { text: BODY_TEXT.semanticMetric }));
+      sendJson(res, 200, await bus.request(S.SemanticMetricUpdate, { ...body, id, by: b.user }, b), ctx.rid);
+    });
+  }
+  for (const [verb, active] of [['activate', true], ['deactivate', false]] as const) {
+    write('POST', `/metrics/:id/${verb}`, async (req, res, ctx, b) => {
+      sendJson(res, 200, await bus.request(S.SemanticMetricUpdate, { id: pathId(req, 'id'), active, by: b.user }, b), ctx.rid);
+    });
+  }
+  write('DELETE', '/metrics/:id', async (req, res, ctx, b) => {
+    sendJson(res, 200, await bus.request(S.SemanticMetricDelete, { id: pathId(req, 'id'), by: b.user }, b), ctx.rid);
+  });
+
+  // ---- the context as the model reads it, and discovery ----
+  read('/context', async (req, res, ctx, b) => {
+    const question = queryName(req, 'question', MAX_QUESTION, 'text');
+    const request: ContextRequest = question === undefined ? {} : { question };
+    sendJson(res, 200, await bus.request(S.SemanticContext, request, b), ctx.rid);
+  });
+  write('POST', '/discover', async (req, res, ctx, b) => {
+    const body = known(SemanticDiscoverBody, await readJson(req, checkDiscover));
+    sendJson(res, 200, await bus.request(S.SemanticDiscover, body, b), ctx.rid);
+  });
+}
