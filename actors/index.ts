@@ -24,6 +24,7 @@ export const ACTOR_MODULES: Readonly<Record<Actor, () => Promise<ActorModule>>> 
   [Actor.Mailer]: () => import('./mailer/actor.js'),
   [Actor.Semantic]: () => import('./semantic/actor.js'),
   [Actor.Analytics]: () => import('./analytics/actor.js'),
+  [Actor.Scheduler]: () => import('./scheduler/actor.js'),
 };
 
 /**
@@ -32,6 +33,8 @@ export const ACTOR_MODULES: Readonly<Record<Actor, () => Promise<ActorModule>>> 
  */
 export const DRAIN_ORDER: readonly Actor[] = [
   Actor.Identity,
+  // an entry point of its own (cron ticks, Run Now): it asks the executor, masking and mailer
+  Actor.Scheduler,
   Actor.Assistant,
   Actor.Intent,
   Actor.SqlGen,

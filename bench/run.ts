@@ -17,6 +17,12 @@
  * cortado runs: ";" between shapes, "|" between the processes of one shape, roles as on the
  * command line; default "all;edge|actors"), BENCH_ROLES (one process with these roles),
  * BENCH_CPU_PROF=<dir> (CPU profiles of the cortado processes).
+ *
+ * Then the schema-linking section (bench/linking/bench.ts): recall, complete questions, noise
+ * and prompt tokens at 100, 1,000 and 10,000 generated tables, and the introspection of a real
+ * 10,000-table PostgreSQL database. Then the export section (bench/export.ts): csv and xlsx
+ * writers, and the edge's event-loop delay during a 100,000-row export. BENCH_ONLY=pipeline,
+ * linking or export runs one part.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -30,6 +36,8 @@ import { testConfigObject } from '../test/helpers/config.js';
 import { startNats } from '../test/helpers/nats.js';
 import { createTestDb } from '../test/helpers/pg.js';
 import { perRequest, snapshot, type Snapshot } from './cpu.js';
+import { linkingSection } from './linking/bench.js';
+import { exportSection } from './export.js';
 import { load, type LoadResult } from './load.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -227,7 +235,9 @@ async function measure(
 }
 
 try {
-  await main();
+  if (!process.env.BENCH_ONLY || process.env.BENCH_ONLY === 'pipeline') await main();
+  if (!process.env.BENCH_ONLY || process.env.BENCH_ONLY === 'linking') await linkingSection();
+  if (!process.env.BENCH_ONLY || process.env.BENCH_ONLY === 'export') await exportSection();
 } finally {
   for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
   await new Promise((r) => setTimeout(r, 500));

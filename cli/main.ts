@@ -6,6 +6,7 @@
  *   cortado --role actors                    every actor, no HTTP
  *   cortado --role actors:executor,llm       some actors (repeat --role to combine)
  *   cortado tap                              print the live event flow
+ *   cortado eval FILE                        golden questions through the pipeline: accuracy
  *   options: --config FILE (or CORTADO_CONFIG), --port N, --help
  */
 import { CortadoError } from '../protocol/errors.js';
@@ -22,6 +23,7 @@ const HELP = `cortado ${VERSION} — ask your database questions in plain langua
 usage:
   cortado [--config FILE] [--role ROLE]... [--port N]
   cortado tap [--config FILE] [--json]
+  cortado eval FILE [--config FILE] [--json] [--min-accuracy X] [--in-process]
 
 roles:
   all (default)            the edge and every actor
@@ -77,6 +79,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   const { config } = loaded;
   const command = argv[0] && !argv[0].startsWith('-') ? argv[0] : 'run';
   if (command === 'tap') return runTap(config, argv.includes('--json'));
+  if (command === 'eval') return (await import('./eval.js')).runEvalCommand(config, argv);
   if (command !== 'run') {
     process.stderr.write(`cortado: unknown command "${command}"\n\n${HELP}\n`);
     return 2;

@@ -22,6 +22,8 @@ import { tableRoutes } from './http/routes/tables.js';
 import { authRoutes } from './http/routes/auth.js';
 import { analyticsRoutes } from './http/routes/analytics.js';
 import { semanticRoutes } from './http/routes/semantic.js';
+import { scheduleRoutes } from './http/routes/schedules.js';
+import { exportRoutes } from './http/routes/export.js';
 import { mcpRoutes } from './mcp/routes.js';
 
 export interface EdgeOptions {
@@ -61,7 +63,9 @@ export async function startEdge(opts: EdgeOptions): Promise<Edge> {
   mcpRoutes(router, { bus, config, log, version: opts.version });
   analyticsRoutes(router, { bus, config });
   semanticRoutes(router, { bus });
-  pageRoutes(router, { appName: config.app.name });
+  scheduleRoutes(router, { bus });
+  exportRoutes(router, { bus, config });
+  pageRoutes(router, { appName: config.app.name, config });
 
   const cors = corsPolicy(config, log);
   const limiter = createRateLimiter({ bus, config, log });

@@ -47,13 +47,16 @@ import { ctxFrom, eventHeaders, type Ctx } from './bus-headers.js';
 import { OUTBOX_WAIT_MS, type BusOptions } from './bus-connection.js';
 import { pullConsumer, type ConsumeOptions, type ConsumerHost } from './bus-consumer.js';
 import { openBucket, type BucketOptions } from './bus-kv.js';
+import { openObjects, type ObjectBucket, type ObjectBucketOptions } from './bus-objects.js';
+import { WorkQueue, type QueueDef, type WorkQueueOptions } from './bus-queue.js';
 import { logHandled, type ServeStats } from './bus-stats.js';
 import { RequestBus, type Handler } from './bus-requests.js';
 import type { Kv } from './kv.js';
 import { bucketName, progressSubject, type Bucket } from './subjects.js';
 import { ProgressEvent } from './schemas/progress.js';
 
-export type { Ctx, ServeStats, ConsumeOptions, BucketOptions, BusOptions, Handler };
+export type { Ctx, ServeStats, ConsumeOptions, BucketOptions, BusOptions, Handler, ObjectBucket, ObjectBucketOptions };
+export type { WorkQueue, WorkItem, WorkQueueOptions, QueueDef } from './bus-queue.js';
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
@@ -321,6 +324,18 @@ export class Bus extends RequestBus {
   /** A typed bucket (protocol/kv.ts) in JetStream KV, made when missing. */
   bucket<T>(bucket: Bucket, opts: BucketOptions = {}): Promise<Kv<T>> {
     return openBucket<T>(this.nc, bucketName(this.prefix, bucket), opts);
+  }
+
+  /** A JetStream Object Store bucket (protocol/bus-objects.ts), made when missing: files between processes. */
+  objects(bucket: Bucket, opts: ObjectBucketOptions = {}): Promise<ObjectBucket> {
+    return openObjects(this.nc, bucketName(this.prefix, bucket), opts);
+  }
+
+  // ---- work queues --------------------------------------------------------------------
+
+  /** A JetStream work queue (protocol/bus-queue.ts): stream and consumer made when missing. */
+  workQueue<D extends QueueDef>(def: D, opts: WorkQueueOptions): Promise<WorkQueue<D>> {
+    return WorkQueue.open(this.nc, def, this.prefix, this.log, opts);
   }
 
 }

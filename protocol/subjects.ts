@@ -22,6 +22,8 @@ import * as P from './schemas/policy.js';
 import * as Sc from './schemas/scope.js';
 import * as Se from './schemas/semantic.js';
 import * as An from './schemas/analytics.js';
+import * as Sch from './schemas/schedules.js';
+import * as Ex from './schemas/export.js';
 import { SqlProfileReply, SqlProfileRequest } from './schemas/profile.js';
 import { LlmCompleteReply, LlmCompleteRequest, LlmStatusReply } from './schemas/llm.js';
 import {
@@ -57,6 +59,7 @@ export const Actor = {
   Mailer: 'mailer',
   Semantic: 'semantic',
   Analytics: 'analytics',
+  Scheduler: 'scheduler',
 } as const;
 export type Actor = (typeof Actor)[keyof typeof Actor];
 export const ALL_ACTORS: readonly Actor[] = Object.values(Actor);
@@ -95,6 +98,10 @@ export const SqlIntrospect = defineRequest({
 });
 export const SqlPing = defineRequest({
   subject: 'sql.ping', owner: Actor.Executor, timeoutMs: 3_000, request: Empty, reply: SqlPingReply,
+});
+/** one query written to a file (csv, excel, html) in the exports Object Store bucket, masked, page by page */
+export const SqlExport = defineRequest({
+  subject: 'sql.export', owner: Actor.Executor, timeoutMs: 330_000, request: Ex.SqlExportRequest, reply: Ex.SqlExportReply,
 });
 /** statistics or a bounded sample of one schema's tables, and value-overlap checks (semantic discover) */
 export const SqlProfile = defineRequest({
@@ -202,6 +209,27 @@ export const SemanticDiscover = semantic('discover', Se.DiscoverRequest, Se.Disc
 export const AnalyticsFeedback = defineRequest({ subject: 'analytics.feedback', owner: Actor.Analytics, timeoutMs: 10_000, request: An.FeedbackRequest, reply: Se.OkReply });
 export const AnalyticsReportGet = defineRequest({ subject: 'analytics.report', owner: Actor.Analytics, timeoutMs: 30_000, request: An.ReportFilter, reply: An.AnalyticsReport });
 
+// ---- scheduled reports (the scheduler actor; store/schedules.ts) ----------------------------
+
+const schedule = <Q extends import('typebox').TSchema, R extends import('typebox').TSchema>(subject: string, request: Q, reply: R, timeoutMs = 15_000) =>
+  defineRequest({ subject: `schedule.${subject}`, owner: Actor.Scheduler, timeoutMs, request, reply });
+
+/** generates the pinned SQL (one model call) unless the body brings its own */
+export const ScheduleCreate = schedule('create', Sch.ScheduleCreateRequest, Sch.Schedule, 150_000);
+export const ScheduleList = schedule('list', Sch.ScheduleListRequest, Sch.ScheduleListReply);
+export const ScheduleGet = schedule('get', Sch.ScheduleIdRequest, Sch.Schedule);
+export const ScheduleUpdate = schedule('update', Sch.ScheduleUpdateRequest, Sch.Schedule, 150_000);
+export const ScheduleDelete = schedule('delete', Sch.ScheduleIdRequest, Se.OkReply);
+export const ScheduleRunNow = schedule('run', Sch.ScheduleIdRequest, Sch.ScheduleRunReply);
+export const ScheduleHistory = schedule('history', Sch.ScheduleHistoryRequest, Sch.ScheduleHistoryReply);
+export const CronPreview = schedule('cron.preview', Sch.CronPreviewRequest, Sch.CronPreviewReply, 5_000);
+
+/**
+ * The scheduler's work queue (protocol/bus-queue.ts, `bus.workQueue`): each execution to run,
+ * put by the leader (a due tick) or by Run Now, taken by one worker of any scheduler process.
+ */
+export const ScheduleRunQueue = { name: 'schedule_runs', subject: 'queue.schedule.run', item: Sch.ScheduleJob } as const;
+
 // ---- events -------------------------------------------------------------------------------
 // Every event lands in the CORTADO_EVENTS stream and the audit actor records each one, so each
 // is `durable`: acknowledged by JetStream, held in the bus's outbox until it is (protocol/outbox.ts).
@@ -218,6 +246,7 @@ export const AlertRaisedEvt = defineEvent({ subject: 'evt.alert.raised', payload
 export const MailSentEvt = defineEvent({ subject: 'evt.mail.sent', payload: P.MailSent, durable: true });
 export const ScopeEndedEvt = defineEvent({ subject: 'evt.identity.scope.ended', payload: Sc.ScopeEnded, durable: true });
 export const SemanticChangedEvt = defineEvent({ subject: 'evt.semantic.changed', payload: Se.SemanticChanged, durable: true });
+export const ScheduleRanEvt = defineEvent({ subject: 'evt.schedule.ran', payload: Sch.ScheduleRan, durable: true });
 export const QuestionCompletedEvt = defineEvent({ subject: 'evt.question.completed', payload: An.QuestionCompleted, durable: true });
 
 /**
@@ -227,7 +256,7 @@ export const QuestionCompletedEvt = defineEvent({ subject: 'evt.question.complet
 export const SysStats = defineRequest({ subject: 'sys.stats', owner: 'sys', timeoutMs: 2_000, request: SysStatsRequest, reply: SysStatsReply });
 
 export const REQUESTS = [
-  Ask, AskConfirm, SqlEstimate, IntentDetect, ChatReply, SqlGenerate, SqlExecute, SqlCheck, SqlIntrospect, SqlPing, SqlProfile,
+  Ask, AskConfirm, SqlEstimate, IntentDetect, ChatReply, SqlGenerate, SqlExecute, SqlCheck, SqlIntrospect, SqlPing, SqlProfile, SqlExport,
   SchemaTables, SchemaDescribe, SchemaContext, LlmComplete, LlmStatus, InsightsGenerate,
   IdentityLogin, IdentitySession, IdentityLogout, TokenIssue, TokenCheck, TokenList, TokenRevoke, TokenDelete,
   ConfigView, ConfigUpdate, ConfigReset, ConfigHistory, ConfigStored, PromptsList, MaskRulesList, MaskRuleCreate, MaskRuleUpdate,
@@ -238,10 +267,11 @@ export const REQUESTS = [
   SemanticRelationshipList, SemanticRelationshipGet, SemanticRelationshipCreate, SemanticRelationshipUpdate, SemanticRelationshipDelete,
   SemanticMetricList, SemanticMetricGet, SemanticMetricCreate, SemanticMetricUpdate, SemanticMetricDelete,
   SemanticContext, SemanticDiscover, AnalyticsFeedback, AnalyticsReportGet,
+  ScheduleCreate, ScheduleList, ScheduleGet, ScheduleUpdate, ScheduleDelete, ScheduleRunNow, ScheduleHistory, CronPreview,
 ] as const;
 export const EVENTS = [
   QueryGeneratedEvt, QueryExecutedEvt, QueryRejectedEvt, QueryFailedEvt, ConfigChangedEvt, LoginEvt, TokenEvt, AlertRaisedEvt, MailSentEvt,
-  ScopeEndedEvt, SemanticChangedEvt, QuestionCompletedEvt,
+  ScopeEndedEvt, SemanticChangedEvt, QuestionCompletedEvt, ScheduleRanEvt,
 ] as const;
 
 /** The durable consumer the alerts actor scores queries with. */
@@ -289,6 +319,10 @@ export const Bucket = {
   Alerts: 'alerts',
   /** the model's insights of hybrid answers, until fetched (assistant writes, edge reads) */
   Insights: 'insights',
+  /** the scheduler's leader lease (one key, kept alive by the leader; the bucket's TTL ends a dead leader's) */
+  SchedulerLease: 'scheduler_lease',
+  /** export files (an Object Store bucket, bus.objects): the executor writes, the mailer and the edge read */
+  Exports: 'exports',
 } as const;
 export type Bucket = (typeof Bucket)[keyof typeof Bucket];
 
@@ -314,4 +348,9 @@ export function confirmationsBucket(prefix: string): string {
 /** The KV bucket holding conversation turns. */
 export function conversationsBucket(prefix: string): string {
   return bucketName(prefix, Bucket.Conversations);
+}
+
+/** The JetStream stream of a work queue (protocol/bus-queue.ts). */
+export function queueStreamName(prefix: string, queue: string): string {
+  return `${prefix.replace(/[^A-Za-z0-9]/g, '_').toUpperCase()}_${queue.toUpperCase()}`;
 }

@@ -12,6 +12,8 @@
  *   maskRules     mask-rules.ts      settings   cortado_mask_rules
  *   audit         audit.ts           audit      cortado_audit_log
  *   semantic      semantic.ts        semantic   cortado_semantic_entities, _columns, _relationships, _metrics
+ *   schedules     schedules.ts       scheduler  cortado_schedules
+ *   executions    schedules.ts       scheduler  cortado_schedule_executions
  *
  * config_db.enabled: PostgreSQL (one small pool per Storage, postgres.ts; the tables created or
  * migrated before openStorage returns); otherwise memory (lost on restart). Values are kept as
@@ -39,6 +41,7 @@ import { MemoryMaskRules, PostgresMaskRules, type MaskRulesRepository } from './
 import { MemoryOverrides, PostgresOverrides, type OverridesRepository } from './overrides.js';
 import { PgDatabase, type PgOptions } from './postgres.js';
 import { promptsIn, type PromptsRepository } from './prompts.js';
+import { MemorySchedules, PostgresSchedules, type ExecutionsRepository, type SchedulesRepository } from './schedules.js';
 import { MemorySemantic, PostgresSemantic, type SemanticRepository } from './semantic.js';
 import { MemoryTokens, PostgresTokens, type TokensRepository } from './tokens.js';
 
@@ -46,6 +49,7 @@ export type * from './audit.js';
 export type * from './mask-rules.js';
 export type * from './overrides.js';
 export type * from './section.js';
+export type * from './schedules.js';
 export type * from './semantic.js';
 export type * from './tokens.js';
 export type { LdapSettingsRepository } from './ldap-settings.js';
@@ -63,6 +67,9 @@ export interface Storage {
   readonly maskRules: MaskRulesRepository;
   readonly audit: AuditRepository;
   readonly semantic: SemanticRepository;
+  readonly schedules: SchedulesRepository;
+  /** the runs of the schedules (deleted with their schedule) */
+  readonly executions: ExecutionsRepository;
   /** create or migrate the tables (PostgreSQL); idempotent, safe with several processes starting at once */
   init(): Promise<void>;
   close(): Promise<void>;
@@ -76,6 +83,7 @@ export interface MemoryStorageOptions {
 /** Everything in this process, lost on restart. */
 export function memoryStorage(opts: MemoryStorageOptions = {}): Storage {
   const overrides = new MemoryOverrides();
+  const schedules = new MemorySchedules();
   return {
     kind: 'memory',
     tokens: new MemoryTokens(),
@@ -85,6 +93,8 @@ export function memoryStorage(opts: MemoryStorageOptions = {}): Storage {
     maskRules: new MemoryMaskRules(),
     audit: new MemoryAudit(opts.auditCap),
     semantic: new MemorySemantic(),
+    schedules,
+    executions: schedules.executions,
     init: async () => {},
     close: async () => {},
   };
@@ -94,6 +104,7 @@ export function memoryStorage(opts: MemoryStorageOptions = {}): Storage {
 export function postgresStorage(opts: PgOptions): Storage {
   const db = new PgDatabase(opts);
   const overrides = new PostgresOverrides(db);
+  const schedules = new PostgresSchedules(db);
   return {
     kind: 'postgresql',
     tokens: new PostgresTokens(db),
@@ -103,6 +114,8 @@ export function postgresStorage(opts: PgOptions): Storage {
     maskRules: new PostgresMaskRules(db),
     audit: new PostgresAudit(db),
     semantic: new PostgresSemantic(db),
+    schedules,
+    executions: schedules.executions,
     init: () => db.init(),
     close: () => db.close(),
   };
@@ -112,7 +125,7 @@ export function postgresStorage(opts: PgOptions): Storage {
 export async function openStorage(config: Pick<Config, 'config_db'>, log: Logger): Promise<Storage> {
   const c = config.config_db;
   if (!c.enabled) {
-    log.info('config_db is off: runtime changes, API tokens and the audit log are kept in memory and lost on restart');
+    log.info('config_db is off: runtime changes, API tokens, schedules and their history and the audit log are kept in memory and lost on restart');
     return memoryStorage();
   }
   const pgc = c.postgresql;

@@ -17,6 +17,7 @@
  *       cortado_mask_rules                                          mask-rules
  *       cortado_audit_log                                           audit
  *   v2  cortado_semantic_entities, _columns, _relationships, _metrics  semantic
+ *   v3  cortado_schedules, cortado_schedule_executions                  schedules
  *
  * The analytics database (analytics.postgresql, possibly another server) has a list of its own,
  * ANALYTICS_MIGRATIONS in store/analytics.ts, recorded in cortado_analytics_schema_version by the
@@ -165,6 +166,59 @@ CREATE TABLE cortado_semantic_metrics (
   created_at      timestamptz NOT NULL,
   updated_at      timestamptz NOT NULL
 );
+`,
+  },
+  {
+    version: 3,
+    name: 'scheduled reports',
+    sql: `
+CREATE TABLE cortado_schedules (
+  id                text PRIMARY KEY,
+  seq               bigserial NOT NULL,
+  name              text NOT NULL,
+  question          text NOT NULL,
+  tables            jsonb NOT NULL DEFAULT '[]',
+  cron              text NOT NULL,
+  timezone          text NOT NULL,
+  email_recipients  jsonb NOT NULL DEFAULT '[]',
+  format            text NOT NULL,
+  subject           text NOT NULL DEFAULT '',
+  sql               text NOT NULL,
+  explanation       text NOT NULL DEFAULT '',
+  enabled           boolean NOT NULL DEFAULT true,
+  missed            text NOT NULL DEFAULT 'once',
+  owner_user        text NOT NULL,
+  scope             text,             -- protocol/scope.ts: whose database connection a run uses
+  owner             text,             -- protocol/scope.ts: who may see it (NULL: an admin's)
+  fired_through     timestamptz,      -- the newest tick the leader fired
+  created_at        timestamptz NOT NULL,
+  updated_at        timestamptz NOT NULL
+);
+-- names are unique per owner (an owner string, else the creator's user name)
+CREATE UNIQUE INDEX cortado_schedules_name_key ON cortado_schedules ((COALESCE(owner, '~' || owner_user)), name);
+
+CREATE TABLE cortado_schedule_executions (
+  id              text PRIMARY KEY,
+  seq             bigserial NOT NULL,
+  schedule_id     text NOT NULL REFERENCES cortado_schedules (id) ON DELETE CASCADE,
+  schedule_name   text NOT NULL,
+  execution_time  timestamptz NOT NULL,
+  trigger         text NOT NULL,
+  status          text NOT NULL,
+  started_at      timestamptz,
+  finished_at     timestamptz,
+  success         boolean NOT NULL DEFAULT false,
+  email_sent      boolean NOT NULL DEFAULT false,
+  email_error     text,
+  error_message   text,
+  rows_returned   bigint,
+  duration_ms     double precision,
+  attachment      jsonb,
+  created_at      timestamptz NOT NULL
+);
+-- one run per tick (cron and recovery): the scheduler's exactly-once guard
+CREATE UNIQUE INDEX cortado_schedule_executions_tick_key ON cortado_schedule_executions (schedule_id, execution_time) WHERE trigger <> 'manual';
+CREATE INDEX cortado_schedule_executions_schedule_idx ON cortado_schedule_executions (schedule_id, execution_time DESC, seq DESC);
 `,
   },
 ];

@@ -20,6 +20,8 @@ function clip(turn: Turn): Turn {
   const out: Turn = { question: turn.question.slice(0, MAX_TEXT) };
   if (turn.sql) out.sql = turn.sql.slice(0, MAX_TEXT * 2);
   if (turn.answer) out.answer = turn.answer.slice(0, MAX_TEXT);
+  // a clarifying question waiting for its answer (actors/assistant/clarify.ts): small, kept whole
+  if (turn.clarification) out.clarification = turn.clarification;
   return out;
 }
 

@@ -37,6 +37,7 @@ import type { Config } from '../../config/schema.js';
 import { resolveRoute, sameRoute } from '../../config/model-routing.js';
 import type { Confirmations } from './confirmations.js';
 import type { ConversationStore } from './conversations.js';
+import { canClarify, clarificationOf, clarifyTurn, meaningOf, modelHistory, pendingClarification, pinQuestion, stillAmbiguous } from './clarify.js';
 
 export interface AssistantDeps {
   bus: Pick<Bus, 'request' | 'publish' | 'progress'>;
@@ -75,7 +76,7 @@ function correctable(err: CortadoError): boolean {
 interface Run {
   usage: Usage;
   /** what the question's fact (evt.question.completed) says of it, learnt on the way */
-  intent?: 'sql' | 'chat';
+  intent?: AskReply['intent'];
   tables?: string[];
   /** one step's model use: added to `usage`, and to the model's share (by the reply's model, else its route) */
   use(usage: Usage, model: string | LlmTask): void;
@@ -181,35 +182,65 @@ export async function ask(input: AskRequest, deps: AssistantDeps, ctx: Ctx): Pro
 
   try {
     progress('started', { question: input.question });
-    const conversation = conversationKey(input.owner, input.conversation_id);
-    const history = conversation ? await timed('history', () => deps.conversations.load(conversation)) : [];
+    let conversation = conversationKey(input.owner, input.conversation_id);
+    const turns = conversation ? await timed('history', () => deps.conversations.load(conversation!)) : [];
+
+    // an answer to the clarifying question of the last turn: that question again, its meaning pinned
+    const pending = pendingClarification(turns);
+    const pinned = pending
+      ? pinQuestion(pending.question, [...(pending.clarification.pinned ?? []), meaningOf(input.question, pending.clarification)], input.tables, pending.clarification)
+      : undefined;
+    const question = pinned?.question ?? input.question;
+    const tables = pinned ? pinned.tables : input.tables;
+    const history = modelHistory(turns);
 
     const context = await timed('context', () =>
       bus.request(SchemaContext, {
-        question: input.question,
-        ...(input.tables?.length ? { tables: input.tables } : {}),
+        question,
+        ...(tables?.length ? { tables } : {}),
         history: history.map((t) => t.question),
+        ...(pinned ? { clarified: pinned.clarified } : {}),
       }, ctx),
     );
     run.tables = context.tables;
     progress('context', { tables: context.tables });
 
+    // a word two tables or metrics tie for: ask which one, once, rather than guess
+    if (canClarify(input.channel) && stillAmbiguous(context.ambiguity, pinned?.clarified ?? [])) {
+      const original = pending?.question ?? input.question;
+      let conversationId = input.conversation_id;
+      if (!conversation) {
+        // a conversation of its own, so the answer can come back to it
+        conversationId = randomUUID();
+        conversation = conversationKey(input.owner, conversationId);
+      }
+      await deps.conversations.append(conversation, clarifyTurn(original, context.ambiguity, pinned?.pinned ?? [], context.tables));
+      const clarification = clarificationOf(context.ambiguity);
+      run.intent = 'clarify';
+      progress('clarify', clarification);
+      return run.finish({
+        intent: 'clarify', message: clarification.question, clarification, tables: context.tables,
+        ...(conversationId ? { conversation_id: conversationId } : {}),
+      });
+    }
+
     const sqlRoute = resolveRoute(config, 'sql');
     const split = !sameRoute(resolveRoute(config, 'intent_detection'), sqlRoute);
     const chatSplit = !sameRoute(resolveRoute(config, 'chat'), sqlRoute);
     const genBase = {
-      question: input.question,
+      question,
       history,
       schema_text: context.schema_text,
       business_context: context.business_context,
       dialect: context.dialect,
+      ...(input.prompts ? { prompts: input.prompts } : {}),
     };
 
     let intent: 'sql' | 'chat';
     let generated: SqlGenerateReply | undefined;
     if (split) {
       const detected = await timed('intent', () =>
-        bus.request(IntentDetect, { question: input.question, history, schema_text: context.schema_text }, ctx),
+        bus.request(IntentDetect, { question, history, schema_text: context.schema_text }, ctx),
       );
       run.use(detected.usage, 'intent_detection');
       intent = detected.intent;
@@ -225,12 +256,12 @@ export async function ask(input: AskRequest, deps: AssistantDeps, ctx: Ctx): Pro
       let message = generated?.message;
       if (message === undefined || split || chatSplit) {
         const chat = await timed('chat', () =>
-          bus.request(ChatReply, { question: input.question, history, schema_text: context.schema_text }, ctx),
+          bus.request(ChatReply, { question, history, schema_text: context.schema_text }, ctx),
         );
         run.use(chat.usage, 'chat');
         message = chat.message;
       }
-      await deps.conversations.append(conversation, { question: input.question, answer: message });
+      await deps.conversations.append(conversation, { question, answer: message });
       return run.finish({ intent: 'chat', message });
     }
 
@@ -243,12 +274,12 @@ export async function ask(input: AskRequest, deps: AssistantDeps, ctx: Ctx): Pro
     }
     let sql = generated.sql;
     let explanation = generated.explanation;
-    bus.publish(QueryGeneratedEvt, { ...run.event(), question: input.question, sql, model: generated.model, usage: generated.usage, attempt: 0 }, ctx);
+    bus.publish(QueryGeneratedEvt, { ...run.event(), question, sql, model: generated.model, usage: generated.usage, attempt: 0 }, ctx);
     progress('sql', { sql, ...(explanation ? { explanation } : {}) });
 
     const interactive = INTERACTIVE.has(input.channel);
     if (interactive && !config.query.execute_generated_sql) {
-      await deps.conversations.append(conversation, { question: input.question, sql, ...(explanation ? { answer: explanation } : {}) });
+      await deps.conversations.append(conversation, { question, sql, ...(explanation ? { answer: explanation } : {}) });
       return run.finish({ intent: 'sql', sql, ...(explanation ? { explanation } : {}), executed: false, tables: context.tables });
     }
 
@@ -261,7 +292,7 @@ export async function ask(input: AskRequest, deps: AssistantDeps, ctx: Ctx): Pro
         ...(est.estimated_cost_usd !== undefined ? { estimated_cost_usd: est.estimated_cost_usd } : {}),
       };
       const held = await deps.confirmations.hold({
-        sql: est.sql, question: input.question, owner: input.owner ?? '', channel: input.channel, dialect: context.dialect, tables: context.tables,
+        sql: est.sql, question, owner: input.owner ?? '', channel: input.channel, dialect: context.dialect, tables: context.tables,
         ...(explanation ? { explanation } : {}),
         ...(input.conversation_id ? { conversation_id: input.conversation_id } : {}),
       });
@@ -288,12 +319,12 @@ export async function ask(input: AskRequest, deps: AssistantDeps, ctx: Ctx): Pro
         if (!fixed.sql) throw e;
         sql = fixed.sql;
         explanation = fixed.explanation ?? explanation;
-        bus.publish(QueryGeneratedEvt, { ...run.event(), question: input.question, sql, model: fixed.model, usage: fixed.usage, attempt }, ctx);
+        bus.publish(QueryGeneratedEvt, { ...run.event(), question, sql, model: fixed.model, usage: fixed.usage, attempt }, ctx);
         progress('sql', { sql, ...(explanation ? { explanation } : {}), attempt });
       }
     }
     return await deliver(run, deps, ctx, {
-      result, attempt, question: input.question, dialect: context.dialect, tables: context.tables, stream: input.stream === true,
+      result, attempt, question, dialect: context.dialect, tables: context.tables, stream: input.stream === true,
       ...(explanation ? { explanation } : {}),
       ...(conversation ? { conversation } : {}),
     });

@@ -1,14 +1,17 @@
-import { Actor, SchemaContext, SchemaDescribe, SchemaDiscover, SchemaTables } from '../../protocol/subjects.js';
+import { Actor, SchemaContext, SchemaDescribe, SchemaDiscover, SchemaTables, SemanticChangedEvt } from '../../protocol/subjects.js';
 import type { ActorDeps, RunningActor } from '../runtime/actor.js';
-import { busCatalogSource, busSemantic, context, describe, tables, type CatalogDeps } from './handle.js';
+import { busCatalogSource, busSemantic, busSemanticTerms, busValues, context, describe, tables, type CatalogDeps } from './handle.js';
 import { discover } from './discover.js';
 
 export async function start(deps: ActorDeps): Promise<RunningActor> {
   const { bus, config, log } = deps;
-  const h: CatalogDeps = { config, catalog: busCatalogSource(bus, config), semantic: busSemantic(bus), log };
+  const semanticTerms = busSemanticTerms(bus);
+  const h: CatalogDeps = { config, catalog: busCatalogSource(bus, config), semantic: busSemantic(bus), semanticTerms, values: busValues(bus, config), log };
+  // the layer's synonyms feed the ranking: read them again after any change
+  const stopListening = bus.on(SemanticChangedEvt, () => semanticTerms.drop());
   bus.serve(SchemaTables, (input, ctx) => tables(input, h, ctx));
   bus.serve(SchemaDescribe, (input, ctx) => describe(input, h, ctx));
   bus.serve(SchemaContext, (input, ctx) => context(input, h, ctx));
   bus.serve(SchemaDiscover, (input, ctx) => discover(input, h, ctx));
-  return { name: Actor.Catalog, stop: async () => undefined };
+  return { name: Actor.Catalog, stop: async () => stopListening() };
 }

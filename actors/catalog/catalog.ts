@@ -1,6 +1,6 @@
 /**
- * The catalog: one introspection, each table named as the user writes it and indexed by the
- * words of its name, columns and comments (stemmed, stop words dropped).
+ * The catalog: one introspection, each table named as the user writes it; the words of its
+ * name, columns and comments (stemmed, stop words dropped) are indexed by lexical.ts on first use.
  */
 import type { Dialect } from '../../protocol/schemas/common.js';
 import type { DbTable, SqlIntrospectReply } from '../../protocol/schemas/sql.js';
@@ -10,8 +10,6 @@ export interface CatalogEntry {
   /** the name to use in SQL: unqualified in the default schema, `schema.name` elsewhere */
   readonly name: string;
   readonly table: DbTable;
-  /** search term → weight of the best field it appears in (name 3, column 1, comment 0.5) */
-  readonly terms: ReadonlyMap<string, number>;
 }
 
 export interface Catalog {
@@ -20,13 +18,8 @@ export interface Catalog {
   readonly defaultSchema: string;
   /** sorted by name */
   readonly entries: readonly CatalogEntry[];
-  /** in how many tables each search term appears */
-  readonly docFreq: ReadonlyMap<string, number>;
 }
 
-const WEIGHT_NAME = 3;
-const WEIGHT_COLUMN = 1;
-const WEIGHT_COMMENT = 0.5;
 /** words of earlier questions count for less than the question's own */
 export const WEIGHT_HISTORY = 0.5;
 /** a table is a primary pick when it scores at least this share of the best table's score */
@@ -45,30 +38,9 @@ export function compareNames(a: string, b: string): number {
 }
 
 export function buildCatalog(reply: SqlIntrospectReply): Catalog {
-  const entries: CatalogEntry[] = reply.tables.map((table) => ({
-    name: displayName(table, reply.default_schema),
-    table,
-    terms: tableTerms(table),
-  }));
+  const entries: CatalogEntry[] = reply.tables.map((table) => ({ name: displayName(table, reply.default_schema), table }));
   entries.sort((a, b) => compareNames(a.name, b.name));
-  const docFreq = new Map<string, number>();
-  for (const e of entries) for (const term of e.terms.keys()) docFreq.set(term, (docFreq.get(term) ?? 0) + 1);
-  return { dialect: reply.dialect, provider: reply.provider, defaultSchema: reply.default_schema, entries, docFreq };
-}
-
-function tableTerms(table: DbTable): Map<string, number> {
-  const terms = new Map<string, number>();
-  const add = (text: string | undefined, weight: number): void => {
-    if (!text) return;
-    for (const term of termSet(text)) if ((terms.get(term) ?? 0) < weight) terms.set(term, weight);
-  };
-  add(table.name, WEIGHT_NAME);
-  add(table.comment, WEIGHT_COMMENT);
-  for (const c of table.columns) {
-    add(c.name, WEIGHT_COLUMN);
-    add(c.comment, WEIGHT_COMMENT);
-  }
-  return terms;
+  return { dialect: reply.dialect, provider: reply.provider, defaultSchema: reply.default_schema, entries };
 }
 
 // ---- words ----------------------------------------------------------------------------------
@@ -83,7 +55,7 @@ const STOP_WORDS: ReadonlySet<string> = new Set([
 
 /**
  * A word reduced to a rough common form: `orders` and `order`, `categories` and `category`,
- * `boxes` and `box` meet; `status`, `address` and `analysis` stay whole.
+ * `boxes` and `box`, `returned` and `return` meet; `status`, `address` and `analysis` stay whole.
  */
 export function stem(word: string): string {
   const w = word.toLowerCase();
@@ -93,6 +65,11 @@ export function stem(word: string): string {
   if (/(?:ch|sh|x|z)es$/.test(w)) return w.slice(0, -2);
   if (w.endsWith('ss') || w.endsWith('us') || w.endsWith('is')) return w;
   if (w.endsWith('s')) return w.slice(0, -1);
+  // a past tense meets its noun: breached/breach, returned/return, shipped/ship, cancelled/cancel
+  if (w.length > 5 && w.endsWith('ed') && !w.endsWith('eed')) {
+    const root = w.slice(0, -2);
+    return /([b-df-hj-np-tv-z])\1$/.test(root) ? root.slice(0, -1) : root;
+  }
   return w;
 }
 

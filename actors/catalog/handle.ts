@@ -4,8 +4,10 @@
  * parts they use are pure and tested on their own:
  *
  * - catalog.ts: one introspection, each table named and indexed by its words;
- * - retrieval.ts: on a large schema, the tables a question needs (scored by the words they share
- *   with it, rarer words counting more, foreign-key neighbours added while there is room);
+ * - retrieval.ts: on a large schema, the tables a question needs (field-weighted BM25 over
+ *   names, columns, comments and the semantic layer's words in lexical.ts; copies folded onto
+ *   their originals in families.ts; dates and literals apart in question.ts; literals matched
+ *   to known values in values.ts; room kept for the foreign-key paths that join the tables);
  * - names.ts: table names as people type them, resolved against the catalog;
  * - schema-text.ts: the schema text the model reads;
  * - cache.ts: the schema from the executor (`sql.introspect`), kept for
@@ -22,19 +24,25 @@ import type {
   TableSummary,
 } from '../../protocol/schemas/catalog.js';
 import type { Logger } from '../../protocol/log.js';
-import type { ContextReply, ContextRequest } from '../../protocol/schemas/semantic.js';
-import { SemanticContext, SqlIntrospect } from '../../protocol/subjects.js';
+import type { ContextReply, ContextRequest, SemanticMetric } from '../../protocol/schemas/semantic.js';
+import { SemanticContext, SqlIntrospect, SqlProfile } from '../../protocol/subjects.js';
 import type { Config } from '../../config/schema.js';
 import { createCatalogCache, type CatalogSource } from './cache.js';
 import type { Catalog, CatalogEntry } from './catalog.js';
+import { metricAmbiguity } from './metric-ambiguity.js';
 import { requireTable, resolveTables } from './names.js';
-import { selectTables } from './retrieval.js';
+import { linkTables, type LinkOptions } from './retrieval.js';
+import { readQuestion } from './question.js';
 import { renderSchemaText } from './schema-text.js';
+import { createSemanticTerms, type SemanticTermsSource } from './semantic-terms.js';
+import { createValueSource, matchLiterals, type ValueHit, type ValueSource } from './values.js';
 
 export { createCatalogCache, type CatalogCacheOptions, type CatalogSource } from './cache.js';
 export { buildCatalog, compareNames, displayName, stem, tokenize, type Catalog, type CatalogEntry } from './catalog.js';
 export { closestName, editDistance, parseTableName, requireTable, resolveTable, resolveTables, type Resolution } from './names.js';
-export { neighbours, scoreTables, selectTables, type ScoredTable } from './retrieval.js';
+export { linkTables, neighbours, scoreTables, selectTables, type Linked, type LinkOptions, type ScoredTable } from './retrieval.js';
+export { createSemanticTerms, semanticTerms, type SemanticTerms, type SemanticTermsSource } from './semantic-terms.js';
+export { createValueSource, matchLiterals, valueMatches, type KnownValues, type ValueHit, type ValueSource } from './values.js';
 export { renderSchemaText, renderTable } from './schema-text.js';
 
 
@@ -43,7 +51,16 @@ export interface CatalogDeps {
   catalog: CatalogSource;
   /** the semantic layer's business context of a question (the semantic actor); without it the block stays empty */
   semantic?: (input: ContextRequest, ctx: Ctx) => Promise<ContextReply>;
+  /** the semantic layer's synonyms and descriptions by table, for the ranking (kept until evt.semantic.changed) */
+  semanticTerms?: SemanticTermsSource;
+  /** known column values (sql.profile), for the question's literals */
+  values?: ValueSource;
   log?: Logger;
+}
+
+/** The ranking's inputs besides the catalog: the semantic layer's words, the literals found among known values. */
+export interface ContextOptions extends LinkOptions {
+  valueHits?: ReadonlyMap<string, readonly ValueHit[]>;
 }
 
 /** The cache the actor uses: introspection asked of the executor over the bus. */
@@ -92,22 +109,56 @@ export async function describe(input: SchemaDescribeRequest, deps: CatalogDeps, 
 }
 
 /** The schema context of one question, from a loaded catalog. */
-export function buildContext(catalog: Catalog, input: SchemaContextRequest, maxTables: number): SchemaContextReply {
-  const names = input.tables?.length
-    ? resolveTables(catalog, input.tables)
-    : selectTables(catalog, input.question, input.history ?? [], maxTables);
-  return {
+export function buildContext(catalog: Catalog, input: SchemaContextRequest, maxTables: number, opts: ContextOptions = {}): SchemaContextReply {
+  const linked = input.tables?.length
+    ? undefined
+    : linkTables(catalog, input.question, input.history ?? [], maxTables, { ...opts, clarified: [...(opts.clarified ?? []), ...(input.clarified ?? [])] });
+  const names = linked ? linked.tables : resolveTables(catalog, input.tables ?? []);
+  // beside a column, the known values that matched a literal of the question
+  const values = new Map<string, Map<string, string[]>>();
+  for (const hits of opts.valueHits?.values() ?? []) {
+    for (const h of hits) {
+      if (!names.includes(h.table)) continue;
+      const cols = values.get(h.table) ?? new Map<string, string[]>();
+      cols.set(h.column, [...new Set([...(cols.get(h.column) ?? []), ...h.values])].slice(0, 5));
+      values.set(h.table, cols);
+    }
+  }
+  const reply: SchemaContextReply = {
     dialect: catalog.dialect,
-    schema_text: renderSchemaText(catalog, names),
+    schema_text: renderSchemaText(catalog, names, values),
     business_context: '',
     tables: names,
   };
+  if (linked?.ambiguity) reply.ambiguity = linked.ambiguity;
+  return reply;
+}
+
+/**
+ * What the ranking needs besides the catalog: the semantic layer's words, and where the
+ * question's literals occur among the best tables' known values (asked only when it has some).
+ */
+export async function contextOptions(catalog: Catalog, input: SchemaContextRequest, deps: CatalogDeps, ctx: Ctx): Promise<ContextOptions> {
+  const opts: ContextOptions = {};
+  const terms = await deps.semanticTerms?.get(ctx, catalog.defaultSchema);
+  if (terms) opts.semantic = terms.docs;
+  if (!deps.values || !readQuestion(input.question).literals.length) return opts;
+  const first = linkTables(catalog, input.question, input.history ?? [], deps.config.catalog.max_tables_in_prompt, opts);
+  if (!first.literals.length) return opts;
+  const pinned = input.tables?.length ? resolveTables(catalog, input.tables) : [];
+  const known = await deps.values.get(catalog, pinned.length ? pinned : first.candidates, ctx);
+  const hits = matchLiterals(first.literals, known);
+  if (hits.size) opts.valueHits = hits;
+  return opts;
 }
 
 export async function context(input: SchemaContextRequest, deps: CatalogDeps, ctx: Ctx): Promise<SchemaContextReply> {
   const catalog = await deps.catalog.get(ctx);
-  const reply = buildContext(catalog, input, deps.config.catalog.max_tables_in_prompt);
-  return { ...reply, business_context: await businessContext(catalog, input, reply.tables, deps, ctx) };
+  const reply = buildContext(catalog, input, deps.config.catalog.max_tables_in_prompt, await contextOptions(catalog, input, deps, ctx));
+  const semantic = await semanticPart(catalog, input, reply.tables, deps, ctx);
+  // a word two tables tie for (the ranking's), else one two defined metrics tie for
+  const ambiguity = reply.ambiguity ?? metricAmbiguity(input.question, semantic.metrics, input.clarified);
+  return { ...reply, business_context: semantic.block, ...(ambiguity ? { ambiguity } : {}) };
 }
 
 /**
@@ -115,8 +166,14 @@ export async function context(input: SchemaContextRequest, deps: CatalogDeps, ct
  * A semantic actor that is absent or fails costs the block, never the question: a warning, and ''.
  */
 export async function businessContext(catalog: Catalog, input: SchemaContextRequest, tables: readonly string[], deps: CatalogDeps, ctx: Ctx): Promise<string> {
+  return (await semanticPart(catalog, input, tables, deps, ctx)).block;
+}
+
+/** The block, and the active metrics it shows (for metricAmbiguity): none when the block is not injected. */
+async function semanticPart(catalog: Catalog, input: SchemaContextRequest, tables: readonly string[], deps: CatalogDeps, ctx: Ctx): Promise<{ block: string; metrics: SemanticMetric[] }> {
+  const none = { block: '', metrics: [] };
   const maxChars = deps.config.catalog.semantic_max_chars;
-  if (!deps.semantic || maxChars === 0) return '';
+  if (!deps.semantic || maxChars === 0) return none;
   try {
     const reply = await deps.semantic({
       question: input.question.slice(0, 4000),
@@ -125,11 +182,21 @@ export async function businessContext(catalog: Catalog, input: SchemaContextRequ
       dialect: catalog.dialect,
       max_chars: maxChars,
     }, ctx);
-    return reply.injected ? reply.block : '';
+    return reply.injected ? { block: reply.block, metrics: reply.metrics } : none;
   } catch (err) {
     deps.log?.warn({ rid: ctx.requestId, err: (err as Error).message }, 'the semantic layer did not answer: the question goes on without its business context');
-    return '';
+    return none;
   }
+}
+
+/** The whole semantic layer's words, asked over the bus (the actor drops them on evt.semantic.changed). */
+export function busSemanticTerms(bus: Pick<Bus, 'request'>): SemanticTermsSource {
+  return createSemanticTerms((input, ctx) => bus.request(SemanticContext, input, ctx));
+}
+
+/** Known column values from the executor's sql.profile, kept for catalog.cache_ttl_seconds. */
+export function busValues(bus: Pick<Bus, 'request'>, config: Config): ValueSource {
+  return createValueSource((input, ctx) => bus.request(SqlProfile, input, ctx), Math.max(60, config.catalog.cache_ttl_seconds));
 }
 
 /** The semantic actor asked over the bus. */

@@ -12,8 +12,16 @@ function fkTarget(catalog: Pick<Catalog, 'defaultSchema'>, fk: NonNullable<DbTab
   return displayName({ schema: fk.ref_schema, name: fk.ref_table }, catalog.defaultSchema);
 }
 
+/** Known values of some columns (value linking: the values that matched the question's literals), by column. */
+export type ColumnValues = ReadonlyMap<string, readonly string[]>;
+
+/** A value as SQL writes it: single-quoted, quotes doubled, on one line. */
+function quoted(value: string): string {
+  return `'${oneLine(value).slice(0, 100).replace(/'/g, "''")}'`;
+}
+
 /** One table as prompt text: header, one line per column, composite foreign keys last. */
-export function renderTable(entry: Pick<CatalogEntry, 'name' | 'table'>, defaultSchema: string): string {
+export function renderTable(entry: Pick<CatalogEntry, 'name' | 'table'>, defaultSchema: string, values?: ColumnValues): string {
   const t = entry.table;
   let head = `${t.kind === 'view' ? 'View' : 'Table'} ${entry.name}`;
   if (t.row_estimate !== undefined && t.row_estimate >= 0) head += ` (~${Math.round(t.row_estimate)} rows)`;
@@ -37,19 +45,21 @@ export function renderTable(entry: Pick<CatalogEntry, 'name' | 'table'>, default
     const ref = single.get(c.name);
     if (ref !== undefined) line += ` -> ${ref}`;
     if (c.comment && oneLine(c.comment)) line += ` -- ${oneLine(c.comment)}`;
+    const known = values?.get(c.name);
+    if (known?.length) line += `${c.comment && oneLine(c.comment) ? ';' : ' --'} holds ${known.map(quoted).join(', ')}`;
     lines.push(line);
   }
   lines.push(...composite);
   return lines.join('\n');
 }
 
-/** The prompt's schema block: the dialect, then each named table (in the order given). */
-export function renderSchemaText(catalog: Catalog, names: readonly string[]): string {
+/** The prompt's schema block: the dialect, then each named table (in the order given), with the known values of `values` beside their columns. */
+export function renderSchemaText(catalog: Catalog, names: readonly string[], values?: ReadonlyMap<string, ColumnValues>): string {
   const byName = new Map(catalog.entries.map((e) => [e.name, e]));
   const blocks = [`Dialect: ${DIALECT_NAMES[catalog.dialect]}`];
   for (const name of names) {
     const e = byName.get(name);
-    if (e) blocks.push(renderTable(e, catalog.defaultSchema));
+    if (e) blocks.push(renderTable(e, catalog.defaultSchema, values?.get(name)));
   }
   return blocks.join('\n\n');
 }

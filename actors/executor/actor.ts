@@ -3,7 +3,7 @@
  * parser, opens (and warms) the pool, and checks what the role may do beyond reading
  * (privilege.ts): a refusal to start, or with database.allow_privileged_role a loud warning.
  */
-import { Actor, ScopeEndedEvt, SqlCheck, SqlConnectTest, SqlEstimate, SqlExecute, SqlIntrospect, SqlPing, SqlProfile } from '../../protocol/subjects.js';
+import { Actor, ScopeEndedEvt, SqlCheck, SqlConnectTest, SqlEstimate, SqlExecute, SqlExport, SqlIntrospect, SqlPing, SqlProfile } from '../../protocol/subjects.js';
 import type { ActorDeps, RunningActor } from '../runtime/actor.js';
 import { createEngine } from './engines/index.js';
 import { prepareGuard } from './guard/index.js';
@@ -14,6 +14,7 @@ import { createSecretBox } from '../lib/secrets.js';
 import { ScopeRegistry } from './scopes.js';
 import { checkRoleAtStart } from './privilege.js';
 import { profile } from './profile.js';
+import { exportSql, exportsBucket } from './export.js';
 
 export async function start(deps: ActorDeps): Promise<RunningActor> {
   const { bus, config, log } = deps;
@@ -40,6 +41,8 @@ export async function start(deps: ActorDeps): Promise<RunningActor> {
   bus.serve(SqlPing, (input, ctx) => ping(input, h, ctx));
   bus.serve(SqlConnectTest, (input, ctx) => connectTest(input, h, ctx));
   bus.serve(SqlProfile, (input, ctx) => profile(input, h, ctx));
+  const objects = exportsBucket(bus);
+  bus.serve(SqlExport, (input, ctx) => exportSql(input, { ...h, bus, objects }, ctx));
   log.info({ provider: engine.provider, dialect: engine.dialect }, 'executor ready');
 
   return {

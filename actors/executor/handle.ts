@@ -135,7 +135,7 @@ export async function check(input: SqlCheckRequest, deps: ExecutorDeps, ctx: Ctx
   const lease = await leaseFor(deps, ctx);
   try {
     const guarded = guardFor(input.sql, lease, limitsFor({}, deps.config));
-    if (input.expect !== 'aggregate') return { ok: true, sql: guarded.sql };
+    if (input.expect !== 'aggregate') return { ok: true, sql: guarded.sql, ...(guarded.tables.length ? { tables: guarded.tables } : {}) };
     const verdict = aggregateOf(input.sql, lease.engine.dialect);
     return { ok: true, sql: guarded.sql, aggregate: verdict.aggregate, ...(verdict.reason ? { aggregate_reason: verdict.reason } : {}) };
   } catch (err) {

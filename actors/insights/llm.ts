@@ -163,9 +163,16 @@ function profileColumn(name: string, type: string, cells: readonly (Cell | undef
   const distinct = new Set(present.map((c) => String(c))).size;
   const nums = present.map(numberOf).filter((x): x is number => x !== undefined);
   if (present.length > 0 && nums.length === present.length) {
-    const min = Math.min(...nums);
-    const max = Math.max(...nums);
-    const mean = nums.reduce((a, b) => a + b, 0) / nums.length;
+    // a loop, not Math.min(...nums): a spread of a large result overflows the call stack
+    let min = Infinity;
+    let max = -Infinity;
+    let sum = 0;
+    for (const x of nums) {
+      if (x < min) min = x;
+      if (x > max) max = x;
+      sum += x;
+    }
+    const mean = sum / nums.length;
     return `${head}, ${distinct} distinct, min ${num(min)}, max ${num(max)}, mean ${num(mean)}`;
   }
   return `${head}, ${distinct} distinct`;

@@ -6,6 +6,7 @@
 import type { ConnectionOptions } from 'node:tls';
 import { Actor, Bucket, MailSend } from '../../protocol/subjects.js';
 import type { ActorDeps, RunningActor } from '../runtime/actor.js';
+import { EXPORT_TTL_MS } from '../lib/export/index.js';
 import { KvCounter, MemoryCounter, send, Transports, type DailyCounter } from './handle.js';
 
 export interface MailerOptions {
@@ -24,7 +25,16 @@ export async function startMailer(deps: ActorDeps, opts: MailerOptions = {}): Pr
     counter = new MemoryCounter();
   }
   const transports = new Transports(opts.tls);
-  bus.serve(MailSend, (input, ctx) => send(input, { bus, config, log, counter, transports }, ctx));
+  // the exports bucket (attachments[].object, html_object), opened on first use
+  let opening: ReturnType<typeof bus.objects> | undefined;
+  const objects = (): ReturnType<typeof bus.objects> => {
+    opening ??= bus.objects(Bucket.Exports, { ttlMs: EXPORT_TTL_MS }).catch((err: unknown) => {
+      opening = undefined;
+      throw err;
+    });
+    return opening;
+  };
+  bus.serve(MailSend, (input, ctx) => send(input, { bus, config, log, counter, transports, objects }, ctx));
   const smtp = config.email.smtp;
   log.info({ enabled: config.email.enabled, host: smtp.host, port: smtp.port, tls: smtp.use_ssl ? 'ssl' : smtp.use_tls ? 'starttls' : 'none' }, 'mailer ready');
   return {

@@ -6,7 +6,10 @@
  * - `max_emails_per_day`: counted per UTC day in JetStream KV, so every mailer copy in every
  *   process shares one allowance; one message is one e-mail whatever its recipients. The slot
  *   is taken before the send and given back when the send fails. 0 means no e-mail at all.
- * - `export.max_file_size_mb` bounds the attachments of one e-mail together.
+ * - `export.max_file_size_mb` bounds the attachments of one e-mail together. An attachment is
+ *   given inline (base64 `content`) or, for a report too big for a NATS message, as `object`: a
+ *   file in the exports Object Store bucket (sql.export wrote it), read from there; `html_object`
+ *   embeds a stored HTML report in the HTML body (format html).
  * - `email.enabled: false`: the e-mail is logged (recipients, subject, attachment names and
  *   sizes) and not sent; the reply says `sent: false`.
  * - SMTP failures (login refused, connection refused, TLS, timeout, recipients refused) are
@@ -26,6 +29,8 @@ import type { Logger } from '../../protocol/log.js';
 import type { MailSendReply, MailSendRequest } from '../../protocol/schemas/policy.js';
 import { MailSentEvt } from '../../protocol/subjects.js';
 import type { Config } from '../../config/schema.js';
+import type { ObjectBucket } from '../../protocol/bus-objects.js';
+import { embedHtml } from '../lib/mail-template.js';
 
 type MailSent = PayloadOf<typeof MailSentEvt>;
 type Smtp = Config['email']['smtp'];
@@ -179,6 +184,44 @@ export interface MailerDeps {
   counter: DailyCounter;
   transports: { get(smtp: Smtp): Sender };
   now?: () => number;
+  /** the exports Object Store bucket (attachments[].object, html_object); absent: such a mail is refused */
+  objects?: () => Promise<ObjectBucket>;
+}
+
+/** A stored export, read whole (bounded): the mailer attaches or embeds it. */
+async function storedFile(name: string, deps: MailerDeps, maxBytes: number): Promise<Buffer> {
+  if (!deps.objects) throw new CortadoError('INTERNAL', 'this mailer cannot read stored files (no JetStream object store)');
+  let got: Awaited<ReturnType<ObjectBucket['getBytes']>>;
+  try {
+    got = await (await deps.objects()).getBytes(name, maxBytes);
+  } catch (err) {
+    if (err instanceof CortadoError && err.code === 'LIMIT_EXCEEDED') {
+      throw new CortadoError('LIMIT_EXCEEDED', `the attachment is over export.max_file_size_mb (${deps.config.export.max_file_size_mb} MB)`, { limit: 'max_file_size_mb', max: deps.config.export.max_file_size_mb });
+    }
+    throw err;
+  }
+  if (!got) throw new CortadoError('NOT_FOUND', `the stored report "${name.slice(0, 80)}" is not there (expired, or never written)`);
+  return got.data;
+}
+
+/** The attachments' bytes: given inline (base64) or stored (object); exactly one of the two each. */
+async function attachmentsOf(input: MailSendRequest, deps: MailerDeps, maxBytes: number): Promise<Array<{ filename: string; content_type: string; data: Buffer }>> {
+  const out: Array<{ filename: string; content_type: string; data: Buffer }> = [];
+  for (const a of input.attachments ?? []) {
+    if ((a.content === undefined) === (a.object === undefined)) {
+      throw new CortadoError('VALIDATION_FAILED', `attachment "${a.filename.slice(0, 80)}": give either content (base64) or object (a stored file), not both or neither`);
+    }
+    const data = a.object !== undefined ? await storedFile(a.object, deps, maxBytes) : Buffer.from(a.content!, 'base64');
+    out.push({ filename: a.filename.replace(/[\r\n"\\/]+/g, '_'), content_type: a.content_type, data });
+  }
+  return out;
+}
+
+/** The HTML body: `html`, with a stored HTML report embedded (html_object) after it. */
+async function htmlOf(input: MailSendRequest, deps: MailerDeps): Promise<string | undefined> {
+  if (input.html_object === undefined) return input.html;
+  const report = (await storedFile(input.html_object, deps, deps.config.export.max_file_size_mb * 1024 * 1024)).toString('utf8');
+  return embedHtml(report, input.html ?? '');
 }
 
 const ADDRESS = /^[^\s@<>()[\],;:"\\]+@[^\s@<>()[\],;:"\\]+$/;
@@ -207,10 +250,11 @@ export async function send(input: MailSendRequest, deps: MailerDeps, ctx: Ctx): 
     });
   }
   const subject = input.subject.replace(/[\r\n]+/g, ' ');
-  const files = (input.attachments ?? []).map((a) => ({ ...a, data: Buffer.from(a.content, 'base64') }));
+  const maxBytes = config.export.max_file_size_mb * 1024 * 1024;
+  const files = await attachmentsOf(input, deps, maxBytes);
   const attachments = files.map((f) => ({ filename: f.filename, bytes: f.data.length }));
   const total = attachments.reduce((s, a) => s + a.bytes, 0);
-  const maxBytes = config.export.max_file_size_mb * 1024 * 1024;
+  const html = await htmlOf(input, deps);
   if (total > maxBytes) {
     throw new CortadoError('LIMIT_EXCEEDED', `the attachments (${(total / 1024 / 1024).toFixed(1)} MB) are over export.max_file_size_mb (${config.export.max_file_size_mb} MB)`, {
       limit: 'max_file_size_mb', max: config.export.max_file_size_mb, bytes: total,
@@ -255,7 +299,7 @@ export async function send(input: MailSendRequest, deps: MailerDeps, ctx: Ctx): 
       to,
       subject,
       text: input.text,
-      ...(input.html !== undefined ? { html: input.html } : {}),
+      ...(html !== undefined ? { html } : {}),
       ...(smtp.reply_to ? { replyTo: smtp.reply_to } : {}),
       ...(Object.keys(smtp.custom_headers).length ? { headers: smtp.custom_headers } : {}),
       attachments: files.map((f) => ({ filename: f.filename, content: f.data, contentType: f.content_type })),

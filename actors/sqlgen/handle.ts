@@ -19,7 +19,9 @@ export interface SqlGenDeps {
   now?: () => Date;
 }
 
-export function buildSqlPrompt(input: SqlGenerateRequest, config: Config, now: Date): { system: string; messages: LlmMessage[] } {
+export function buildSqlPrompt(input: SqlGenerateRequest, configured: Config, now: Date): { system: string; messages: LlmMessage[] } {
+  // candidate prompts of an evaluation (POST /admin/eval) stand in for the configured ones, for this question only
+  const config = input.prompts ? { ...configured, prompts: { ...configured.prompts, ...input.prompts } } : configured;
   const { system, user } = splitPrompt(promptText(config, 'sql_generation'), {
     schema_info: input.schema_text,
     business_context: input.business_context ? `\n${input.business_context}\n` : '',

@@ -1,6 +1,6 @@
 import Type, { type Static } from 'typebox';
 import { OwnerString } from '../scope.js';
-import { Cell, Channel, Column, Usage } from './common.js';
+import { Cell, Channel, Clarification, Column, PromptOverrides, Usage } from './common.js';
 import { Insight } from './insights.js';
 import { NameString, TextString } from './text.js';
 
@@ -60,6 +60,8 @@ export const AskRequest = Type.Object({
    */
   max_rows: Type.Optional(MaxRows),
   widget: Type.Optional(Widget),
+  /** candidate prompt texts for this question only (POST /admin/eval): never saved */
+  prompts: Type.Optional(PromptOverrides),
 });
 export type AskRequest = Static<typeof AskRequest>;
 
@@ -89,9 +91,15 @@ export const StepTiming = Type.Record(Type.String(), Type.Number());
 export const AskReply = Type.Object({
   request_id: Type.String(),
   conversation_id: Type.Optional(Type.String()),
-  intent: Type.Enum(['sql', 'chat']),
-  /** chat */
+  intent: Type.Enum(['sql', 'chat', 'clarify']),
+  /** chat; clarify: the clarifying question */
   message: Type.Optional(Type.String()),
+  /**
+   * clarify: a word of the question could mean several tables or metrics (or a value that is not
+   * known): no SQL was written. Answer in the same conversation with a choice's label or value
+   * (or its number, or your own words), and the question is asked again with that meaning.
+   */
+  clarification: Type.Optional(Clarification),
   /** sql */
   sql: Type.Optional(Type.String()),
   explanation: Type.Optional(Type.String()),

@@ -1,6 +1,6 @@
 import Type, { type Static } from 'typebox';
 import { DbColumn, DbTable } from './sql.js';
-import { Dialect } from './common.js';
+import { ClarificationChoice, Dialect } from './common.js';
 
 export const TableSummary = Type.Object({
   /** the name to use in SQL (schema-qualified outside the default schema) */
@@ -39,8 +39,23 @@ export const SchemaContextRequest = Type.Object({
   tables: Type.Optional(Type.Array(Type.String())),
   /** earlier questions of the conversation, to keep their tables in view */
   history: Type.Optional(Type.Array(Type.String())),
+  /** words the user already clarified in this conversation: they are never ambiguous again */
+  clarified: Type.Optional(Type.Array(Type.String({ maxLength: 200 }), { maxItems: 20 })),
 });
 export type SchemaContextRequest = Static<typeof SchemaContextRequest>;
+
+/** One answer to a clarifying question (protocol/schemas/common.ts). */
+export const AmbiguityChoice = ClarificationChoice;
+export type AmbiguityChoice = ClarificationChoice;
+
+export const Ambiguity = Type.Object({
+  /** the word of the question that is ambiguous, as it was written */
+  word: Type.String(),
+  choices: Type.Array(AmbiguityChoice, { minItems: 1, maxItems: 10 }),
+  /** the clarifying question, for people */
+  question: Type.String(),
+});
+export type Ambiguity = Static<typeof Ambiguity>;
 
 export const SchemaContextReply = Type.Object({
   dialect: Dialect,
@@ -49,6 +64,12 @@ export const SchemaContextReply = Type.Object({
   /** the business-context block (semantic layer); empty when none is defined */
   business_context: Type.String(),
   tables: Type.Array(Type.String()),
+  /**
+   * a word of the question that two tables or metrics tie for, or a literal that matches no
+   * known value: the assistant asks the user which one is meant (intent `clarify`) instead of
+   * guessing
+   */
+  ambiguity: Type.Optional(Ambiguity),
 });
 export type SchemaContextReply = Static<typeof SchemaContextReply>;
 

@@ -47,11 +47,39 @@ export type Cell = Static<typeof Cell>;
 export const Channel = Type.Enum(['api', 'legacy', 'auth', 'mcp', 'schedule', 'web']);
 export type Channel = Static<typeof Channel>;
 
-export const Intent = Type.Enum(['sql', 'chat']);
+/** `clarify`: the question was ambiguous; the answer is a clarifying question (no SQL was written) */
+export const Intent = Type.Enum(['sql', 'chat', 'clarify']);
 export type Intent = Static<typeof Intent>;
 
 export const Dialect = Type.Enum(['postgresql', 'mysql', 'trino', 'bigquery']);
 export type Dialect = Static<typeof Dialect>;
+
+/** One answer to a clarifying question: what people read, and what pins the meaning when chosen. */
+export const ClarificationChoice = Type.Object({
+  label: Type.String(),
+  /** a table's name (kind table), a metric's name (kind metric), a known value (kind value) */
+  value: Type.String(),
+  kind: Type.Enum(['table', 'metric', 'value']),
+});
+export type ClarificationChoice = Static<typeof ClarificationChoice>;
+
+/** A clarifying question: which of the choices a word of the question means. */
+export const Clarification = Type.Object({
+  /** the clarifying question, for people */
+  question: Type.String(),
+  /** the word of the question that is ambiguous, as it was written */
+  word: Type.String(),
+  choices: Type.Array(ClarificationChoice, { minItems: 1, maxItems: 10 }),
+});
+export type Clarification = Static<typeof Clarification>;
+
+/** A word the user clarified: the choice made (or their own words, `text`). */
+export const PinnedMeaning = Type.Object({
+  word: Type.String(),
+  choice: Type.Optional(ClarificationChoice),
+  text: Type.Optional(Type.String()),
+});
+export type PinnedMeaning = Static<typeof PinnedMeaning>;
 
 export const Turn = Type.Object({
   question: Type.String(),
@@ -59,7 +87,26 @@ export const Turn = Type.Object({
   sql: Type.Optional(Type.String()),
   /** a short answer: the chat message or the explanation */
   answer: Type.Optional(Type.String()),
+  /**
+   * the turn asked a clarifying question (kept in the conversation only, never sent to the
+   * model): the next turn answers it, and the question is asked again with the meaning pinned
+   */
+  clarification: Type.Optional(Type.Object({
+    ...Clarification.properties,
+    /** what earlier clarifications of the same question pinned */
+    pinned: Type.Optional(Type.Array(PinnedMeaning, { maxItems: 20 })),
+    /** the tables the question's context held: with a table chosen, the others still join in */
+    tables: Type.Optional(Type.Array(Type.String(), { maxItems: 200 })),
+  })),
 });
 export type Turn = Static<typeof Turn>;
+
+/**
+ * Candidate prompt texts for one question only (the admin panel's evaluation before saving a
+ * prompt): prompt key → text, used instead of the configured prompt, never saved. Only the
+ * admin route sets them; no public request body carries them.
+ */
+export const PromptOverrides = Type.Record(Type.String({ pattern: '^[a-z_]{1,64}$' }), Type.String({ maxLength: 100_000 }));
+export type PromptOverrides = Static<typeof PromptOverrides>;
 
 export const Empty = Type.Object({});

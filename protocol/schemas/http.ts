@@ -19,6 +19,7 @@
  * | prompt text                        | at most 100,000 characters of text                 |
  * | feedback request_id / comment      | 1–128 characters / at most 2000 characters of text |
  * | semantic layer fields              | as protocol/schemas/semantic.ts says               |
+ * | schedule fields                    | as protocol/schemas/schedules.ts says              |
  *
  * Text and names (protocol/schemas/text.ts): the fields `BODY_TEXT` lists hold text (tabs and
  * line breaks allowed); every other string of a body, at any depth, and every field name, is a
@@ -27,10 +28,13 @@
  */
 import Type, { type Static } from 'typebox';
 import { AskConfirmRequest, AskRequest, ConfirmationId, ConversationId } from './ask.js';
+import { SqlExportRequest } from './export.js';
+import { MailSendRequest } from './policy.js';
 import { FeedbackRequest } from './analytics.js';
 import {
   AuthLoginRequest, AuthTokenRequest, ConfigUpdateRequest, LdapTestRequest, LdapUpdateRequest, LoginRequest, MaskRuleCreate, MaskRuleUpdate, TokenIssueRequest,
 } from './identity.js';
+import { CronPreviewRequest, ScheduleInput, SchedulePatch, ScheduleUpdateRequest } from './schedules.js';
 import {
   ColumnInput, ColumnPatch, DiscoverRequest, EntityInput, EntityPatch, MetricInput, MetricPatch, RelationshipInput, RelationshipPatch,
 } from './semantic.js';
@@ -113,6 +117,23 @@ export type ConfigValueBody = Static<typeof ConfigValueBody>;
 export const PromptBody = Type.Object({ text: Type.String({ maxLength: PROMPT_MAX }) });
 export type PromptBody = Static<typeof PromptBody>;
 
+/** The most golden questions one POST /admin/eval runs (twice: as configured, and with the candidate prompts). */
+export const ADMIN_EVAL_MAX = 50;
+
+/**
+ * POST /admin/eval: a golden set (YAML or JSON text, a list, or {questions}; checked by
+ * edge/eval/golden.ts) and the candidate prompts to try on it, for this run only (never saved).
+ */
+export const EvalBody = Type.Object({
+  golden: Type.Union([
+    Type.String({ minLength: 1, maxLength: 200_000 }),
+    Type.Array(Type.Unknown(), { minItems: 1, maxItems: ADMIN_EVAL_MAX }),
+    Type.Object({ questions: Type.Array(Type.Unknown(), { minItems: 1, maxItems: ADMIN_EVAL_MAX }) }),
+  ]),
+  prompts: Type.Optional(Type.Record(Type.String({ pattern: '^[a-z_]{1,64}$' }), Type.String({ maxLength: PROMPT_MAX }))),
+}, { additionalProperties: false });
+export type EvalBody = Static<typeof EvalBody>;
+
 /** POST /admin/mask-rules */
 export const MaskRuleBody = MaskRuleCreate;
 export type MaskRuleBody = Static<typeof MaskRuleBody>;
@@ -168,12 +189,46 @@ export type SemanticMetricPatchBody = Static<typeof SemanticMetricPatchBody>;
 export const SemanticDiscoverBody = DiscoverRequest;
 export type SemanticDiscoverBody = Static<typeof SemanticDiscoverBody>;
 
+// ---- scheduled reports ------------------------------------------------------------------------
+
+/** POST /api/schedules; PUT /api/schedules/:id takes the same fields (and `regenerate`). Who asks is the edge's to say. */
+export const ScheduleBody = ScheduleInput;
+export type ScheduleBody = Static<typeof ScheduleBody>;
+export const SchedulePutBody = Type.Object({ ...ScheduleInput.properties, regenerate: ScheduleUpdateRequest.properties.regenerate });
+export type SchedulePutBody = Static<typeof SchedulePutBody>;
+/** PATCH /api/schedules/:id: any subset; `regenerate: true` turns the question into SQL again. */
+export const SchedulePatchBody = Type.Object({ ...SchedulePatch.properties, regenerate: ScheduleUpdateRequest.properties.regenerate });
+export type SchedulePatchBody = Static<typeof SchedulePatchBody>;
+/** POST /api/schedules/cron-preview */
+export const CronPreviewBody = CronPreviewRequest;
+export type CronPreviewBody = Static<typeof CronPreviewBody>;
+
+// ---- e-mail and exports ----------------------------------------------------------------------
+
+/** POST /admin/test-email: one e-mail through the configured SMTP server (mail.send). */
+export const TestEmailBody = Type.Object({
+  to: MailSendRequest.properties.to.items,
+  subject: Type.String({ minLength: 1, maxLength: 998 }),
+  body: Type.String({ maxLength: 100_000 }),
+});
+export type TestEmailBody = Static<typeof TestEmailBody>;
+
+/** POST /api/export: a result as a file (sql.export, in the caller's scope). */
+export const ExportBody = Type.Object({
+  sql: SqlExportRequest.properties.sql,
+  format: SqlExportRequest.properties.format,
+  /** the file's title (the question asked); default "Cortado export" */
+  title: Type.Optional(SqlExportRequest.properties.title),
+});
+export type ExportBody = Static<typeof ExportBody>;
+
 /** Top-level fields whose strings are text (tabs and line breaks allowed), per body; every other string is a name. */
 export const BODY_TEXT = {
   api: ['question'],
   legacy: ['question', 'table_schema', 'schema'],
   config: ['value'],
   prompt: ['text'],
+  eval: ['golden', 'prompts'],
   mask: ['description'],
   feedback: ['comment'],
   /** an entity's columns are text below `columns` here; their names are names all the same (the schema says so) */
@@ -181,4 +236,7 @@ export const BODY_TEXT = {
   semanticColumn: ['description'],
   semanticRelationship: ['description'],
   semanticMetric: ['description', 'sql_expression'],
+  schedule: ['question', 'sql'],
+  testEmail: ['body'],
+  export: ['sql', 'title'],
 } as const satisfies Record<string, readonly string[]>;

@@ -81,9 +81,13 @@ export const MailSendRequest = Type.Object({
   attachments: Type.Optional(Type.Array(Type.Object({
     filename: Type.String({ maxLength: 255 }),
     content_type: Type.String(),
-    /** base64 */
-    content: Type.String(),
+    /** base64; or, for a file too big for a message, `object` */
+    content: Type.Optional(Type.String()),
+    /** a file in the exports Object Store bucket (Bucket.Exports; sql.export's `object`): the mailer reads it from there */
+    object: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
   }))),
+  /** a stored HTML report (exports bucket) embedded in the HTML body, after `html` (format html) */
+  html_object: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
 });
 export type MailSendRequest = Static<typeof MailSendRequest>;
 

@@ -1,5 +1,5 @@
 import Type, { type Static } from 'typebox';
-import { Cell, Column, Dialect, Turn, Usage } from './common.js';
+import { Cell, Column, Dialect, PromptOverrides, Turn, Usage } from './common.js';
 import { TextString } from './text.js';
 
 // ---- sqlgen -------------------------------------------------------------------------------
@@ -14,6 +14,8 @@ export const SqlGenerateRequest = Type.Object({
   mode: Type.Enum(['combined', 'sql']),
   /** a previous attempt the database rejected: the model gets its error and tries once more */
   previous: Type.Optional(Type.Object({ sql: Type.String(), error: Type.String() })),
+  /** candidate prompts for this question only (AskRequest.prompts) */
+  prompts: Type.Optional(PromptOverrides),
 });
 export type SqlGenerateRequest = Static<typeof SqlGenerateRequest>;
 
@@ -100,6 +102,8 @@ export const SqlCheckReply = Type.Object({
   reason: Type.Optional(Type.String()),
   /** the statement as it would run */
   sql: Type.Optional(Type.String()),
+  /** with ok: the relations the statement reads, as written (`public.orders`), without CTE names */
+  tables: Type.Optional(Type.Array(Type.String())),
   /** with expect 'aggregate' and ok: an aggregate function at the top level, no subquery, not a window function alone */
   aggregate: Type.Optional(Type.Boolean()),
   /** why it is not an aggregate, for people */

@@ -361,6 +361,96 @@ function storeSuite(name: string, make: Factory): void {
       t.same((await sem.getEntity(customers.id))?.synonyms, [], 'a returned record is a copy');
     });
 
+    t.test('schedules: unique names per owner, executions once per tick, newest first, retention, delete cascades', async (t) => {
+      const s = await fresh();
+      const base = {
+        question: 'orders per day', tables: ['orders'], cron: '0 9 * * 1-5', timezone: 'Europe/Berlin', email_recipients: ['a@example.com'],
+        format: 'csv' as const, subject: '', sql: 'SELECT 1', explanation: 'one', enabled: true, missed: 'once' as const,
+      };
+      const daily = await s.schedules.create({ ...base, name: 'Daily', owner_user: 'alice', owner: 't:alice-token', scope: 't:alice-token' });
+      t.match(daily, { name: 'Daily', owner: 't:alice-token', scope: 't:alice-token', tables: ['orders'], email_recipients: ['a@example.com'], enabled: true });
+      t.ok(daily.id && daily.created_at === daily.updated_at, 'an id and times assigned');
+      t.equal(daily.fired_through, undefined, 'nothing fired yet');
+      const err = await rejects(s.schedules.create({ ...base, name: 'Daily', owner_user: 'alice', owner: 't:alice-token' }));
+      t.equal(err.code, 'CONFLICT', 'one name per owner');
+      t.match(err.message, /name/);
+      const bobs = await s.schedules.create({ ...base, name: 'Daily', owner_user: 'bob', owner: 'a:bob' });
+      const admins = await s.schedules.create({ ...base, name: 'Daily', owner_user: 'admin', enabled: false });
+      t.equal((await rejects(s.schedules.create({ ...base, name: 'Daily', owner_user: 'admin' }))).code, 'CONFLICT', 'an admin\'s (no owner string) by user name');
+      t.same((await s.schedules.list()).map((x) => x.id), [daily.id, bobs.id, admins.id], 'in creation order');
+      t.same((await s.schedules.list({ ownerKey: 't:alice-token' })).map((x) => x.id), [daily.id], 'by owner');
+      t.same((await s.schedules.list({ ownerKey: '~admin' })).map((x) => x.id), [admins.id], 'an admin\'s by ~user');
+      t.same((await s.schedules.list({ enabledOnly: true })).map((x) => x.id), [daily.id, bobs.id], 'enabled only');
+
+      const changed = await s.schedules.update(daily.id, { cron: '*/5 * * * *', email_recipients: ['b@example.com', 'c@example.com'], enabled: false });
+      t.match(changed, { cron: '*/5 * * * *', email_recipients: ['b@example.com', 'c@example.com'], enabled: false, name: 'Daily', sql: 'SELECT 1' });
+      t.equal((await rejects(s.schedules.update(daily.id, { name: 'Other' }).then(() => s.schedules.create({ ...base, name: 'Other', owner_user: 'alice', owner: 't:alice-token' })))).code, 'CONFLICT', 'renamed, the new name is taken');
+      t.equal((await rejects(s.schedules.update(bobs.id, { name: 'Daily' }).then(() => s.schedules.update(bobs.id, { name: 'x' })).then(() => s.schedules.create({ ...base, name: 'x', owner_user: 'bob', owner: 'a:bob' })))).code, 'CONFLICT');
+      t.equal(await s.schedules.update('nope', { name: 'y' }), undefined, 'no such schedule');
+      const got = await s.schedules.get(daily.id);
+      got!.tables.push('changed');
+      t.same((await s.schedules.get(daily.id))?.tables, ['orders'], 'a returned record is a copy');
+
+      // fired_through moves forward only
+      t.equal(await s.schedules.advance(daily.id, '2026-01-05T09:00:00+01:00'), true);
+      t.equal(await s.schedules.advance(daily.id, '2026-01-05T07:00:00Z'), false, 'not backwards');
+      t.equal(await s.schedules.advance(daily.id, '2026-01-05T08:00:00Z'), false, 'not to the same instant');
+      t.equal((await s.schedules.get(daily.id))?.fired_through, '2026-01-05T08:00:00.000Z');
+      t.equal(await s.schedules.advance('nope', '2026-01-05T08:00:00Z'), false);
+
+      // executions: once per tick, whoever tries
+      const tickAt = '2026-01-05T09:00:00+01:00';
+      const tries = await Promise.all(Array.from({ length: 5 }, () => s.executions.enqueue({ schedule_id: daily.id, schedule_name: 'Daily', execution_time: tickAt, trigger: 'cron' })));
+      const won = tries.filter((x) => x !== undefined);
+      t.equal(won.length, 1, 'five concurrent tries of one tick: one execution');
+      const first = won[0]!;
+      t.match(first, { schedule_id: daily.id, schedule_name: 'Daily', execution_time: '2026-01-05T08:00:00.000Z', trigger: 'cron', status: 'queued', success: false, email_sent: false, email_error: null, error_message: null, rows_returned: null, duration_ms: null });
+      t.equal(await s.executions.enqueue({ schedule_id: daily.id, schedule_name: 'Daily', execution_time: '2026-01-05T08:00:00Z', trigger: 'recovery' }), undefined, 'the same instant written in UTC, as recovery: refused too');
+      const manual1 = await s.executions.enqueue({ schedule_id: daily.id, schedule_name: 'Daily', execution_time: '2026-01-05T08:00:00Z', trigger: 'manual' });
+      const manual2 = await s.executions.enqueue({ schedule_id: daily.id, schedule_name: 'Daily', execution_time: '2026-01-05T08:00:00Z', trigger: 'manual' });
+      t.ok(manual1 && manual2 && manual1.id !== manual2.id, 'Run Now is never refused');
+      t.equal(await s.executions.enqueue({ schedule_id: 'nope', schedule_name: 'x', execution_time: tickAt, trigger: 'cron' }), undefined, 'no such schedule: nothing queued');
+
+      const running = await s.executions.markRunning(first.id, '2026-01-05T08:00:01Z');
+      t.match(running, { status: 'running', started_at: '2026-01-05T08:00:01.000Z' });
+      const done = await s.executions.markDone(first.id, {
+        success: true, email_sent: true, email_error: null, error_message: null, rows_returned: 42, duration_ms: 1234.5,
+        attachment: { filename: 'Daily.csv', bytes: 100, sent: true }, finished_at: '2026-01-05T08:00:02Z',
+      });
+      t.match(done, { status: 'done', success: true, email_sent: true, rows_returned: 42, duration_ms: 1234.5, finished_at: '2026-01-05T08:00:02.000Z', attachment: { filename: 'Daily.csv', bytes: 100, sent: true } });
+      t.equal(await s.executions.markRunning(first.id), undefined, 'a finished run does not start again');
+      t.same(await s.executions.get(first.id), done, 'read back as marked');
+      t.equal(await s.executions.markDone('nope', { success: false, email_sent: false, email_error: null, error_message: 'x', rows_returned: null, duration_ms: null }), undefined);
+
+      const later = await s.executions.enqueue({ schedule_id: daily.id, schedule_name: 'Daily', execution_time: '2026-01-06T08:00:00Z', trigger: 'cron' });
+      const history = await s.executions.list(daily.id);
+      t.same(history.map((e) => e.id), [later!.id, manual2!.id, manual1!.id, first.id], 'newest first (then the later one of a tie)');
+      t.same((await s.executions.list(daily.id, { limit: 2, offset: 1 })).map((e) => e.id), [manual2!.id, manual1!.id], 'paged');
+      const last = await s.executions.lastDone([daily.id, bobs.id]);
+      t.equal(last.get(daily.id)?.id, first.id, 'the newest finished run');
+      t.notOk(last.has(bobs.id), 'none for a schedule that never ran');
+
+      // retention: older than N days, and beyond M per schedule, finished ones only
+      for (const id of [manual1!.id, manual2!.id]) {
+        await s.executions.markDone(id, { success: false, email_sent: false, email_error: 'auth failed', error_message: 'boom', rows_returned: null, duration_ms: 5 });
+      }
+      const old = await s.executions.enqueue({ schedule_id: bobs.id, schedule_name: 'Daily', execution_time: '2025-01-01T00:00:00Z', trigger: 'cron' });
+      await s.executions.markDone(old!.id, { success: true, email_sent: false, email_error: null, error_message: null, rows_returned: 0, duration_ms: 1 });
+      const oldQueued = await s.executions.enqueue({ schedule_id: bobs.id, schedule_name: 'Daily', execution_time: '2025-01-02T00:00:00Z', trigger: 'cron' });
+      const pruned = await s.executions.prune(30, 2, new Date('2026-01-07T00:00:00Z'));
+      t.equal(pruned, 2, 'the old finished run, and the third finished run of a schedule kept to two');
+      t.same((await s.executions.list(daily.id)).map((e) => e.id), [later!.id, manual2!.id, manual1!.id], 'queued runs are kept whatever their rank');
+      t.same((await s.executions.list(bobs.id)).map((e) => e.id), [oldQueued!.id], 'an old run still queued is kept');
+
+      // delete: the history goes with it
+      t.equal(await s.schedules.delete(daily.id), true);
+      t.equal(await s.schedules.get(daily.id), undefined);
+      t.same(await s.executions.list(daily.id), [], 'its executions are gone');
+      t.equal(await s.executions.get(first.id), undefined);
+      t.equal(await s.schedules.delete(daily.id), false, 'twice: nothing to delete');
+      t.equal(await s.executions.deleteFor(bobs.id), 1);
+    });
+
     t.test('audit: dedup by event id', async (t) => {
       const s = await fresh();
       t.equal(await s.audit.append(event('e1')), true);
@@ -475,7 +565,7 @@ t.test('postgresql: versioned migrations, idempotent and safe with concurrent st
   const after = await tablesOf(db.url);
   t.same(after.tables, [
     'cortado_api_tokens', 'cortado_audit_log', 'cortado_config_override_history', 'cortado_config_overrides',
-    'cortado_mask_rules', 'cortado_schema_version', 'cortado_semantic_columns', 'cortado_semantic_entities',
+    'cortado_mask_rules', 'cortado_schedule_executions', 'cortado_schedules', 'cortado_schema_version', 'cortado_semantic_columns', 'cortado_semantic_entities',
     'cortado_semantic_metrics', 'cortado_semantic_relationships',
   ], 'every table, prefixed');
   t.same(after.versions, MIGRATIONS.map((m) => ({ version: m.version, n: 1 })), 'each migration recorded once');

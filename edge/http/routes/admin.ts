@@ -8,11 +8,13 @@ import type { Bus, Ctx } from '../../../protocol/bus.js';
 import { CortadoError } from '../../../protocol/errors.js';
 import { HTTP_REQUEST_ID } from '../../../protocol/headers.js';
 import {
-  AdminTokenBody, BODY_TEXT, ConfigValueBody, LdapBody, LdapTestBody, LoginBody, MaskRuleBody, MaskRulePatchBody, PromptBody,
+  ADMIN_EVAL_MAX, AdminTokenBody, BODY_TEXT, ConfigValueBody, EvalBody, LdapBody, LdapTestBody, LoginBody, MaskRuleBody, MaskRulePatchBody, PromptBody, TestEmailBody,
 } from '../../../protocol/schemas/http.js';
 import { configKeyOk, type AuditQueryRequest } from '../../../protocol/schemas/identity.js';
 import * as S from '../../../protocol/subjects.js';
 import type { Config } from '../../../config/schema.js';
+import { PROMPT_KEYS } from '../../../config/prompts.js';
+import { goldenFrom, parseGolden, runEval, type EvalReport } from '../../eval/golden.js';
 import { toCsv } from '../csv.js';
 import { checkText } from '../json.js';
 import { readJson, SECURITY_HEADERS, sendJson } from '../reply.js';
@@ -28,6 +30,8 @@ const checkMask = Compile(MaskRuleBody);
 const checkMaskPatch = Compile(MaskRulePatchBody);
 const checkLdap = Compile(LdapBody);
 const checkLdapTest = Compile(LdapTestBody);
+const checkTestEmail = Compile(TestEmailBody);
+const checkEval = Compile(EvalBody);
 
 /** CSV export: at most this many entries. */
 const CSV_MAX = 50_000;
@@ -159,6 +163,11 @@ export function adminRoutes(router: Router, deps: AdminRouteDeps): void {
   admin('DELETE', '/admin/prompts/:key', async (req, res, ctx, b) => {
     sendJson(res, 200, await bus.request(S.ConfigReset, { key: configKey(`prompts.${req.params.key ?? ''}`, 'the prompt name'), by: b.user }, b), ctx.rid);
   });
+  // a golden set as configured and with candidate prompts (this run only, never saved): the difference
+  admin('POST', '/admin/eval', async (req, res, ctx, b) => {
+    const body = await readJson(req, checkEval, { text: BODY_TEXT.eval });
+    sendJson(res, 200, await evalPrompts(bus, body, b), ctx.rid);
+  });
 
   admin('GET', '/admin/tokens', async (req, res, ctx, b) => {
     const username = req.query.get('username');
@@ -209,4 +218,47 @@ export function adminRoutes(router: Router, deps: AdminRouteDeps): void {
     const body = await readJson(req, checkLdapTest);
     sendJson(res, 200, await bus.request(S.LdapTest, body, b), ctx.rid);
   });
+
+  // one e-mail through the configured SMTP server: the answer says whether it went, and if the
+  // server would not take it, why (login refused, connection refused, TLS) — a test that ran
+  admin('POST', '/admin/test-email', async (req, res, ctx, b) => {
+    const { to, subject, body } = await readJson(req, checkTestEmail, { text: BODY_TEXT.testEmail });
+    try {
+      const r = await bus.request(S.MailSend, { to: [to], subject, text: body }, b);
+      sendJson(res, 200, { ok: true, sent: r.sent, ...(r.message_id ? { message_id: r.message_id } : {}), ...(r.sent ? {} : { note: 'email.enabled is false: the e-mail was logged, not sent' }) }, ctx.rid);
+    } catch (err) {
+      const smtp = err instanceof CortadoError ? err.details?.smtp : undefined;
+      if (typeof smtp !== 'string') throw err;
+      sendJson(res, 200, { ok: false, sent: false, smtp, error: err instanceof Error ? err.message : String(err) }, ctx.rid);
+    }
+  });
+}
+
+/**
+ * POST /admin/eval: the golden set as configured (`before`), and, with candidate prompts, again
+ * with them applied to these questions only (`after`), and what changed. Nothing is saved.
+ */
+async function evalPrompts(bus: Bus, body: EvalBody, b: Ctx & { user: string }): Promise<{ before: EvalReport; after?: EvalReport; difference?: Record<string, number> }> {
+  const golden = typeof body.golden === 'string' ? parseGolden(body.golden) : goldenFrom(body.golden);
+  if (golden.length > ADMIN_EVAL_MAX) throw new CortadoError('VALIDATION_FAILED', `the panel runs at most ${ADMIN_EVAL_MAX} golden questions (use cortado eval for more)`);
+  const prompts = body.prompts && Object.keys(body.prompts).length ? body.prompts : undefined;
+  for (const key of Object.keys(prompts ?? {})) {
+    if (!(PROMPT_KEYS as readonly string[]).includes(key)) throw new CortadoError('VALIDATION_FAILED', `there is no prompt "${key}" (one of ${PROMPT_KEYS.join(', ')})`);
+  }
+  const before = await runEval(bus, golden, { requestId: `${b.requestId}-before`, user: b.user });
+  if (!prompts) return { before };
+  const after = await runEval(bus, golden, { requestId: `${b.requestId}-after`, user: b.user, prompts });
+  const d = (x: number, y: number): number => Math.round((y - x) * 10_000) / 10_000;
+  return {
+    before,
+    after,
+    difference: {
+      accuracy: d(before.totals.accuracy, after.totals.accuracy),
+      correct: after.totals.correct - before.totals.correct,
+      ...(before.totals.recall !== undefined && after.totals.recall !== undefined ? { recall: d(before.totals.recall, after.totals.recall) } : {}),
+      input_tokens: after.totals.input_tokens - before.totals.input_tokens,
+      output_tokens: after.totals.output_tokens - before.totals.output_tokens,
+      latency_ms_mean: d(before.totals.latency_ms_mean, after.totals.latency_ms_mean),
+    },
+  };
 }

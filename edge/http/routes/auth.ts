@@ -124,7 +124,8 @@ export function authRoutes(router: Router, deps: AuthRouteDeps): void {
     if (body.tables?.length) ask.tables = body.tables;
     if (body.conversation_id) ask.conversation_id = body.conversation_id;
     const reply = await bus.request(Ask, ask, callerCtx(ctx.rid, caller));
-    sendJson(res, 200, { ...legacyShape(reply, body.conversation_id), conversation_id: body.conversation_id ?? null }, ctx.rid);
+    // a clarifying question opens a conversation when the body named none: its id comes back
+    sendJson(res, 200, { ...legacyShape(reply, body.conversation_id), conversation_id: reply.conversation_id ?? body.conversation_id ?? null }, ctx.rid);
   });
 
   // run exactly the SQL an /auth/query answer held for confirmation, for the session that asked only

@@ -5,7 +5,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CortadoError } from '../../../protocol/errors.js';
 import { HTTP_REQUEST_ID } from '../../../protocol/headers.js';
-import { SECURITY_HEADERS } from '../reply.js';
+import type { Config } from '../../../config/schema.js';
+import { SECURITY_HEADERS, sendJson } from '../reply.js';
 import type { Router } from '../router.js';
 
 const WEB = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../web');
@@ -59,7 +60,24 @@ function loadDir(dir: string, prefix = ''): Map<string, Buffer> {
   return files;
 }
 
-export function pageRoutes(router: Router, opts: { appName: string }): void {
+/**
+ * What the pages need to know before they draw: which tabs of the dashboard to show
+ * (ui.sections, read at each request so a runtime override applies) and which sign-ins exist.
+ * No host, no secret.
+ */
+export function uiConfigView(config: Config): Record<string, unknown> {
+  const s = config.ui.sections;
+  return {
+    app_name: config.app.name,
+    sections: {
+      assistant: s.assistant, demo: s.demo, analytics: s.analytics, schedules: s.schedules, dashboards: s.dashboards,
+      bigquery_ops: s.bigquery_ops ?? s['bigquery-ops'] ?? true, admin: s.admin, tokens: s.tokens,
+    },
+    sign_in: { assistant_login: config.plugins.assistant_login.enabled, auth: config.plugins.auth.enabled },
+  };
+}
+
+export function pageRoutes(router: Router, opts: { appName: string; config?: Config }): void {
   const files = loadDir(WEB);
   const page = (file: string) => {
     const html = files.get(file)?.toString('utf8').replaceAll('{{app_name}}', escapeHtml(opts.appName));
@@ -69,6 +87,8 @@ export function pageRoutes(router: Router, opts: { appName: string }): void {
     };
   };
   router.get('/', { auth: 'none' }, page('index.html'));
+  const { config } = opts;
+  if (config) router.get('/ui/config', { auth: 'none' }, (_req, res, ctx) => sendJson(res, 200, uiConfigView(config), ctx.rid));
   router.get('/admin', { auth: 'none' }, page('admin.html'));
   // the page signs in through /admin/login itself; its data (/api/analytics/*) is what is guarded
   router.get('/analytics', { auth: 'none' }, page('analytics.html'));

@@ -68,6 +68,9 @@ async function runAsk(
   try {
     await bus.flush();
     const reply = await bus.request(Ask, { ...ask, stream: true }, busCtx);
+    // an answer from this very process (preferLocal) outruns its last steps over NATS: one
+    // round trip lets them in first (the server sends what was published before the PONG)
+    await bus.flush();
     sse.send('result', render(reply));
     if (reply.insights_pending) {
       const ev = await later.wait();
@@ -124,6 +127,8 @@ function tablesFromSchemaText(text: string | undefined): string[] {
 export function legacyShape(reply: AskReply, sessionId: string | undefined): Record<string, unknown> {
   const base = { request_id: reply.request_id, session_id: sessionId ?? null };
   if (reply.intent === 'chat') return { response_type: 'chat', message: reply.message ?? '', ...base };
+  // a clarifying question: answer it in the same session with a choice's label or value
+  if (reply.intent === 'clarify') return { response_type: 'clarify', message: reply.message ?? '', ...(reply.clarification ? { clarification: reply.clarification } : {}), usage: reply.usage, timing_ms: reply.timing_ms, ...base };
   return {
     response_type: 'sql',
     sql: reply.sql ?? '',

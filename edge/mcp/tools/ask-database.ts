@@ -9,7 +9,9 @@
  * database return no more (`truncated` says it cut). Nothing is masked or cut again here.
  */
 import Type from 'typebox';
-import { ASK_LIMITS, Question, TableName } from '../../../protocol/schemas/ask.js';
+import { ASK_LIMITS, ConversationId, Question, TableName } from '../../../protocol/schemas/ask.js';
+import type { Clarification } from '../../../protocol/schemas/common.js';
+import { OwnerKind, ownerOf } from '../../../protocol/scope.js';
 import { Ask } from '../../../protocol/subjects.js';
 import { textTable } from './render.js';
 import type { McpTool } from './types.js';
@@ -18,21 +20,26 @@ import type { McpTool } from './types.js';
 const Input = Type.Object({
   question: Question,
   tables: Type.Optional(Type.Array(TableName, { maxItems: ASK_LIMITS.tables, description: 'tables to use' })),
+  conversation_id: Type.Optional({ ...ConversationId, description: 'continue a conversation: the id a clarifying question came with' }),
 }, { additionalProperties: false });
 
 export const askDatabase: McpTool<typeof Input> = {
   name: 'ask_database',
   description: 'Answer a question about the database in plain language: runs read-only SQL and returns it with the rows.',
   input: Input,
-  async run(args, { bus, config, ctx }) {
+  async run(args, { bus, config, ctx, session }) {
     const question = args.question.trim();
     const reply = await bus.request(Ask, {
       question: question || args.question,
       ...(args.tables?.length ? { tables: args.tables } : {}),
+      ...(args.conversation_id ? { conversation_id: args.conversation_id } : {}),
+      // the token owns its conversations: another token naming the same id starts its own
+      owner: ownerOf(OwnerKind.Token, session.tokenId),
       channel: 'mcp',
       widget: 'mcp',
       max_rows: config.mcp.max_rows,
     }, ctx);
+    if (reply.intent === 'clarify' && reply.clarification) return clarifyOutput(reply.request_id, reply.clarification, reply.conversation_id);
     if (reply.intent === 'chat') {
       const message = reply.message ?? '';
       return { structured: { request_id: reply.request_id, intent: 'chat', message }, text: message };
@@ -67,3 +74,15 @@ export const askDatabase: McpTool<typeof Input> = {
     return { structured, text: parts.join('\n\n') };
   },
 };
+
+/** A clarifying question: the choices, numbered, and how to answer (the same tool, the same conversation). */
+function clarifyOutput(requestId: string, clarification: Clarification, conversationId: string | undefined): { structured: Record<string, unknown>; text: string } {
+  const choices = clarification.choices.map((c, i) => `${i + 1}. ${c.label}${c.value !== c.label ? ` (${c.kind} ${c.value})` : ''}`);
+  const how = conversationId
+    ? `To answer, call ask_database again with conversation_id "${conversationId}" and the choice (its label, value or number) as the question.`
+    : 'To answer, ask again naming the one you mean.';
+  return {
+    structured: { request_id: requestId, intent: 'clarify', message: clarification.question, clarification, ...(conversationId ? { conversation_id: conversationId } : {}) },
+    text: [`Clarification needed: ${clarification.question}`, choices.join('\n'), how].join('\n\n'),
+  };
+}

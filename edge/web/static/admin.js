@@ -1,5 +1,6 @@
-// The admin panel: sign in, then config, prompts, API tokens, mask rules, audit log, LDAP, semantic layer.
+// The admin panel: sign in, then config, prompts, API tokens, mask rules, audit log, LDAP, semantic layer, scheduler, e-mail.
 import { semanticTab } from './semantic.js';
+import { emailTab, schedulerTab } from './admin-scheduler.js';
 
 const $ = (s, r = document) => r.querySelector(s);
 let csrf = '';
@@ -30,7 +31,7 @@ async function api(method, path, body) {
   if (!res.ok) {
     if (res.status === 401) showLogin();
     const err = new Error(data?.error ? `${data.error.code}: ${data.error.message}` : `HTTP ${res.status}`);
-    Object.assign(err, { status: res.status, code: data?.error?.code, detail: data?.error?.message });
+    Object.assign(err, { status: res.status, code: data?.error?.code, detail: data?.error?.message, details: data?.error?.details });
     throw err;
   }
   return data;
@@ -101,6 +102,60 @@ function rows(tbody, items, cells) {
   $(tbody).replaceChildren(...items.map((it) => el('tr', {}, ...cells(it).map((c) => (c instanceof Node ? el('td', {}, c) : el('td', { text: c ?? '' }))))));
 }
 
+// ---- evaluate a prompt before saving it (POST /admin/eval) ----------------------------------
+
+const GOLDEN_KEY = 'cortado.admin.golden';
+
+/** The golden set: YAML or JSON, typed or loaded from a file, kept in this browser. */
+function goldenEditor() {
+  const text = el('textarea', { id: 'golden', rows: '6', placeholder: '- question: How many orders are there?\n  expected_sql: SELECT count(*) FROM orders\n  expected_tables: [orders]' });
+  text.value = localStorage.getItem(GOLDEN_KEY) ?? '';
+  text.addEventListener('change', () => localStorage.setItem(GOLDEN_KEY, text.value));
+  const file = el('input', { type: 'file', accept: '.yaml,.yml,.json,application/json,text/yaml' });
+  file.addEventListener('change', run(async () => {
+    const f = file.files?.[0];
+    if (!f) return;
+    text.value = await f.text();
+    localStorage.setItem(GOLDEN_KEY, text.value);
+    flash(`${f.name} loaded`);
+  }));
+  return el('div', { class: 'prompt golden' },
+    el('h3', { text: 'Golden questions ' }, el('span', { class: 'muted', text: '(to evaluate a prompt before saving it: question, expected_sql or expected_rows, expected_tables?, ordered?)' })),
+    text,
+    el('div', { class: 'row' }, file));
+}
+
+const pctText = (x) => (x === undefined || x === null ? '–' : `${(x * 100).toFixed(1)} %`);
+
+async function evaluatePrompt(key, candidate, box, button) {
+  const golden = $('#golden')?.value.trim() ?? '';
+  if (!golden) throw new Error('Add golden questions first (above), then evaluate.');
+  localStorage.setItem(GOLDEN_KEY, golden);
+  box.replaceChildren(el('p', { class: 'muted', text: 'Evaluating: every golden question as configured, then with this text…' }));
+  button.disabled = true;
+  try {
+    const r = await api('POST', '/admin/eval', { golden, prompts: { [key]: candidate } });
+    const b = r.before.totals;
+    const a = r.after.totals;
+    const sign = (x) => (x > 0 ? `+${(x * 100).toFixed(1)}` : (x * 100).toFixed(1));
+    const after = new Map(r.after.results.map((x) => [x.id, x]));
+    box.replaceChildren(
+      el('p', { class: 'eval-summary', text: `Accuracy ${pctText(b.accuracy)} → ${pctText(a.accuracy)} (${sign(r.difference.accuracy)} points; ${a.correct} of ${a.questions} correct). Recall ${pctText(b.recall)} → ${pctText(a.recall)}. Tokens ${b.input_tokens + b.output_tokens} → ${a.input_tokens + a.output_tokens}. Not saved.` }),
+      el('table', {},
+        el('thead', {}, el('tr', {}, ...['question', 'as configured', 'with this text'].map((h) => el('th', { text: h })))),
+        el('tbody', {}, ...r.before.results.map((x) => el('tr', {},
+          el('td', { text: x.question }),
+          el('td', { text: x.verdict }),
+          el('td', { text: after.get(x.id)?.verdict ?? '–' }))))));
+    flash(`${key}: evaluated (not saved)`);
+  } catch (err) {
+    box.replaceChildren();
+    throw err;
+  } finally {
+    button.disabled = false;
+  }
+}
+
 const LOADERS = {
   async config() {
     const v = await api('GET', '/admin/config');
@@ -109,15 +164,18 @@ const LOADERS = {
   },
   async prompts() {
     const { prompts } = await api('GET', '/admin/prompts');
-    $('#prompts').replaceChildren(...prompts.map((p) => {
+    $('#prompts').replaceChildren(goldenEditor(), ...prompts.map((p) => {
       const text = el('textarea', { rows: '8' });
       text.value = p.text;
+      const result = el('div', { class: 'eval-result' });
       return el('div', { class: 'prompt' },
         el('h3', { text: `${p.key} ` }, el('span', { class: 'muted', text: `(${p.source})` })),
         text,
         el('div', { class: 'row' },
           el('button', { text: 'Save', onclick: run(async () => { await api('PUT', `/admin/prompts/${p.key}`, { text: text.value }); flash(`${p.key} saved`); await LOADERS.prompts(); }) }),
-          p.source === 'override' ? el('button', { class: 'ghost', text: 'Reset', onclick: run(async () => { await api('DELETE', `/admin/prompts/${p.key}`); flash(`${p.key} reset`); await LOADERS.prompts(); }) }) : null));
+          el('button', { class: 'ghost', text: 'Evaluate before saving', 'data-eval': p.key, onclick: run(async (e) => { await evaluatePrompt(p.key, text.value, result, e.currentTarget); }) }),
+          p.source === 'override' ? el('button', { class: 'ghost', text: 'Reset', onclick: run(async () => { await api('DELETE', `/admin/prompts/${p.key}`); flash(`${p.key} reset`); await LOADERS.prompts(); }) }) : null),
+        result);
     }));
   },
   async tokens() {
@@ -151,8 +209,12 @@ const LOADERS = {
     }));
   },
   semantic: () => semantic.load(),
+  scheduler: () => scheduler.load(),
+  email: () => email.load(),
 };
 const semantic = semanticTab({ $, el, api, flash });
+const scheduler = schedulerTab({ $, el, api, flash });
+const email = emailTab({ $, el, api, flash });
 
 function ldapSettings() {
   const out = {};

@@ -5,7 +5,7 @@ const question = $('#question');
 const go = $('#go');
 const answers = $('#answers');
 
-const STEP_LABELS = { started: 'Question received', context: 'Schema', intent: 'Understood', sql: 'SQL written', rows: 'Query ran', insights: 'Insights' };
+const STEP_LABELS = { started: 'Question received', context: 'Schema', intent: 'Understood', sql: 'SQL written', rows: 'Query ran', insights: 'Insights', clarify: 'Which one?' };
 
 function conversationId() {
   let id = sessionStorage.getItem('cortado.conversation');
@@ -90,6 +90,15 @@ function renderResult(body, r) {
   const parts = [];
   if (r.intent === 'chat') {
     parts.push(el('div', { class: 'message', text: r.message ?? '' }));
+  } else if (r.intent === 'clarify') {
+    // a clarifying question: each choice is the next question of the same conversation
+    parts.push(el('div', { class: 'message clarify', text: r.message ?? '' }));
+    const choices = (r.clarification?.choices ?? []).map((c) => {
+      const b = el('button', { type: 'button', class: 'chip choice', text: c.label });
+      b.addEventListener('click', () => { question.value = c.label; form.requestSubmit(); });
+      return b;
+    });
+    if (choices.length) parts.push(el('div', { class: 'choices' }, ...choices));
   } else {
     if (r.explanation) parts.push(el('div', { class: 'explanation', text: r.explanation }));
     if (r.sql) parts.push(renderSql(r.sql));
@@ -113,8 +122,8 @@ function renderFeedback(requestId) {
   const status = el('span', { class: 'status muted', 'aria-live': 'polite' });
   const comment = el('input', { class: 'comment', type: 'text', maxlength: '2000', placeholder: 'What was wrong or right? (optional)', 'aria-label': 'Comment on this answer', hidden: '' });
   const send = el('button', { type: 'button', class: 'send', text: 'Send comment', hidden: '' });
-  const up = el('button', { type: 'button', class: 'up', 'aria-pressed': 'false', title: 'A useful answer', text: '👍 Useful' });
-  const down = el('button', { type: 'button', class: 'down', 'aria-pressed': 'false', title: 'Not a useful answer', text: '👎 Not useful' });
+  const up = el('button', { type: 'button', class: 'up', 'aria-pressed': 'false', title: 'A useful answer', text: 'Useful' });
+  const down = el('button', { type: 'button', class: 'down', 'aria-pressed': 'false', title: 'Not a useful answer', text: 'Not useful' });
   let rating;
   const post = async (withComment) => {
     const payload = { request_id: requestId, rating };
@@ -221,3 +230,43 @@ $('#new-conv').addEventListener('click', () => { sessionStorage.removeItem('cort
 
 void health();
 void loadTables();
+
+// The tabs of the dashboard: the home tab (this page) always; the others as ui.sections says
+// (GET /ui/config; a key left out is on). A tab's script is loaded when it is first opened.
+const VIEWS = { schedules: () => import('./schedules.js') };
+const mounted = new Map();
+
+async function showView(name) {
+  for (const b of document.querySelectorAll('#main-tabs [data-view]')) {
+    b.classList.toggle('active', b.dataset.view === name);
+    b.setAttribute('aria-pressed', String(b.dataset.view === name));
+  }
+  for (const v of document.querySelectorAll('main > .view')) v.hidden = v.id !== `view-${name}`;
+  if (!VIEWS[name]) return;
+  if (!mounted.has(name)) mounted.set(name, VIEWS[name]().then((m) => m.mount($(`#view-${name}`), uiConfig)));
+  const view = await mounted.get(name);
+  await view.refresh();
+}
+
+let uiConfig = { sections: {}, sign_in: {} };
+async function loadUiConfig() {
+  try {
+    const r = await fetch('/ui/config');
+    if (r.ok) uiConfig = await r.json();
+  } catch {
+    // the home tab works without it
+  }
+  for (const b of document.querySelectorAll('#main-tabs [data-view]')) {
+    if (b.dataset.view !== 'home') b.hidden = uiConfig.sections?.[b.dataset.view] === false;
+  }
+  document.body.dataset.ui = 'ready';
+  const wanted = location.hash.slice(1);
+  if (VIEWS[wanted] && uiConfig.sections?.[wanted] !== false) await showView(wanted);
+}
+for (const b of document.querySelectorAll('#main-tabs [data-view]')) {
+  b.addEventListener('click', () => {
+    history.replaceState(null, '', b.dataset.view === 'home' ? location.pathname : `#${b.dataset.view}`);
+    void showView(b.dataset.view).catch((e) => console.error(e));
+  });
+}
+void loadUiConfig();

@@ -1,0 +1,90 @@
+/**
+ * A PostgreSQL export read from a server-side cursor, a page at a time: the executor never holds
+ * more than one page of a large report (sql.export, export.ts). A connection of its own (not one
+ * of the pool: a cursor keeps its connection for the whole export), with the settings every
+ * pool connection starts with — read-only by default, UTC, the configured search_path — and:
+ *
+ *   BEGIN READ ONLY; SET LOCAL statement_timeout = <the query timeout>
+ *   DECLARE cortado_export NO SCROLL CURSOR FOR <the guarded SQL>
+ *   FETCH <page> FROM cortado_export   … until a page comes back short
+ *   ROLLBACK; the connection closed
+ *
+ * The statement timeout covers each FETCH; the whole export is bounded by the same timeout on
+ * the client side as well (the connection is closed, which ends the query on the server).
+ * Values are decoded exactly as the engine decodes them (postgresql-values.ts). Used for the
+ * server's own database (not a plugins.auth scope's, not the embedded one): the others read
+ * the result in one piece and page it in memory.
+ */
+import pg from 'pg';
+import { CortadoError } from '../../protocol/errors.js';
+import type { Column } from '../../protocol/schemas/common.js';
+import type { Config } from '../../config/schema.js';
+import type { EngineResult } from './engines/engine.js';
+import { toDbError } from './engines/postgresql-errors.js';
+import { RESULT_TYPES } from './engines/postgresql-values.js';
+
+function quoteIdent(name: string): string {
+  return /^[a-z_][a-z0-9_$]*$/.test(name) ? name : `"${name.replace(/"/g, '""')}"`;
+}
+
+function startupOptions(schema: string, statementTimeoutMs: number): string {
+  const settings: Array<[string, string]> = [
+    ['default_transaction_read_only', 'on'],
+    ['statement_timeout', String(Math.max(1, Math.floor(statementTimeoutMs)))],
+    ['TimeZone', 'UTC'],
+    ['search_path', quoteIdent(schema)],
+  ];
+  return settings.map(([k, v]) => `-c ${k}=${v.replace(/[\\\s]/g, (c) => `\\${c}`)}`).join(' ');
+}
+
+/** Whether this executor's own database can be read with a cursor here. */
+export function cursorAvailable(config: Config): boolean {
+  return config.database.provider === 'postgresql' && !config.database.postgresql.embedded;
+}
+
+export async function* pgCursorPages(config: Config, sql: string, opts: { timeoutMs: number; pageRows: number }): AsyncGenerator<EngineResult> {
+  const c = config.database.postgresql;
+  const client = new pg.Client({
+    host: c.host, port: c.port, database: c.database, user: c.user, password: c.password,
+    ssl: c.ssl ? {} : false,
+    application_name: `cortado-export-${process.pid}`,
+    options: startupOptions(c.schema, opts.timeoutMs),
+    connectionTimeoutMillis: 10_000,
+    types: RESULT_TYPES,
+  });
+  client.on('error', () => undefined);
+  const deadline = setTimeout(() => { void client.end().catch(() => undefined); }, opts.timeoutMs + 1_000);
+  let columns: Column[] | undefined;
+  try {
+    try {
+      await client.connect();
+    } catch (err) {
+      throw toDbError(err);
+    }
+    try {
+      await client.query(`BEGIN READ ONLY`);
+      await client.query(`SET LOCAL statement_timeout = ${Math.max(1, Math.floor(opts.timeoutMs))}`);
+      // the extended protocol, as the engine runs a question: one statement, never a second
+      await client.query({ text: `DECLARE cortado_export NO SCROLL CURSOR FOR ${sql}`, queryMode: 'extended' } as pg.QueryConfig);
+      const typeNames = new Map<number, string>();
+      for (;;) {
+        const page = await client.query({ text: `FETCH ${opts.pageRows} FROM cortado_export`, rowMode: 'array' });
+        if (!columns) {
+          const oids = [...new Set(page.fields.map((f) => f.dataTypeID))];
+          const names = await client.query<{ oid: number; name: string }>('SELECT oid::int AS oid, format_type(oid, NULL) AS name FROM pg_type WHERE oid = ANY($1::oid[])', [oids]);
+          for (const r of names.rows) typeNames.set(r.oid, r.name);
+          columns = page.fields.map((f) => ({ name: f.name, type: typeNames.get(f.dataTypeID) ?? String(f.dataTypeID) }));
+        }
+        yield { columns, rows: page.rows as EngineResult['rows'] };
+        if (page.rows.length < opts.pageRows) break;
+      }
+    } catch (err) {
+      if (err instanceof CortadoError) throw err;
+      throw toDbError(err, opts.timeoutMs);
+    }
+  } finally {
+    clearTimeout(deadline);
+    await client.query('ROLLBACK').catch(() => undefined);
+    await client.end().catch(() => undefined);
+  }
+}

@@ -1,0 +1,246 @@
+/**
+ * One scheduled run, as a worker takes it from the queue (queue.ts), and Run Now.
+ *
+ * A run, in the schedule creator's scope (protocol/scope.ts; never with more rights):
+ * 1. drift check: the guard (SqlCheck) names the tables the pinned SQL reads; each must still be
+ *    there (SchemaDescribe; the catalog read again once before a table counts as gone), and a
+ *    column the SQL names as `table.column` must still be in its table. A database that answers
+ *    "no such table / column" when the SQL runs is the same drift. Either fails the run with a
+ *    message that says what changed and offers regeneration.
+ * 2. the pinned SQL runs with timeout_ms = scheduler.job_timeout_seconds (the executor cancels
+ *    it on the database), at most export.max_rows rows, masked as any answer, written as the
+ *    schedule's format (csv, excel, html) and stored in the exports bucket: sql.export does the
+ *    three (actors/executor/export.ts), rows going from the database to the file page by page;
+ * 3. the e-mail (mail-template.ts: email.templates, the schedule's subject) through the mailer
+ *    (MailSend), the stored report attached (csv, excel) or embedded (html); a failed run
+ *    e-mails the failure template;
+ * 4. the execution record (success, email_sent, email_error, error_message, rows_returned,
+ *    duration_ms, the attachment) and the event `schedule.ran`.
+ * Nothing of the rows is logged: counts only.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Bus, Ctx } from '../../protocol/bus.js';
+import { CortadoError, toCortadoError } from '../../protocol/errors.js';
+import type { Logger } from '../../protocol/log.js';
+import type { ScheduleIdRequest, ScheduleJob } from '../../protocol/schemas/schedules.js';
+import { MailSend, ScheduleRanEvt, SchemaDescribe, SchemaTables, SqlCheck, SqlExport } from '../../protocol/subjects.js';
+import type { Config } from '../../config/schema.js';
+import type { Execution, ExecutionOutcome, ExecutionsRepository, ScheduleRecord, SchedulesRepository } from '../../store/schedules.js';
+import { reportMail, type ReportFile } from '../lib/mail-template.js';
+import type { JobQueue } from './queue.js';
+import { ownedSchedule, scheduleCtx } from './schedules.js';
+
+export interface RunDeps {
+  bus: Pick<Bus, 'request' | 'publish'>;
+  config: Config;
+  log: Logger;
+  schedules: SchedulesRepository;
+  executions: ExecutionsRepository;
+  /** the clock a run's time is read from (tests inject one) */
+  now: () => number;
+}
+
+/** Database answers that mean the SQL names something no longer there (PostgreSQL sqlstate, MySQL errno, Trino). */
+const GONE_SQLSTATES = new Set(['42P01', '42703', '3F000', '42S02', '42S22']);
+const GONE_ERRNOS = new Set([1146, 1054, 1049]);
+const GONE_NAMES = new Set(['TABLE_NOT_FOUND', 'COLUMN_NOT_FOUND', 'SCHEMA_NOT_FOUND', 'MISSING_TABLE', 'MISSING_COLUMN_NAME']);
+
+/** How the drift message ends: what the owner can do about it. */
+const REGENERATE = 'Regenerate the schedule\'s SQL from its question (edit the schedule with "regenerate", or PUT /api/schedules/{id} with {"regenerate": true}), or edit the SQL.';
+
+/** A run that cannot go on: its message is the execution's error_message and the failure e-mail's. */
+class RunFailure extends Error {}
+
+function drift(what: string): RunFailure {
+  return new RunFailure(`The database changed since this report's SQL was written: ${what}. ${REGENERATE}`);
+}
+
+function unquote(name: string): string {
+  return name.split('.').map((p) => p.replace(/^["`\[]|["`\]]$/g, '')).join('.').toLowerCase();
+}
+
+function escapeRe(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/** 1. The tables and the `table.column` names of the pinned SQL, checked against the catalog now. */
+export async function checkDrift(sql: string, bus: Pick<Bus, 'request'>, ctx: Ctx): Promise<void> {
+  const check = await bus.request(SqlCheck, { sql }, ctx);
+  if (!check.ok) throw new RunFailure(`The report's SQL is refused by the SQL guard: ${check.reason ?? 'not a single read-only query'}. ${REGENERATE}`);
+  let refreshed = false;
+  for (const written of check.tables ?? []) {
+    let described;
+    try {
+      described = await bus.request(SchemaDescribe, { table: written }, ctx);
+    } catch (err) {
+      if (toCortadoError(err).code !== 'NOT_FOUND') throw err;
+      if (!refreshed) {
+        // the catalog is cached: read it again once before a table counts as gone
+        refreshed = true;
+        await bus.request(SchemaTables, { refresh: true }, ctx);
+        described = await bus.request(SchemaDescribe, { table: written }, ctx).catch((e: unknown) => {
+          if (toCortadoError(e).code === 'NOT_FOUND') return undefined;
+          throw e;
+        });
+      }
+      if (!described) throw drift(`the table ${written} no longer exists`);
+    }
+    const columns = new Set(described.columns.map((c) => c.name.toLowerCase()));
+    const short = unquote(written).split('.').pop() as string;
+    const ref = new RegExp(`(?:^|[^A-Za-z0-9_."\`])["\`]?${escapeRe(short)}["\`]?\\s*\\.\\s*["\`]?([A-Za-z_][A-Za-z0-9_$]*)["\`]?`, 'gi');
+    for (const m of sql.matchAll(ref)) {
+      const col = (m[1] as string).toLowerCase();
+      if (col !== '*' && !columns.has(col)) throw drift(`the column ${short}.${m[1]} is no longer in the table ${written}`);
+    }
+  }
+}
+
+function isGone(err: CortadoError): boolean {
+  if (err.code !== 'DB_QUERY_FAILED') return false;
+  const d = err.details ?? {};
+  return (typeof d.sqlstate === 'string' && GONE_SQLSTATES.has(d.sqlstate))
+    || (typeof d.errno === 'number' && GONE_ERRNOS.has(d.errno))
+    || (typeof d.error_name === 'string' && GONE_NAMES.has(d.error_name));
+}
+
+/** Why the run failed, for people (no stack, no SQL of others, no values). */
+function failureMessage(err: unknown, config: Config): string {
+  if (err instanceof RunFailure) return err.message;
+  const e = toCortadoError(err);
+  if (e.code === 'DB_TIMEOUT') {
+    return `The query ran longer than the job timeout (scheduler.job_timeout_seconds: ${config.scheduler.job_timeout_seconds} s) and was cancelled on the database.`;
+  }
+  if (isGone(e)) return drift(e.message).message;
+  if (e.code === 'SQL_REJECTED') return `The report's SQL is refused by the SQL guard: ${e.message}. ${REGENERATE}`;
+  return e.message;
+}
+
+interface Report {
+  file: ReportFile;
+  rows: number;
+  truncated: boolean;
+}
+
+/**
+ * 2: the pinned SQL run in the creator's scope by the executor's sql.export: guarded, with the
+ * job timeout, masked page by page, written as the schedule's format and stored in the exports
+ * Object Store bucket, where the mailer (any process) reads it.
+ */
+async function produce(s: ScheduleRecord, deps: RunDeps, ctx: Ctx, at: Date): Promise<Report> {
+  const { bus, config } = deps;
+  await checkDrift(s.sql, bus, ctx);
+  let out;
+  try {
+    out = await bus.request(SqlExport, {
+      sql: s.sql, format: s.format, title: s.name, at: at.toISOString(), timezone: s.timezone,
+      timeout_ms: config.scheduler.job_timeout_seconds * 1000,
+    }, ctx);
+  } catch (err) {
+    const e = toCortadoError(err);
+    if (!isGone(e)) throw e;
+    // the catalog was older than the database: read it again, and say what is gone when it can
+    await bus.request(SchemaTables, { refresh: true }, ctx).catch(() => undefined);
+    await checkDrift(s.sql, bus, ctx);
+    throw drift(e.message);
+  }
+  const file: ReportFile = { filename: out.filename, content_type: out.content_type, bytes: out.bytes, too_large: out.too_large };
+  if (out.object !== undefined) file.object = out.object;
+  return { file, rows: out.rows, truncated: out.truncated };
+}
+
+/** The e-mail of a run; what the execution records of it. */
+async function mail(s: ScheduleRecord, deps: RunDeps, ctx: Ctx, at: Date, report: Report | undefined, error: string | undefined): Promise<Pick<Execution, 'email_sent' | 'email_error'>> {
+  const { config } = deps;
+  const m = reportMail({
+    templates: config.email.templates, schedule_name: s.name, subject: s.subject, format: s.format, at, timeZone: s.timezone,
+    ...(error !== undefined ? { error } : {}),
+    ...(report ? { file: report.file, rows: report.rows } : {}),
+    max_file_size_mb: config.export.max_file_size_mb,
+    ...(report?.truncated ? { truncated_at: config.export.max_rows } : {}),
+  });
+  try {
+    const sent = await deps.bus.request(MailSend, {
+      to: s.email_recipients, subject: m.subject, text: m.text,
+      ...(m.html !== undefined ? { html: m.html } : {}),
+      ...(m.html_object !== undefined ? { html_object: m.html_object } : {}),
+      ...(m.attachment ? { attachments: [m.attachment] } : {}),
+    }, ctx);
+    return sent.sent
+      ? { email_sent: true, email_error: null }
+      : { email_sent: false, email_error: 'e-mail is off (email.enabled is false): the e-mail was logged, not sent' };
+  } catch (err) {
+    return { email_sent: false, email_error: toCortadoError(err).message };
+  }
+}
+
+/**
+ * Run one execution taken from the queue: nothing when it is done already (a duplicate) or its
+ * schedule is gone; again when a worker died running it (delivered more than once).
+ */
+export async function runJob(job: ScheduleJob, deliveries: number, deps: RunDeps): Promise<void> {
+  const { schedules, executions, log } = deps;
+  const e = await executions.get(job.execution_id);
+  if (!e || e.status === 'done') return;
+  if (e.status === 'running' && deliveries <= 1) return;
+  const s = await schedules.get(job.schedule_id);
+  if (!s) return;
+  if (e.status === 'running') log.warn({ execution: e.id, schedule: s.id }, 'a run whose worker stopped before it finished: run again');
+  const running = await executions.markRunning(e.id, new Date(deps.now()).toISOString());
+  if (!running) return;
+  await runExecution(s, running, deps);
+}
+
+/** Steps 1–4 for one execution (marked running). */
+export async function runExecution(s: ScheduleRecord, e: Execution, deps: RunDeps): Promise<Execution | undefined> {
+  const { config, log } = deps;
+  const started = performance.now();
+  const at = new Date(e.trigger === 'manual' ? deps.now() : Date.parse(e.execution_time));
+  const ctx: Ctx = scheduleCtx(s, {
+    requestId: e.id, user: s.owner_user,
+    // the query's own timeout cancels it; the rest of the run (masking, the file, the e-mail) gets a little more
+    deadline: Date.now() + config.scheduler.job_timeout_seconds * 1000 + 120_000,
+  });
+  let report: Report | undefined;
+  let error: string | undefined;
+  try {
+    report = await produce(s, deps, ctx, at);
+  } catch (err) {
+    error = failureMessage(err, config);
+    if (!(err instanceof RunFailure) && toCortadoError(err).httpStatus >= 500 && toCortadoError(err).code !== 'DB_TIMEOUT') {
+      log.warn({ rid: e.id, schedule: s.id, code: toCortadoError(err).code }, 'a scheduled run failed');
+    }
+  }
+  const mailed = await mail(s, deps, ctx, at, report, error);
+  const outcome: ExecutionOutcome = {
+    success: error === undefined,
+    ...mailed,
+    error_message: error ?? null,
+    rows_returned: report ? report.rows : null,
+    duration_ms: Math.round(performance.now() - started),
+    finished_at: new Date(deps.now()).toISOString(),
+    ...(report ? { attachment: { filename: report.file.filename, bytes: report.file.bytes, sent: mailed.email_sent && report.file.too_large !== true } } : {}),
+  };
+  const done = await deps.executions.markDone(e.id, outcome);
+  log.info({
+    rid: e.id, schedule: s.id, trigger: e.trigger, success: outcome.success, rows: outcome.rows_returned, ms: outcome.duration_ms, email_sent: outcome.email_sent,
+  }, 'scheduled run done');
+  deps.bus.publish(ScheduleRanEvt, {
+    id: randomUUID(), ts: new Date().toISOString(), request_id: e.id, user: s.owner_user,
+    schedule_id: s.id, schedule_name: s.name, execution_id: e.id, execution_time: e.execution_time, trigger: e.trigger,
+    success: outcome.success, ...(outcome.rows_returned !== null ? { rows_returned: outcome.rows_returned } : {}),
+    ...(outcome.duration_ms !== null ? { duration_ms: outcome.duration_ms } : {}),
+    email_sent: outcome.email_sent, ...(outcome.email_error ? { email_error: outcome.email_error } : {}),
+    ...(outcome.error_message ? { error_message: outcome.error_message } : {}),
+  }, ctx);
+  return done;
+}
+
+/** Run Now: the asker's (or, for an admin, any) schedule, queued at once through the same queue. */
+export async function runNow(input: ScheduleIdRequest, deps: RunDeps & { queue: JobQueue }, ctx: Ctx): Promise<Execution> {
+  const s = await ownedSchedule(input.id, input.asker, { store: { kind: 'postgresql', schedules: deps.schedules, executions: deps.executions } });
+  const e = await deps.executions.enqueue({ schedule_id: s.id, schedule_name: s.name, execution_time: new Date(deps.now()).toISOString(), trigger: 'manual' });
+  if (!e) throw new CortadoError('NOT_FOUND', `there is no schedule ${input.id}`);
+  await deps.queue.put({ execution_id: e.id, schedule_id: s.id }, { requestId: e.id, user: s.owner_user });
+  deps.log.info({ rid: ctx.requestId, schedule: s.id, execution: e.id, by: input.asker.user }, 'run now: queued');
+  return e;
+}

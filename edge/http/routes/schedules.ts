@@ -1,0 +1,155 @@
+/**
+ * Scheduled reports over HTTP (/api/schedules; SPEC.md "Endpoints → Schedules"). The edge only
+ * translates: each route is one request to the scheduler actor, with the asker it builds from
+ * the caller.
+ *
+ * Who (`auth: 'signed_in'`, edge/caller.ts): the admin session (sees and changes every
+ * schedule), the assistant session, a plugins.auth session, or an API token — each only its
+ * own schedules. Anonymous widgets get 401. Cookie writes need the CSRF header.
+ *
+ * Whose a schedule is (its owner string, protocol/scope.ts): an API token's `t:<id>`; a
+ * plugins.auth session's `s:<id>`; an assistant login's `a:` and a digest of the user name (the
+ * same person signing in again finds their schedules; the cookie's own digest changes with
+ * every login). A schedule runs in its creator's scope: the token's or the auth session's own
+ * database connection when they have one, else the server's.
+ *
+ * | route                               | bus request                     | answer         |
+ * |-------------------------------------|---------------------------------|----------------|
+ * | POST   /api/schedules/cron-preview  | CronPreview                     | 200            |
+ * | POST   /api/schedules               | ScheduleCreate                  | 201 schedule   |
+ * | GET    /api/schedules               | ScheduleList                    | 200            |
+ * | GET    /api/schedules/:id           | ScheduleGet                     | 200 schedule   |
+ * | PUT    /api/schedules/:id           | ScheduleUpdate (every field)    | 200 schedule   |
+ * | PATCH  /api/schedules/:id           | ScheduleUpdate (any subset)     | 200 schedule   |
+ * | DELETE /api/schedules/:id           | ScheduleDelete (with history)   | 200 {ok}       |
+ * | POST   /api/schedules/:id/pause     | ScheduleUpdate {enabled: false} | 200 schedule   |
+ * | POST   /api/schedules/:id/resume    | ScheduleUpdate {enabled: true}  | 200 schedule   |
+ * | POST   /api/schedules/:id/run       | ScheduleRunNow                  | 202 execution  |
+ * | GET    /api/schedules/:id/history   | ScheduleHistory (?limit&offset) | 200            |
+ */
+import { createHash } from 'node:crypto';
+import { Compile } from 'typebox/compile';
+import type { TObject } from 'typebox';
+import type { Bus, Ctx } from '../../../protocol/bus.js';
+import { CortadoError } from '../../../protocol/errors.js';
+import { BODY_TEXT, CronPreviewBody, ScheduleBody, SchedulePatchBody, SchedulePutBody } from '../../../protocol/schemas/http.js';
+import type { Asker } from '../../../protocol/schemas/schedules.js';
+import { ownerOf } from '../../../protocol/scope.js';
+import * as S from '../../../protocol/subjects.js';
+import { callerCtx, type CallerFor } from '../../caller.js';
+import { readJson, sendJson } from '../reply.js';
+import type { Router, RouteContext } from '../router.js';
+import type { HttpRequest, HttpResponse } from '../server.js';
+
+const checkBody = Compile(ScheduleBody);
+const checkPut = Compile(SchedulePutBody);
+const checkPatch = Compile(SchedulePatchBody);
+const checkPreview = Compile(CronPreviewBody);
+
+const BASE = '/api/schedules';
+const ID = /^[A-Za-z0-9_-]{1,64}$/;
+const TEXT = { text: BODY_TEXT.schedule };
+
+export interface ScheduleRouteDeps {
+  bus: Bus;
+}
+
+type Caller = CallerFor<'signed_in'>;
+
+/** Who asks, as the scheduler reads it (see the header for the owner strings). */
+export function askerOf(caller: Caller): Asker {
+  switch (caller.kind) {
+    case 'admin':
+      return { user: caller.user, admin: true };
+    case 'assistant':
+      return { user: caller.user, admin: false, owner: ownerOf('assistant', createHash('sha256').update(`user\u0000${caller.user}`).digest('hex').slice(0, 40)) };
+    default:
+      return { user: caller.user, admin: false, owner: caller.owner, ...(caller.scope ? { scope: caller.scope } : {}) };
+  }
+}
+
+/** A path id: letters, digits, `_` and `-`, 1–64 (else 400 before the bus is asked). */
+function pathId(req: HttpRequest): string {
+  const id = req.params.id ?? '';
+  if (!ID.test(id)) {
+    throw new CortadoError('VALIDATION_FAILED', 'path parameter id: 1 to 64 letters, digits, _ or -', { errors: [{ path: ':id', message: 'a schedule id' }] });
+  }
+  return id;
+}
+
+/** An optional whole-number query parameter within [min, max]. */
+function queryInt(req: HttpRequest, key: string, min: number, max: number): number | undefined {
+  const v = req.query.get(key);
+  if (v === null || v === '') return undefined;
+  const n = /^[0-9]{1,10}$/.test(v) ? Number(v) : NaN;
+  if (!Number.isInteger(n) || n < min || n > max) throw new CortadoError('VALIDATION_FAILED', `${key}: a whole number from ${min} to ${max}`);
+  return n;
+}
+
+/** Only the fields the schema names (a record read with GET can be sent back with PUT). */
+function known<T extends object>(schema: TObject, body: T): T {
+  const out: Record<string, unknown> = {};
+  for (const k of Object.keys(schema.properties)) {
+    const v = (body as Record<string, unknown>)[k];
+    if (v !== undefined) out[k] = v;
+  }
+  return out as T;
+}
+
+type Handler = (req: HttpRequest, res: HttpResponse, ctx: RouteContext<'signed_in'>, who: { asker: Asker; b: Ctx }) => Promise<void>;
+
+export function scheduleRoutes(router: Router, deps: ScheduleRouteDeps): void {
+  const { bus } = deps;
+
+  /** The caller first (a stranger is refused before the body is read), then the route. */
+  const route = (method: string, path: string, fn: Handler): void => {
+    router.add(method, `${BASE}${path}`, { auth: 'signed_in' }, async (req, res, ctx) => {
+      const caller = await ctx.caller();
+      await fn(req, res, ctx, { asker: askerOf(caller), b: callerCtx(ctx.rid, caller) });
+    });
+  };
+
+  // before /:id, so that it is never read as an id
+  route('POST', '/cron-preview', async (req, res, ctx, { b }) => {
+    const body = known(CronPreviewBody, await readJson(req, checkPreview));
+    sendJson(res, 200, await bus.request(S.CronPreview, body, b), ctx.rid);
+  });
+  route('POST', '', async (req, res, ctx, { asker, b }) => {
+    const body = known(ScheduleBody, await readJson(req, checkBody, TEXT));
+    sendJson(res, 201, await bus.request(S.ScheduleCreate, { ...body, asker }, b), ctx.rid);
+  });
+  route('GET', '', async (_req, res, ctx, { asker, b }) => {
+    sendJson(res, 200, await bus.request(S.ScheduleList, { asker }, b), ctx.rid);
+  });
+  route('GET', '/:id', async (req, res, ctx, { asker, b }) => {
+    sendJson(res, 200, await bus.request(S.ScheduleGet, { id: pathId(req), asker }, b), ctx.rid);
+  });
+  route('PUT', '/:id', async (req, res, ctx, { asker, b }) => {
+    const id = pathId(req);
+    const body = known(SchedulePutBody, await readJson(req, checkPut, TEXT));
+    sendJson(res, 200, await bus.request(S.ScheduleUpdate, { ...body, id, asker }, b), ctx.rid);
+  });
+  route('PATCH', '/:id', async (req, res, ctx, { asker, b }) => {
+    const id = pathId(req);
+    const body = known(SchedulePatchBody, await readJson(req, checkPatch, TEXT));
+    sendJson(res, 200, await bus.request(S.ScheduleUpdate, { ...body, id, asker }, b), ctx.rid);
+  });
+  route('DELETE', '/:id', async (req, res, ctx, { asker, b }) => {
+    sendJson(res, 200, await bus.request(S.ScheduleDelete, { id: pathId(req), asker }, b), ctx.rid);
+  });
+  for (const [verb, enabled] of [['pause', false], ['resume', true]] as const) {
+    route('POST', `/:id/${verb}`, async (req, res, ctx, { asker, b }) => {
+      sendJson(res, 200, await bus.request(S.ScheduleUpdate, { id: pathId(req), enabled, asker }, b), ctx.rid);
+    });
+  }
+  route('POST', '/:id/run', async (req, res, ctx, { asker, b }) => {
+    sendJson(res, 202, await bus.request(S.ScheduleRunNow, { id: pathId(req), asker }, b), ctx.rid);
+  });
+  route('GET', '/:id/history', async (req, res, ctx, { asker, b }) => {
+    const limit = queryInt(req, 'limit', 1, 1000);
+    const offset = queryInt(req, 'offset', 0, 1_000_000_000);
+    sendJson(res, 200, await bus.request(S.ScheduleHistory, {
+      id: pathId(req), asker, ...(limit !== undefined ? { limit } : {}), ...(offset !== undefined ? { offset } : {}),
+    }, b), ctx.rid);
+  });
+}
