@@ -77,7 +77,10 @@ interface Run {
   usage: Usage;
   /** what the question's fact (evt.question.completed) says of it, learnt on the way */
   intent?: AskReply['intent'];
+  /** the tables the prompt held */
   tables?: string[];
+  /** the tables the SQL that ran reads (the guard's parse): what the fact names when there is one */
+  read?: string[];
   /** one step's model use: added to `usage`, and to the model's share (by the reply's model, else its route) */
   use(usage: Usage, model: string | LlmTask): void;
   /** model work that goes on after the answer (hybrid insights): the question's fact waits for its release */
@@ -108,7 +111,7 @@ function startRun(deps: AssistantDeps, ctx: Ctx, opts: { channel: Channel; quest
     for (const [step, ms] of Object.entries(timing)) durations[step === 'context' ? 'schema' : step] = ms;
     durations.total = timing.total ?? 0;
     const fact: QuestionCompleted = {
-      ...run.event(), question: opts.question, tables: run.tables ?? [], durations, models: [...models.values()],
+      ...run.event(), question: opts.question, tables: run.read ?? run.tables ?? [], durations, models: [...models.values()],
       ...(opts.widget ? { widget: opts.widget } : {}),
       ...(run.intent ? { intent: run.intent } : {}),
       ...part,
@@ -363,6 +366,8 @@ async function deliver(
 ): Promise<AskReply> {
   const { bus, config } = deps;
   const executed = p.result;
+  // the tables the SQL read (the guard's parse), for analytics' busiest tables, rather than every table the prompt held
+  if (executed.tables?.length) run.read = executed.tables;
   const mask = await run.timed('mask', () =>
     bus.request(ResultMask, { sql: executed.sql, dialect: p.dialect, columns: executed.columns, rows: executed.rows }, ctx),
   );

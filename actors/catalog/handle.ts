@@ -15,6 +15,7 @@
  */
 import type { Bus, Ctx } from '../../protocol/bus.js';
 import type {
+  Ambiguity,
   SchemaContextReply,
   SchemaContextRequest,
   SchemaDescribeReply,
@@ -30,19 +31,20 @@ import type { Config } from '../../config/schema.js';
 import { createCatalogCache, type CatalogSource } from './cache.js';
 import type { Catalog, CatalogEntry } from './catalog.js';
 import { metricAmbiguity } from './metric-ambiguity.js';
-import { requireTable, resolveTables } from './names.js';
+import { editDistance, requireTable, resolveTables } from './names.js';
 import { linkTables, type LinkOptions } from './retrieval.js';
 import { readQuestion } from './question.js';
 import { renderSchemaText } from './schema-text.js';
 import { createSemanticTerms, type SemanticTermsSource } from './semantic-terms.js';
-import { createValueSource, matchLiterals, type ValueHit, type ValueSource } from './values.js';
+import { createValueSource, literalMisses, matchLiterals, type ValueHit, type ValueMiss, type ValueSource } from './values.js';
+import type { ResultMaskReply, ResultMaskRequest } from '../../protocol/schemas/policy.js';
 
 export { createCatalogCache, type CatalogCacheOptions, type CatalogSource } from './cache.js';
 export { buildCatalog, compareNames, displayName, stem, tokenize, type Catalog, type CatalogEntry } from './catalog.js';
 export { closestName, editDistance, parseTableName, requireTable, resolveTable, resolveTables, type Resolution } from './names.js';
 export { linkTables, neighbours, scoreTables, selectTables, type Linked, type LinkOptions, type ScoredTable } from './retrieval.js';
 export { createSemanticTerms, semanticTerms, type SemanticTerms, type SemanticTermsSource } from './semantic-terms.js';
-export { createValueSource, matchLiterals, valueMatches, type KnownValues, type ValueHit, type ValueSource } from './values.js';
+export { createValueSource, literalMisses, matchLiterals, valueMatches, type KnownValues, type ValueHit, type ValueMiss, type ValueSource, type WholeColumns } from './values.js';
 export { renderSchemaText, renderTable } from './schema-text.js';
 
 
@@ -55,12 +57,16 @@ export interface CatalogDeps {
   semanticTerms?: SemanticTermsSource;
   /** known column values (sql.profile), for the question's literals */
   values?: ValueSource;
+  /** the masking actor (result.mask): profiled values a clarifying question offers pass it first */
+  mask?: (input: ResultMaskRequest, ctx: Ctx) => Promise<ResultMaskReply>;
   log?: Logger;
 }
 
 /** The ranking's inputs besides the catalog: the semantic layer's words, the literals found among known values. */
 export interface ContextOptions extends LinkOptions {
   valueHits?: ReadonlyMap<string, readonly ValueHit[]>;
+  /** a literal that no known value holds, while a column known whole has values close to it: asked, not guessed */
+  valueAmbiguity?: Ambiguity;
 }
 
 /** The cache the actor uses: introspection asked of the executor over the bus. */
@@ -149,15 +155,51 @@ export async function contextOptions(catalog: Catalog, input: SchemaContextReque
   const known = await deps.values.get(catalog, pinned.length ? pinned : first.candidates, ctx);
   const hits = matchLiterals(first.literals, known);
   if (hits.size) opts.valueHits = hits;
+  const clarified = new Set((input.clarified ?? []).map((w) => w.toLowerCase()));
+  const misses = literalMisses(first.literals, hits, known, deps.values.whole(ctx), editDistance).filter((m) => !clarified.has(m.literal.toLowerCase()));
+  const miss = misses.length ? await unmasked(catalog, misses[0]!, deps, ctx) : undefined;
+  if (miss) {
+    const shown = miss.near.map((n) => `'${n.value}'`).join(', ');
+    opts.valueAmbiguity = {
+      word: miss.literal,
+      choices: miss.near.map((n) => ({ label: `${n.value} (${n.table}.${n.column})`, value: n.value, kind: 'value' as const })),
+      question: `I found no '${miss.literal}' in the data. Did you mean ${miss.near.length === 1 ? shown : `one of ${shown}`}?`,
+    };
+  }
   return opts;
+}
+
+/**
+ * The close values a clarifying question would show, less those of masked columns: they come
+ * from the profile, not from the user, so the mask rules decide (a column the masking actor
+ * masks, or cannot trace, offers nothing). No masking actor: no clarifying question.
+ */
+async function unmasked(catalog: Catalog, miss: ValueMiss, deps: CatalogDeps, ctx: Ctx): Promise<ValueMiss | undefined> {
+  if (!deps.mask) return undefined;
+  const near: ValueMiss['near'] = [];
+  for (const n of miss.near) {
+    const entry = catalog.entries.find((e) => e.name === n.table);
+    const type = entry?.table.columns.find((c) => c.name === n.column)?.type ?? 'text';
+    const q = catalog.dialect === 'mysql' || catalog.dialect === 'bigquery' ? '`' : '"';
+    const column = `${q}${n.column.split(q).join(q + q)}${q}`;
+    try {
+      const r = await deps.mask({ sql: `SELECT ${column} FROM ${n.table}`, dialect: catalog.dialect, columns: [{ name: n.column, type }], rows: [[n.value]] }, ctx);
+      if (r.masked.length === 0) near.push(n);
+    } catch (err) {
+      deps.log?.warn({ rid: ctx.requestId, err: (err as Error).message }, 'masking did not answer: no clarifying question offers profiled values');
+      return undefined;
+    }
+  }
+  return near.length ? { literal: miss.literal, near } : undefined;
 }
 
 export async function context(input: SchemaContextRequest, deps: CatalogDeps, ctx: Ctx): Promise<SchemaContextReply> {
   const catalog = await deps.catalog.get(ctx);
-  const reply = buildContext(catalog, input, deps.config.catalog.max_tables_in_prompt, await contextOptions(catalog, input, deps, ctx));
+  const opts = await contextOptions(catalog, input, deps, ctx);
+  const reply = buildContext(catalog, input, deps.config.catalog.max_tables_in_prompt, opts);
   const semantic = await semanticPart(catalog, input, reply.tables, deps, ctx);
-  // a word two tables tie for (the ranking's), else one two defined metrics tie for
-  const ambiguity = reply.ambiguity ?? metricAmbiguity(input.question, semantic.metrics, input.clarified);
+  // a word two tables tie for (the ranking's), else a literal no value holds, else one two defined metrics tie for
+  const ambiguity = reply.ambiguity ?? opts.valueAmbiguity ?? metricAmbiguity(input.question, semantic.metrics, input.clarified);
   return { ...reply, business_context: semantic.block, ...(ambiguity ? { ambiguity } : {}) };
 }
 

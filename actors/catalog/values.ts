@@ -15,6 +15,13 @@ import type { Catalog } from './catalog.js';
 /** table (catalog name) → column → known values (text) */
 export type KnownValues = Map<string, Map<string, string[]>>;
 
+/**
+ * The columns whose known values are ALL their values (the profile's distinct count is no more
+ * than the values it gave: a status, a tier, a region), as `table\u0000column`. Only there does
+ * "no known value matches" mean the value is not in the data.
+ */
+export type WholeColumns = Set<string>;
+
 export interface ValueHit {
   table: string;
   column: string;
@@ -64,6 +71,40 @@ export function matchLiterals(literals: readonly string[], known: KnownValues): 
 export interface ValueSource {
   /** the known text values of these tables (catalog names), from the cache or asked now */
   get(catalog: Catalog, tables: readonly string[], ctx: Ctx): Promise<KnownValues>;
+  /** of what `get` answered for this scope, the columns known whole (WholeColumns) */
+  whole(ctx: Ctx): WholeColumns;
+}
+
+/** A literal no known value holds, and the values of columns known whole that it is close to: what to ask. */
+export interface ValueMiss {
+  literal: string;
+  near: Array<{ table: string; column: string; value: string }>;
+}
+
+/**
+ * Literals that match no known value, with the close values (a typo away: edit distance at most
+ * a quarter of the literal, at least 1) of columns whose values are all known. A literal with no
+ * close value anywhere is no miss: it may be an id, a name or free text that no profile lists.
+ */
+export function literalMisses(literals: readonly string[], hits: ReadonlyMap<string, unknown>, known: KnownValues, whole: WholeColumns, distance: (a: string, b: string) => number): ValueMiss[] {
+  const out: ValueMiss[] = [];
+  for (const lit of literals) {
+    if (hits.has(lit)) continue;
+    const l = norm(lit);
+    if (l.length < 3) continue;
+    const limit = Math.max(1, Math.floor(l.length / 4));
+    const near: ValueMiss['near'] = [];
+    for (const [table, columns] of known) {
+      for (const [column, values] of columns) {
+        if (!whole.has(`${table}\u0000${column}`)) continue;
+        for (const v of new Set(values)) {
+          if (Math.abs(norm(v).length - l.length) <= limit && distance(l, norm(v)) <= limit) near.push({ table, column, value: v });
+        }
+      }
+    }
+    if (near.length) out.push({ literal: lit, near: near.slice(0, 5) });
+  }
+  return out;
 }
 
 /**
@@ -71,8 +112,18 @@ export interface ValueSource {
  * ttlSeconds. A profile that fails or is late costs the value links, never the question.
  */
 export function createValueSource(profile: (input: SqlProfileRequest, ctx: Ctx) => Promise<SqlProfileReply>, ttlSeconds: number, now: () => number = Date.now): ValueSource {
-  const kept = new Map<string, { at: number; columns: Map<string, string[]> }>();
+  const kept = new Map<string, { at: number; columns: Map<string, string[]>; whole: Set<string> }>();
   return {
+    whole(ctx) {
+      const scope = `${ctx.scope ?? ''}\u0000`;
+      const out: WholeColumns = new Set();
+      for (const [key, entry] of kept) {
+        if (!key.startsWith(scope)) continue;
+        const table = key.slice(scope.length);
+        for (const column of entry.whole) out.add(`${table}\u0000${column}`);
+      }
+      return out;
+    },
     async get(catalog, tables, ctx) {
       const out: KnownValues = new Map();
       const bySchema = new Map<string, Array<{ name: string; table: string }>>();
@@ -99,12 +150,14 @@ export function createValueSource(profile: (input: SqlProfileRequest, ctx: Ctx) 
             const name = list.find((l) => l.table === t.name)?.name;
             if (name === undefined) continue;
             const columns = new Map<string, string[]>();
+            const whole = new Set<string>();
             for (const c of t.columns) {
               const values = c.sample_values.filter((v): v is string => typeof v === 'string');
               if (values.length) columns.set(c.name, values);
+              if (values.length && c.distinct_count !== undefined && c.distinct_count <= new Set(values).size) whole.add(c.name);
             }
             if (kept.size >= MAX_KEPT) kept.delete(kept.keys().next().value ?? '');
-            kept.set(`${scope}\u0000${name}`, { at: now(), columns });
+            kept.set(`${scope}\u0000${name}`, { at: now(), columns, whole });
             out.set(name, columns);
           }
         } catch {

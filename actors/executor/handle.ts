@@ -100,6 +100,7 @@ export async function execute(input: SqlExecuteRequest, deps: ExecutorDeps, ctx:
       truncated: guarded.capped && result.rows.length > guarded.limit,
       // LIMIT 0 is the user's own bound; the contract's cap is at least 1
       limit: Math.max(1, guarded.limit),
+      ...(guarded.tables.length ? { tables: guarded.tables } : {}),
       duration_ms: round(performance.now() - started),
       ...result.stats,
     };

@@ -79,6 +79,8 @@ export const SqlExecuteReply = Type.Object({
   truncated: Type.Boolean(),
   /** the row cap that applied */
   limit: Type.Integer({ minimum: 1 }),
+  /** the relations the statement reads, as written in it (the guard's parse; CTE names left out) */
+  tables: Type.Optional(Type.Array(Type.String())),
   duration_ms: Type.Number({ minimum: 0 }),
   /** bytes the engine scanned or will scan (BigQuery) */
   bytes_processed: Type.Optional(Type.Number({ minimum: 0 })),

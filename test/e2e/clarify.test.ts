@@ -12,7 +12,7 @@ import { generateFernetKey } from '../../actors/lib/fernet.js';
 import { meaningOf, pickChoice, pinQuestion } from '../../actors/assistant/clarify.js';
 import { metricAmbiguity } from '../../actors/catalog/metric-ambiguity.js';
 import type { SemanticMetric } from '../../protocol/schemas/semantic.js';
-import { ALL_ACTORS, Actor, Ask, SchemaContext, SemanticEntityCreate, SemanticMetricCreate } from '../../protocol/subjects.js';
+import { ALL_ACTORS, Actor, Ask, MaskRuleCreate, MaskRuleDelete, SchemaContext, SemanticEntityCreate, SemanticMetricCreate } from '../../protocol/subjects.js';
 import { testConfig } from '../helpers/config.js';
 import { chatAnswer, sqlAnswer, startFakeLlm } from '../helpers/fake-llm.js';
 import { closeClient, connectClient, issueToken } from '../helpers/mcp.js';
@@ -28,6 +28,9 @@ const db = await createTestDb('clarify');
 await db.pool.query(`
   CREATE TABLE orders (id int PRIMARY KEY, status text NOT NULL, amount numeric NOT NULL, discount numeric NOT NULL);
   INSERT INTO orders VALUES (1, 'open', 100, 10), (2, 'open', 50, 0), (3, 'shipped', 200, 20);
+  CREATE TABLE parcels (id int PRIMARY KEY, state text NOT NULL);
+  INSERT INTO parcels SELECT g, CASE WHEN g % 2 = 0 THEN 'delivered' ELSE 'in_transit' END FROM generate_series(1, 40) g;
+  ANALYZE parcels;
 `);
 const cfgDb = await createTestDb('clarify_cfg');
 const fake = await startFakeLlm();
@@ -299,4 +302,35 @@ t.test('MCP ask_database: the text lists the choices; the answer in the same con
   t.equal(second.structuredContent.intent, 'sql');
   t.match(second.structuredContent.sql, sqlOf(NET));
   t.same(numeric(second.structuredContent.rows), NET_ROWS);
+});
+
+t.test('a literal no value holds, close to a value of a column known whole: asked, then pinned', async (t) => {
+  // parcels.state holds 'delivered' and 'in_transit' only: its statistics list every value
+  const first = await call(`${stack.url}/api/query`, { body: { question: "How many parcels have state 'delivred'?", conversation_id: 'conv-typo' } });
+  t.equal(first.status, 200, first.text);
+  t.equal(first.body.intent, 'clarify', 'asked, not guessed');
+  t.equal(first.body.clarification?.word, 'delivred');
+  t.same(first.body.clarification?.choices.map((c: { value: string; kind: string }) => [c.value, c.kind]), [['delivered', 'value']]);
+  t.match(first.body.message, /I found no 'delivred' in the data\. Did you mean 'delivered'\?/);
+  t.equal(fake.requests.length, 0, 'the model was not asked');
+
+  const second = await call(`${stack.url}/api/query`, { body: { question: 'yes, delivered', conversation_id: 'conv-typo' } });
+  t.equal(second.status, 200, second.text);
+  t.equal(second.body.intent, 'sql', 'answered, not asked again');
+  t.match(fake.requests.at(-1)!.last, /By "delivred" I mean the value 'delivered'/, 'the value is pinned for the model');
+
+  // a literal far from every known value is no typo: the question goes to the model as it is
+  const other = await call(`${stack.url}/api/query`, { body: { question: "How many parcels have state 'returned'?", conversation_id: 'conv-far' } });
+  t.equal(other.body.intent, 'sql', 'no clarifying question for a value that is simply not there');
+});
+
+t.test('the values a clarifying question offers pass the mask rules: a masked column offers none', async (t) => {
+  const rule = await bus.request(MaskRuleCreate, { field_pattern: 'state', strategy: 'redact' }, ctx);
+  t.teardown(() => bus.request(MaskRuleDelete, { id: rule.id }, ctx));
+  // the masking actor reads the rules again within RULES_TTL_MS (3 s)
+  await new Promise((r) => setTimeout(r, 3_500));
+  const res = await call(`${stack.url}/api/query`, { body: { question: "How many parcels have state 'delivred'?", conversation_id: 'conv-masked' } });
+  t.equal(res.status, 200, res.text);
+  t.equal(res.body.intent, 'sql', 'no clarifying question that would show a masked value');
+  t.notMatch(JSON.stringify(res.body), /delivered'/, 'the masked value is not offered');
 });
