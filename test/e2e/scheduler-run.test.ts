@@ -105,7 +105,8 @@ async function until(what: string, check: () => Promise<boolean> | boolean, ms =
   throw new Error(`timed out waiting for ${what}`);
 }
 
-const ready = (p: Proc) => () => /scheduler ready/.test(p.output());
+// the process is up (its signal handlers are set once every actor has started), and its scheduler with it
+const ready = (p: Proc) => () => /scheduler ready/.test(p.output()) && /actors started/.test(p.output());
 const leading = (p: Proc) => (p.output().match(/this process fires the schedules/g) ?? []).length > (p.output().match(/another process took over/g) ?? []).length;
 const admin = { user: 'admin', admin: true };
 const ctx = () => ({ requestId: `t-${Math.random().toString(36).slice(2)}` });
