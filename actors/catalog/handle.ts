@@ -155,8 +155,11 @@ export async function contextOptions(catalog: Catalog, input: SchemaContextReque
   const known = await deps.values.get(catalog, pinned.length ? pinned : first.candidates, ctx);
   const hits = matchLiterals(first.literals, known);
   if (hits.size) opts.valueHits = hits;
+  // a literal whose words are all settled (clarified, or the words of a meaning the assistant pinned into the question) is no typo
   const clarified = new Set((input.clarified ?? []).map((w) => w.toLowerCase()));
-  const misses = literalMisses(first.literals, hits, known, deps.values.whole(ctx), editDistance).filter((m) => !clarified.has(m.literal.toLowerCase()));
+  const settled = (lit: string): boolean => clarified.has(lit.toLowerCase())
+    || lit.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter((w) => w.length > 1).every((w) => clarified.has(w));
+  const misses = literalMisses(first.literals, hits, known, deps.values.whole(ctx), editDistance).filter((m) => !settled(m.literal));
   const miss = misses.length ? await unmasked(catalog, misses[0]!, deps, ctx) : undefined;
   if (miss) {
     const shown = miss.near.map((n) => `'${n.value}'`).join(', ');
