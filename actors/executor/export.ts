@@ -8,10 +8,12 @@
  * - Rows go to the writer a page at a time (PAGE_ROWS), each page masked on the way
  *   (result.mask with the caller's rules), so the writer and the masking never hold the whole
  *   result. The server's own PostgreSQL is read from a server-side cursor (export-pg.ts), a page
- *   per FETCH, so nothing holds the whole result. The other engines (and plugins.auth scopes'
- *   connections) answer one statement with its rows (bounded by the LIMIT and
- *   query.max_result_mb on the wire): that result is read whole and paged from there; an engine
- *   that gains a cursor of its own (`pages`, duck-typed below) is read page by page instead.
+ *   per FETCH, so nothing holds the whole result. MySQL/MariaDB, Trino and BigQuery have a
+ *   `pages` of their own (duck-typed below: rows read as they arrive with the connection
+ *   paused between pages; the coordinator's nextUri pages; one getQueryResults page each),
+ *   also in a scope, and are read page by page the same way. A scope's own PostgreSQL answers
+ *   one statement with its rows (bounded by the LIMIT and query.max_result_mb on the wire):
+ *   that result is read whole and paged from there.
  * - The file is written to a temporary file, then stored in chunks (bus.objects); one over
  *   export.max_file_size_mb is not stored (`too_large`), which the e-mail or the download says.
  */
@@ -159,7 +161,7 @@ export async function exportSql(input: SqlExportRequest, deps: ExportDeps, ctx: 
       duration_ms: Math.round(performance.now() - started),
     };
     log.info({
-      rid: ctx.requestId, subj: SqlExport.subject, code: 'OK', ms: reply.duration_ms, format: input.format, read: cursor ? 'cursor' : 'whole',
+      rid: ctx.requestId, subj: SqlExport.subject, code: 'OK', ms: reply.duration_ms, format: input.format, read: cursor ? 'cursor' : hasPages(lease.engine) ? 'pages' : 'whole',
       rows: reply.rows, bytes: reply.bytes, truncated: reply.truncated, too_large: reply.too_large,
     }, 'export written');
     return reply;

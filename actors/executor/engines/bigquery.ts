@@ -213,6 +213,79 @@ export class BigQueryEngine implements DbEngine {
     }
   }
 
+  /**
+   * The rows a page at a time: the dry run and jobs.query as execute() does, then one
+   * jobs.getQueryResults page (maxResults = pageRows, at most database.bigquery.max_results)
+   * each time the reader wants more, so nothing holds the whole result. The job is complete
+   * before the first row arrives: a reader that stops early leaves only pages not fetched. The
+   * timeout covers the reading too (the job cancelled if still running), and the caps add up
+   * over the pages.
+   */
+  async *pages(sql: string, opts: ExecuteOptions & { pageRows: number }): AsyncGenerator<EngineResult> {
+    const deadline = new Deadline(opts.timeoutMs);
+    const job: RunningQuery = {};
+    try {
+      const dry = await deadline.race(this.dryRun(sql));
+      if (dry.statementType !== 'SELECT') {
+        throw rejected('not_select', `only a SELECT query may run; BigQuery's dry run says this is ${dry.statementType}`, { statement: dry.statementType });
+      }
+      if (this.closed) throw new CortadoError('DB_UNAVAILABLE', 'the database cannot be reached: the executor is stopping');
+      const budget = new PageBudget(capsOf(opts));
+      const pageRows = Math.max(1, Math.min(Math.floor(opts.pageRows), this.opts.maxResults));
+      const size = (wanted: number): number => Math.max(1, Math.min(wanted, pageRows));
+      const user = opts.user;
+      job.start = this.call<QueryResponse>({
+        method: 'POST',
+        uri: '/queries',
+        json: {
+          ...this.queryConfig(sql),
+          ...this.locationRef(),
+          requestId: randomUUID(),
+          maxResults: size(opts.maxRows),
+          timeoutMs: Math.min(SERVER_WAIT_MS, deadline.left()),
+          formatOptions: { useInt64Timestamp: true },
+          ...(user ? { labels: { cortado_user: user.toLowerCase().replace(/[^a-z0-9_-]/g, '_').slice(0, 63) } } : {}),
+        },
+      });
+      let res = await deadline.race(job.start);
+      this.track(job, res.jobReference);
+      budget.add(valueBytes(res.rows ?? [], Number.MAX_SAFE_INTEGER));
+      while (!res.jobComplete) {
+        res = await deadline.race(this.results(job.ref, { timeoutMs: Math.min(SERVER_WAIT_MS, deadline.left()), maxResults: size(opts.maxRows) }, budget, deadline));
+      }
+      const fields = res.schema?.fields ?? [];
+      const columns = fields.map(columnOf);
+      const stats = this.stats(Number.isFinite(Number(res.totalBytesProcessed)) ? Number(res.totalBytesProcessed) : dry.bytesProcessed);
+      let seen = 0;
+      let any = false;
+      for (;;) {
+        const cells: Cell[][] = [];
+        for (const row of res.rows ?? []) {
+          if (seen + cells.length >= opts.maxRows) break;
+          cells.push(rowCells(fields, row));
+        }
+        if (budget.exceeded || !budget.checkValues(cells)) throw budget.exceeded;
+        seen += cells.length;
+        if (cells.length > 0) {
+          yield { columns, rows: cells, ...(stats && !any ? { stats } : {}) };
+          any = true;
+        }
+        if (seen >= opts.maxRows || !res.pageToken) break;
+        res = await deadline.race(this.results(job.ref, { pageToken: res.pageToken, maxResults: size(opts.maxRows - seen) }, budget, deadline));
+      }
+      if (!any) yield { columns, rows: [], ...(stats ? { stats } : {}) };
+    } catch (err) {
+      if (err === TIME_UP) {
+        await this.cancelLate(job);
+        throw timedOut(opts.timeoutMs);
+      }
+      throw toDbError(err);
+    } finally {
+      deadline.clear();
+      if (job.ref?.jobId) this.running.delete(job.ref.jobId);
+    }
+  }
+
   /** The cost of running it, from the dry run (refused like execute() when it is not a SELECT). */
   async estimate(sql: string): Promise<QueryStats> {
     try {

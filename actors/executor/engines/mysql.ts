@@ -18,6 +18,10 @@
  * value or a result over its cap before mysql2 reads it (RESULT_TOO_LARGE, the connection
  * dropped).
  *
+ * Exports (pages()): the same session, transaction, timeout and meter, the rows read as they
+ * arrive, the connection paused while a page waits; a reader that stops early has the query
+ * killed on the server and the connection dropped.
+ *
  * Values are JSON scalars: integers and decimals as numbers when exact, else their text
  * (BIGINT beyond 2^53, long DECIMALs); dates, times and JSON as the server's text; binary as
  * 0x-hex; BIT as a number.
@@ -26,7 +30,7 @@ import mysql from 'mysql2/promise';
 import type { FieldPacket, Pool, PoolConnection, PoolOptions, RowDataPacket } from 'mysql2/promise';
 import { CortadoError } from '../../../protocol/errors.js';
 import type { Logger } from '../../../protocol/log.js';
-import type { Cell } from '../../../protocol/schemas/common.js';
+import type { Cell, Column } from '../../../protocol/schemas/common.js';
 import type { Config } from '../../../config/schema.js';
 import type { DbEngine, DbSchema, EngineResult, ExecuteOptions, RolePrivileges, WriteAccess } from './engine.js';
 import { dropsConnection, timedOut } from './errors.js';
@@ -60,6 +64,13 @@ export interface MysqlEngineOptions {
 }
 
 export type MysqlFlavour = 'mysql' | 'mariadb';
+
+/** What pages() uses of mysql2's core connection (under the promise wrapper): a row-event query, pause and resume. */
+interface CoreConnection extends NodeJS.EventEmitter {
+  query(opts: { sql: string; rowsAsArray: boolean }): NodeJS.EventEmitter;
+  pause(): void;
+  resume(): void;
+}
 
 const BACKSTOP_GRACE_MS = 1_000;
 const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
@@ -217,6 +228,118 @@ export class MysqlEngine implements DbEngine {
       // Nothing the question did stays on the connection: it is reset (after the caller has its
       // answer) before it goes back to the pool, or dropped.
       if (destroy) conn.destroy();
+      else {
+        void this.reset(conn)
+          .then((clean) => (clean ? conn.release() : conn.destroy()))
+          .catch((err: unknown) => this.log.warn({ err: (err as Error).message }, 'cannot give a connection back to the pool'));
+      }
+    }
+  }
+
+  /**
+   * The statement's rows a page at a time, read as they arrive (mysql2's row events) with the
+   * connection paused while a page waits for its reader: nothing holds the whole result. Same
+   * session, read-only transaction, timeout (and backstop), wire caps and values as execute().
+   * A reader that stops early (or a failure mid-stream) ends the query on the server (KILL
+   * QUERY) and drops the connection, so the rest of the result is never read.
+   */
+  async *pages(sql: string, opts: ExecuteOptions & { pageRows: number }): AsyncGenerator<EngineResult> {
+    const conn = await this.acquire();
+    const core = conn.connection as unknown as CoreConnection;
+    const threadId = conn.threadId;
+    const meter = this.meters.get(core);
+    const pageRows = Math.max(1, Math.floor(opts.pageRows));
+    let destroy = false;
+    let columns: Column[] = [];
+    let converters: ReturnType<typeof converterFor>[] = [];
+    let page: Cell[][] = [];
+    const ready: Cell[][][] = [];
+    let seen = 0;
+    let ended = false;
+    let failure: CortadoError | undefined;
+    let wake: (() => void) | undefined;
+    const notify = (): void => {
+      const w = wake;
+      wake = undefined;
+      w?.();
+    };
+    // The server cancels at the timeout; should it not (or the reader keep it waiting past it),
+    // kill the query from another connection and drop this one.
+    const backstop = setTimeout(() => {
+      if (ended || failure) return;
+      destroy = true;
+      this.log.warn({ thread: threadId }, 'the query did not end at its timeout: killing it from another connection');
+      failure = timedOut(opts.timeoutMs);
+      void this.killQuery(threadId).finally(notify);
+    }, Math.max(0, opts.timeoutMs + (this.opts.backstopGraceMs ?? BACKSTOP_GRACE_MS)));
+    let any = false;
+    const onError = (err: Error): void => {
+      failure ??= meter?.tripped ?? toDbError(err, opts.timeoutMs);
+      notify();
+    };
+    try {
+      const state = await this.session(conn);
+      if (state.timeoutMs !== opts.timeoutMs) {
+        await conn.query(this.timeoutStatement(opts.timeoutMs));
+        state.timeoutMs = opts.timeoutMs;
+      }
+      await conn.query('START TRANSACTION READ ONLY');
+      meter?.arm(capsOf(opts));
+      const query = core.query({ sql, rowsAsArray: true });
+      query.on('fields', (fields?: FieldPacket[]) => {
+        columns = (fields ?? []).map(columnOf);
+        converters = (fields ?? []).map(converterFor);
+      });
+      query.on('result', (row: unknown) => {
+        // a statement that is no query answers with an OK packet, not rows: nothing to show
+        if (!Array.isArray(row) || seen >= opts.maxRows) return;
+        seen++;
+        page.push(row.map((v, k) => converters[k]!(v)));
+        if (page.length >= pageRows) {
+          ready.push(page);
+          page = [];
+          core.pause();
+          notify();
+        }
+      });
+      query.on('error', onError);
+      // a failure of the connection itself (the meter cutting it, a lost network) reaches a
+      // query without a callback as the connection's error, not the query's
+      core.on('error', onError);
+      query.on('end', () => {
+        if (page.length) ready.push(page);
+        page = [];
+        ended = true;
+        notify();
+      });
+      for (;;) {
+        if (failure) throw failure;
+        const rows = ready.shift();
+        if (rows) {
+          any = true;
+          yield { columns, rows };
+          if (ready.length === 0 && !ended) core.resume();
+          continue;
+        }
+        if (ended) break;
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+        });
+      }
+      if (!any) yield { columns, rows: [] };
+    } catch (err) {
+      const e = meter?.tripped ?? (err instanceof CortadoError ? err : toDbError(err, opts.timeoutMs));
+      if (dropsConnection(e)) destroy = true;
+      throw e;
+    } finally {
+      clearTimeout(backstop);
+      core.off('error', onError);
+      meter?.disarm();
+      // stopped before the server finished sending (the reader had enough, or a failure here):
+      // the query is ended on the server and the half-read connection dropped
+      const cut = !ended && !failure;
+      if (cut && !destroy) await this.killQuery(threadId);
+      if (cut || destroy) conn.destroy();
       else {
         void this.reset(conn)
           .then((clean) => (clean ? conn.release() : conn.destroy()))

@@ -193,6 +193,103 @@ export class TrinoEngine implements DbEngine {
     }
   }
 
+  /**
+   * The rows a page (at most pageRows) at a time as the coordinator's nextUri pages arrive: the
+   * next page is asked for only when the reader wants more, so nothing holds the whole result.
+   * Same identity, session timeout (and client backstop), caps and values as execute(). A
+   * reader that stops early, a failure or the timeout cancels the query on the coordinator.
+   */
+  async *pages(sql: string, opts: ExecuteOptions & { pageRows: number }): AsyncGenerator<EngineResult> {
+    if (this.closed) throw new CortadoError('DB_UNAVAILABLE', 'the database cannot be reached: the executor is stopping');
+    const user = opts.user ?? this.opts.user;
+    const client = this.clientFor(user);
+    const timeoutMs = Math.max(1, Math.floor(opts.timeoutMs));
+    const pageRows = Math.max(1, Math.floor(opts.pageRows));
+    let queryId: string | undefined;
+    let cancelling: Promise<void> | undefined;
+    let timedOut = false;
+    const cancel = (why: string): Promise<void> => {
+      if (!queryId) return Promise.resolve();
+      cancelling ??= client.cancel(queryId).then(
+        () => undefined,
+        (err: unknown) => this.log.warn({ query_id: queryId, why, err: toTrinoError(err).message }, 'cannot cancel the Trino query'),
+      );
+      return cancelling;
+    };
+    const cancelWaiting = (why: string): Promise<void> => {
+      const waited = new Promise<void>((r) => setTimeout(r, CANCEL_WAIT_MS).unref());
+      return Promise.race([cancel(why), waited]);
+    };
+    const knowId = (id: string | undefined): void => {
+      if (!id || queryId) return;
+      queryId = id;
+      this.running.set(id, client);
+      if (timedOut) void cancel('timeout');
+    };
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(() => {
+        timedOut = true;
+        this.log.warn({ query_id: queryId ?? null, timeout_ms: timeoutMs }, 'the Trino query outlived its timeout: cancelling it on the coordinator');
+        void cancelWaiting('timeout').finally(() => reject(timedOutError(timeoutMs)));
+      }, timeoutMs + BACKSTOP_GRACE_MS);
+    });
+    late.catch(() => undefined); // read only while a page is awaited
+    const query = { query: sql, user, session: { query_max_execution_time: `${timeoutMs}ms` } };
+    const budget = new PageBudget(capsOf(opts));
+    let finished = false;
+    let more = true;
+    try {
+      const iter = await Promise.race([boundedQuery(client, query, budget), late]);
+      knowId(queryIdOf(iter));
+      let columns: Column[] | undefined;
+      let buffer: Cell[][] = [];
+      let seen = 0;
+      let any = false;
+      for (;;) {
+        if (timedOut) throw timedOutError(timeoutMs);
+        const step = await Promise.race([iter.next(), late]);
+        const page = step.value as QueryResult | undefined;
+        knowId(page?.id);
+        more = !step.done && Boolean(page?.nextUri);
+        if (page?.error) throw new TrinoQueryError(page.error);
+        if (budget.exceeded || !budget.checkValues(page?.data ?? [])) throw budget.exceeded;
+        columns ??= page?.columns?.map((c) => ({ name: c.name, type: c.type }));
+        if (step.done) break; // the value of a done step is the page already read (or the first answer)
+        const cols = columns ?? [];
+        for (const row of (page?.data ?? []) as unknown[][]) {
+          if (seen >= opts.maxRows) break;
+          seen++;
+          buffer.push(cols.map((c, i) => toCell(c.type, row[i])));
+          if (buffer.length >= pageRows) {
+            const rows = buffer;
+            buffer = [];
+            any = true;
+            yield { columns: cols, rows };
+          }
+        }
+        if (seen >= opts.maxRows || !more) break;
+      }
+      if (buffer.length || !any) yield { columns: columns ?? [], rows: buffer };
+      finished = true;
+    } catch (err) {
+      if (timedOut) {
+        await cancelling;
+        throw timedOutError(timeoutMs);
+      }
+      if (budget.exceeded) {
+        await cancelWaiting('result too large');
+        throw budget.exceeded;
+      }
+      throw toTrinoError(err, timeoutMs);
+    } finally {
+      clearTimeout(timer);
+      // the reader stopped (or maxRows was reached) while the coordinator still had pages
+      if (more && !timedOut) await cancelWaiting(finished ? 'enough rows' : 'stopped early');
+      if (queryId) this.running.delete(queryId);
+    }
+  }
+
   /** Follow nextUri until the last page or maxRows; then cancel what the coordinator still has. */
   private async collect(
     client: Trino,
