@@ -1,4 +1,5 @@
-FROM node:20-bookworm-slim
+# Node 24 (LTS): the HTTP server is the node:http twin there (uWebSockets.js ships no build for it; README)
+FROM node:24-bookworm-slim
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund

@@ -25,6 +25,9 @@ export const ACTOR_MODULES: Readonly<Record<Actor, () => Promise<ActorModule>>> 
   [Actor.Semantic]: () => import('./semantic/actor.js'),
   [Actor.Analytics]: () => import('./analytics/actor.js'),
   [Actor.Scheduler]: () => import('./scheduler/actor.js'),
+  [Actor.Ops]: () => import('./ops/actor.js'),
+  [Actor.Alarms]: () => import('./alarms/actor.js'),
+  [Actor.Workspace]: () => import('./workspace/actor.js'),
 };
 
 /**
@@ -33,8 +36,14 @@ export const ACTOR_MODULES: Readonly<Record<Actor, () => Promise<ActorModule>>> 
  */
 export const DRAIN_ORDER: readonly Actor[] = [
   Actor.Identity,
+  // each person's history and dashboards: an entry point (the edge asks it; it asks the scheduler's cron math)
+  Actor.Workspace,
   // an entry point of its own (cron ticks, Run Now): it asks the executor, masking and mailer
   Actor.Scheduler,
+  // cron evaluations of their own: they ask the ops actor and the mailer, so they stop first
+  Actor.Alarms,
+  // the console's operations: an entry point of its own (the alarms ask it)
+  Actor.Ops,
   Actor.Assistant,
   Actor.Intent,
   Actor.SqlGen,

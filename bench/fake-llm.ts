@@ -7,6 +7,7 @@
  * has: a hosted model spends none of our CPU, so the stand-in should spend as little as it can
  * of the two cores the benchmark shares.
  *   node --import tsx bench/fake-llm.ts <sql>
+ * BENCH_MODEL_DELAY_MS: answer each call after this long (a real model's latency; default 0).
  * Prints {"url": ...} when it listens.
  */
 import { createHttpServer } from '../edge/http/server.js';
@@ -25,6 +26,7 @@ const reply = Buffer.from(JSON.stringify({
   usage: { input_tokens: 600, output_tokens: 30, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 },
 }));
 const headers = { 'content-type': 'application/json', 'request-id': 'req_bench' };
+const delayMs = Math.max(0, Number(process.env.BENCH_MODEL_DELAY_MS ?? 0) || 0);
 const notFound = Buffer.from('{"type":"error","error":{"type":"not_found_error","message":"not found"}}');
 
 const server = await createHttpServer({
@@ -33,8 +35,10 @@ const server = await createHttpServer({
   handler: (req, res) => {
     void req.body().then(
       () => {
-        if (req.method === 'POST' && req.path.startsWith('/v1/messages')) res.send(200, headers, reply);
-        else res.send(404, { 'content-type': 'application/json' }, notFound);
+        if (req.method === 'POST' && req.path.startsWith('/v1/messages')) {
+          if (delayMs > 0) setTimeout(() => res.send(200, headers, reply), delayMs);
+          else res.send(200, headers, reply);
+        } else res.send(404, { 'content-type': 'application/json' }, notFound);
       },
       () => res.send(413, { 'content-type': 'application/json' }, notFound),
     );

@@ -7,6 +7,9 @@
  *       read by the audit actor
  *   (b) floor:    POST → one NATS request/reply to the same executor → the same query on the
  *       same pool → reply
+ *   (c) mfloor, the with-model floor: the floor plus one model call through the same SDK and
+ *       HTTP client to the same scripted model (HTTP → model call → one NATS request → query →
+ *       reply): the least any pipeline that asks a model once can cost
  *
  * Each at 1 and 32 concurrent keep-alive clients, in interleaved passes; prints req/s, p50,
  * p90, p99, CPU per request of every process, and the ratios the goal is stated in (p50 added
@@ -16,13 +19,15 @@
  * Other knobs: BENCH_CONNS ("1,32"), BENCH_PATHS ("floor,pipeline"), BENCH_TOPOLOGIES (how
  * cortado runs: ";" between shapes, "|" between the processes of one shape, roles as on the
  * command line; default "all;edge|actors"), BENCH_ROLES (one process with these roles),
- * BENCH_CPU_PROF=<dir> (CPU profiles of the cortado processes).
+ * BENCH_CPU_PROF=<dir> (CPU profiles of the cortado processes), BENCH_HTTP_SERVERS (the pipeline
+ * edge's app.http_server, comma-separated: "uws,node" measures both; default auto).
  *
  * Then the schema-linking section (bench/linking/bench.ts): recall, complete questions, noise
  * and prompt tokens at 100, 1,000 and 10,000 generated tables, and the introspection of a real
  * 10,000-table PostgreSQL database. Then the export section (bench/export.ts): csv and xlsx
- * writers, and the edge's event-loop delay during a 100,000-row export. BENCH_ONLY=pipeline,
- * linking or export runs one part.
+ * writers, and the edge's event-loop delay during a 100,000-row export. Then the latency section
+ * (bench/latency.ts): 500 and 2,000 questions in flight with the model answering after 1.5 s,
+ * and 1,000 MCP SSE sessions held. BENCH_ONLY=pipeline, linking, export or latency runs one part.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -30,6 +35,7 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
+import { uwsAvailable } from '../edge/http/server.js';
 import YAML from 'yaml';
 import { ROOT } from '../config/load.js';
 import { testConfigObject } from '../test/helpers/config.js';
@@ -38,6 +44,7 @@ import { createTestDb } from '../test/helpers/pg.js';
 import { perRequest, snapshot, type Snapshot } from './cpu.js';
 import { linkingSection } from './linking/bench.js';
 import { exportSection } from './export.js';
+import { latencySection } from './latency.js';
 import { load, type LoadResult } from './load.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -86,7 +93,9 @@ function row(name: string, c: number, r: LoadResult): string {
 /** BENCH_CONNS="1,32": the client counts measured */
 const CONNS = (process.env.BENCH_CONNS ?? '1,32').split(',').map(Number).filter((n) => Number.isInteger(n) && n > 0);
 /** BENCH_PATHS="pipeline": measure only these paths (profiling one of them) */
-const PATHS = (process.env.BENCH_PATHS ?? 'floor,pipeline').split(',');
+const PATHS = (process.env.BENCH_PATHS ?? 'floor,mfloor,pipeline').split(',');
+const NAMES = ['floor', 'mfloor', 'pipeline'] as const;
+type PathName = (typeof NAMES)[number];
 
 async function main(): Promise<void> {
   const nats = await startNats();
@@ -106,7 +115,8 @@ async function main(): Promise<void> {
     db: { host: db.host, port: db.port, name: db.name, user: db.user },
     llmUrl: fake.url,
     extra: {
-      app: { port: httpPort, log_level: 'warn' },
+      // the operator's default level (one access line per request), to /dev/null; BENCH_LOG_LEVEL changes it
+      app: { port: httpPort, log_level: process.env.BENCH_LOG_LEVEL ?? 'info' },
       database: { postgresql: { min_connections: 4, max_connections: 10 } },
       insights: { enabled: true, mode: 'statistical_only' },
     },
@@ -122,18 +132,30 @@ async function main(): Promise<void> {
   // of the floor, whose edge is its own process too). BENCH_ROLES="edge actors:a,b" alone
   // runs one process with only those roles (to see what an actor costs).
   const topologies = (process.env.BENCH_TOPOLOGIES ?? process.env.BENCH_ROLES ?? 'all;edge|actors').split(';').map((t) => t.trim()).filter(Boolean);
-  for (const topology of topologies) await measure(topology, { file, httpPort, prof, nats, fake });
+  // BENCH_HTTP_SERVERS: the pipeline edge's app.http_server, one measurement each ("uws,node"
+  // reports both; uws is skipped on a Node it has no native build for: 22, 24)
+  const servers = (process.env.BENCH_HTTP_SERVERS ?? 'auto').split(',').map((s) => s.trim()).filter(Boolean);
+  for (const server of servers) {
+    if (server === 'uws' && !uwsAvailable()) {
+      console.log(`\n(uWebSockets.js has no native build for Node ${process.version}: the uws edge is not measured)`);
+      continue;
+    }
+    const serverFile = server === 'auto' ? file : path.join(dir, `bench-${server}.yaml`);
+    if (server !== 'auto') writeFileSync(serverFile, YAML.stringify({ ...cfg, app: { ...(cfg.app as object), http_server: server } }));
+    console.log(`\npipeline edge: app.http_server ${server}${server === 'auto' ? ` (${uwsAvailable() ? 'uws' : 'node'} on Node ${process.version})` : ''}`);
+    for (const topology of topologies) await measure(topology, { file: serverFile, httpPort, prof, nats, fake });
+  }
 }
 
 async function measure(
   topology: string,
-  env: { file: string; httpPort: number; prof: string[]; nats: { url: string; proc: ChildProcess }; fake: { pid: number | undefined } },
+  env: { file: string; httpPort: number; prof: string[]; nats: { url: string; proc: ChildProcess }; fake: { pid: number | undefined; url: string } },
 ): Promise<void> {
   const { file, httpPort, prof, nats, fake } = env;
   const groups = topology.split('|').map((g) => g.split(/\s+/).filter((r) => r && r !== 'all').flatMap((r) => ['--role', r]));
   const mine: ChildProcess[] = [];
   const cortados = groups.map((roles) => {
-    const proc = spawn(process.execPath, [...prof, path.join(ROOT, 'bin/cortado.js'), '--config', file, ...roles], { cwd: ROOT, env: { ...process.env, CORTADO_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'ignore', 'inherit'] });
+    const proc = spawn(process.execPath, [...prof, path.join(ROOT, 'bin/cortado.js'), '--config', file, ...roles], { cwd: ROOT, env: { ...process.env, CORTADO_LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info' }, stdio: ['ignore', 'ignore', 'inherit'] });
     children.push(proc);
     mine.push(proc);
     return proc;
@@ -143,10 +165,13 @@ async function measure(
   const floor = await child<{ port: number; kind: string }>(['bench/floor.ts', nats.url, '0', SQL]);
   mine.push(children.at(-1)!);
   const floorUrl = `http://127.0.0.1:${floor.port}`;
+  const mfloor = await child<{ port: number; kind: string }>(['bench/floor.ts', nats.url, '0', SQL, fake.url]);
+  mine.push(children.at(-1)!);
+  const mfloorUrl = `http://127.0.0.1:${mfloor.port}`;
 
   // both paths return the same 20 rows before anything is measured
   const check = (text: string) => (JSON.parse(text) as { rows?: unknown[] }).rows?.length === 20;
-  for (const url of [`${pipelineUrl}/api/query`, floorUrl]) {
+  for (const url of [`${pipelineUrl}/api/query`, floorUrl, mfloorUrl]) {
     const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ question: 'the twenty items from 500?' }) });
     const text = await res.text();
     if (res.status !== 200 || !check(text)) throw new Error(`${url} answered ${res.status}: ${text.slice(0, 300)}`);
@@ -157,12 +182,12 @@ async function measure(
   // printed is the median over the passes, and each pass's ratio compares cells measured
   // side by side.
   type Cell = { load: LoadResult; cpu: Record<string, number> };
-  const cells: Record<'floor' | 'pipeline', Record<number, Cell[]>> = { floor: {}, pipeline: {} };
-  const pids: Record<string, Array<number | undefined>> = { cortado: cortados.map((p) => p.pid), floor: [floor.pid], nats: [nats.proc.pid], model: [fake.pid], loader: [process.pid] };
+  const cells: Record<PathName, Record<number, Cell[]>> = { floor: {}, mfloor: {}, pipeline: {} };
+  const pids: Record<string, Array<number | undefined>> = { cortado: cortados.map((p) => p.pid), floor: [floor.pid, mfloor.pid], nats: [nats.proc.pid], model: [fake.pid], loader: [process.pid] };
   if (cortados.length > 1) cortados.forEach((p, i) => { pids[`cortado${i + 1}`] = [p.pid]; });
   for (let pass = 0; pass < PASSES; pass++) {
     for (const c of CONNS) {
-      for (const [name, url] of [['floor', floorUrl], ['pipeline', `${pipelineUrl}/api/query`]] as const) {
+      for (const [name, url] of [['floor', floorUrl], ['mfloor', mfloorUrl], ['pipeline', `${pipelineUrl}/api/query`]] as const) {
         if (!PATHS.includes(name)) continue;
         let before: Snapshot = {};
         let after: Snapshot = {};
@@ -202,17 +227,17 @@ async function measure(
   console.log('| path     | conns |   req/s |  p50 ms |  p90 ms |  p99 ms | errors |');
   console.log('| -------- | ----: | ------: | ------: | ------: | ------: | -----: |');
   for (const c of CONNS) {
-    for (const name of ['floor', 'pipeline'] as const) if (cells[name][c]) console.log(row(name, c, summary(cells[name][c]!)));
+    for (const name of NAMES) if (cells[name][c]) console.log(row(name, c, summary(cells[name][c]!)));
   }
   console.log('\nCPU ms per request, and busy cores ("machine": every process on the box, foreign load included)\n');
   const parts = ['cortado', ...(cortados.length > 1 ? cortados.map((_p, i) => `cortado${i + 1}`) : []), 'floor', 'nats', 'model', 'postgres', 'loader', 'machine'];
   console.log(`| path     | conns |      | ${parts.map((p) => p.padStart(8)).join(' | ')} |`);
   console.log(`| -------- | ----: | ---- | ${parts.map(() => '-------:').join(' | ')} |`);
   for (const c of CONNS) {
-    for (const name of ['floor', 'pipeline'] as const) {
+    for (const name of NAMES) {
       const list = cells[name][c];
       if (!list) continue;
-      const shown = (p: string, v: number) => (name === 'pipeline' && p === 'floor') || (name === 'floor' && p.startsWith('cortado') && p !== 'cortado') ? '' : v.toFixed(3);
+      const shown = (p: string, v: number) => (name === 'pipeline' && p === 'floor') || (name !== 'pipeline' && p.startsWith('cortado') && p !== 'cortado') ? '' : v.toFixed(3);
       console.log(`| ${name.padEnd(8)} | ${String(c).padStart(5)} | ms   | ${parts.map((p) => shown(p, med(list, (x) => x.cpu[p] ?? NaN)).padStart(8)).join(' | ')} |`);
       console.log(`| ${name.padEnd(8)} | ${String(c).padStart(5)} | busy | ${parts.map((p) => shown(p, med(list, (x) => ((x.cpu[p] ?? NaN) * x.load.rps) / 1000)).padStart(8)).join(' | ')} |`);
     }
@@ -221,13 +246,19 @@ async function measure(
   console.log('');
   for (const c of CONNS) {
     const p = cells.pipeline[c];
-    const f = cells.floor[c];
-    if (!p || !f) continue;
-    const added = p.map((x, i) => x.load.p50 - f[i]!.load.p50);
-    const share = p.map((x, i) => x.load.rps / f[i]!.load.rps);
-    const a = median(added);
-    const sh = median(share);
-    console.log(`c=${c}: pipeline adds ${a.toFixed(2)} ms at p50 (passes: ${added.map((x) => x.toFixed(2)).join(', ')}; goal ≤ 1 ms: ${a <= 1 ? 'met' : 'not met'}); keeps ${(sh * 100).toFixed(0)} % of the floor's throughput (passes: ${share.map((x) => (x * 100).toFixed(0)).join(', ')}; goal ≥ 50 %: ${sh >= 0.5 ? 'met' : 'not met'})`);
+    if (!p) continue;
+    for (const [floorName, label, goal] of [['floor', 'the floor', 0.5], ['mfloor', 'the with-model floor', 0.7]] as const) {
+      const f = cells[floorName][c];
+      if (!f) continue;
+      const added = p.map((x, i) => x.load.p50 - f[i]!.load.p50);
+      const share = p.map((x, i) => x.load.rps / f[i]!.load.rps);
+      const a = median(added);
+      const sh = median(share);
+      const p50Goal = floorName === 'floor' ? `; goal ≤ 1 ms: ${a <= 1 ? 'met' : 'not met'}` : '';
+      console.log(`c=${c}: against ${label}, the pipeline adds ${a.toFixed(2)} ms at p50 (passes: ${added.map((x) => x.toFixed(2)).join(', ')}${p50Goal}); keeps ${(sh * 100).toFixed(0)} % of its throughput (passes: ${share.map((x) => (x * 100).toFixed(0)).join(', ')}; goal ≥ ${goal * 100} %: ${sh >= goal ? 'met' : 'not met'})`);
+    }
+    const cpu = median(p.map((x) => x.cpu.cortado ?? NaN));
+    console.log(`c=${c}: cortado CPU per question ${cpu.toFixed(3)} ms (goal ≤ 0.6 ms at the default log level: ${cpu <= 0.6 ? 'met' : 'not met'})`);
   }
   // this shape's processes go before the next shape starts
   for (const p of mine) if (p.exitCode === null) p.kill('SIGTERM');
@@ -238,6 +269,7 @@ try {
   if (!process.env.BENCH_ONLY || process.env.BENCH_ONLY === 'pipeline') await main();
   if (!process.env.BENCH_ONLY || process.env.BENCH_ONLY === 'linking') await linkingSection();
   if (!process.env.BENCH_ONLY || process.env.BENCH_ONLY === 'export') await exportSection();
+  if (!process.env.BENCH_ONLY || process.env.BENCH_ONLY === 'latency') await latencySection();
 } finally {
   for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
   await new Promise((r) => setTimeout(r, 500));

@@ -23,7 +23,7 @@ function natsServerOnPath(): boolean {
 export async function connectBus(config: Config, log: Logger, name: string): Promise<BusHandle> {
   const opts = {
     url: config.bus.url, prefix: config.bus.prefix, name, log, strict: process.env.CORTADO_STRICT === '1', preferLocal: config.bus.prefer_local,
-    outboxMaxEvents: config.bus.outbox_max_events,
+    outboxMaxEvents: config.bus.outbox_max_events, replicas: config.bus.replicas,
   };
   try {
     return { bus: await Bus.connect(opts) };

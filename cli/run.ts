@@ -14,6 +14,9 @@ import { startActors, type ActorHost } from '../actors/runtime/host.js';
 import { startEdge, type Edge } from '../edge/app.js';
 import { loadStoredOverrides, startConfigSync } from './config-sync.js';
 import { connectBus, stopChild } from './nats.js';
+import { startMetricsListener, type MetricsListener } from './metrics-listener.js';
+import { setMetricsEnabled } from '../protocol/metrics.js';
+import { configureTracing, flushTracing, tracingEndpoint } from '../protocol/tracing.js';
 
 export const VERSION: string = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 
@@ -36,14 +39,26 @@ export interface Running {
   bus: Bus;
   edge?: Edge;
   actors?: ActorHost;
+  /** the metrics listener (metrics.listen) */
+  metrics?: MetricsListener;
   stop(graceMs?: number): Promise<void>;
 }
 
 export async function runCortado(opts: RunOptions): Promise<Running> {
   const { config, roles, log } = opts;
-  const { bus, child } = await connectBus(config, log, opts.name ?? `cortado-${roles.edge ? 'edge' : 'actors'}-${process.pid}`);
+  const name = opts.name ?? `cortado-${roles.edge ? 'edge' : 'actors'}-${process.pid}`;
+  // metrics and traces are the process's (protocol/metrics.ts, protocol/tracing.ts)
+  setMetricsEnabled(config.metrics.enabled);
+  await configureTracing({
+    endpoint: tracingEndpoint(config.tracing.otlp_endpoint),
+    sampleRatio: config.tracing.sample_ratio,
+    instance: name,
+    roles: [...(roles.edge ? ['edge'] : []), ...roles.actors].join(','),
+  });
+  const { bus, child } = await connectBus(config, log, name);
   let actors: ActorHost | undefined;
   let edge: Edge | undefined;
+  let metrics: MetricsListener | undefined;
   let stopSync: (() => void) | undefined;
   try {
     await bus.ensureEventStream({ maxAgeMs: config.bus.events_max_age_days * 24 * 3600_000 });
@@ -56,7 +71,9 @@ export async function runCortado(opts: RunOptions): Promise<Running> {
     if (roles.edge) {
       edge = await startEdge({ bus, config, log, version: VERSION, ...(opts.port !== undefined ? { port: opts.port } : {}), ...(opts.host ? { host: opts.host } : {}) });
     }
+    if (config.metrics.enabled && config.metrics.listen) metrics = await startMetricsListener(config.metrics.listen, log);
   } catch (err) {
+    await edge?.stop(Date.now()).catch(() => undefined);
     await actors?.stop(Date.now() + 1_000).catch(() => undefined);
     await bus.close().catch(() => undefined);
     await stopChild(child);
@@ -67,6 +84,7 @@ export async function runCortado(opts: RunOptions): Promise<Running> {
     bus,
     ...(edge ? { edge } : {}),
     ...(actors ? { actors } : {}),
+    ...(metrics ? { metrics } : {}),
     stop(graceMs = config.app.shutdown_grace_seconds * 1_000) {
       stopping ??= (async () => {
         const deadline = Date.now() + graceMs;
@@ -76,6 +94,8 @@ export async function runCortado(opts: RunOptions): Promise<Running> {
         // durable events still waiting for JetStream get what is left of the grace
         await bus.close(deadline);
         await stopChild(child);
+        await metrics?.close();
+        await flushTracing();
       })();
       return stopping;
     },

@@ -34,6 +34,8 @@ const llmCommon = {
   timeout: Int(60, { minimum: 1 }),
   /** (Cortado) retries on 429/5xx/network errors, with backoff and jitter */
   max_retries: Int(2, { minimum: 0, maximum: 10 }),
+  /** (Cortado) calls to this provider on the wire at once, per process; llm.max_concurrency when absent */
+  max_concurrency: Opt(Type.Integer({ minimum: 1, maximum: 100_000 })),
   model_routing: TaskRouting,
 };
 
@@ -42,6 +44,14 @@ export type LlmProviderName = Static<typeof LlmProviderName>;
 
 export const LlmSection = Type.Object({
   provider: LlmProviderName,
+  /**
+   * (Cortado) model calls on the wire at once per provider and process (each provider's own
+   * max_concurrency overrides it); calls beyond wait in a queue of at most max_queue calls for
+   * at most queue_timeout_ms, then get LLM_UNAVAILABLE (RATE_LIMITED after the provider's 429)
+   */
+  max_concurrency: Int(2048, { minimum: 1, maximum: 100_000 }),
+  max_queue: Int(2048, { minimum: 0, maximum: 1_000_000 }),
+  queue_timeout_ms: Int(10_000, { minimum: 0, maximum: 600_000 }),
   anthropic: Section({ api_key: Str(''), ...llmCommon, model: Str('claude-sonnet-4-5') }),
   gemini: Section({ api_key: Str(''), ...llmCommon, model: Str('gemini-2.5-flash'), max_tokens: Int(1000, { minimum: 1 }) }),
   vertexai: Section({
@@ -184,11 +194,28 @@ export const ConfigSchema = Type.Object({
     prefer_local: Bool(true),
     /** durable events waiting for JetStream's acknowledgement (per process) at which questions are refused */
     outbox_max_events: Int(10_000, { minimum: 1 }),
+    /** copies JetStream keeps of each stream, KV bucket and object store Cortado makes (1, or 3/5 on a cluster; docs/deployment.md) */
+    replicas: Int(1, { minimum: 1, maximum: 5 }),
   }),
   /** (Cortado) the audit trail */
   audit: Section({
     /** refuse questions (AUDIT_UNAVAILABLE) while their events could not reach the audit trail */
     required: Bool(true),
+  }),
+  /** (Cortado) Prometheus metrics of each process (protocol/metrics.ts, docs/operations.md "Metrics") */
+  metrics: Section({
+    enabled: Bool(true),
+    /** '' = GET /metrics on the edge's port (metrics.token or the admin session); `host:port` = a listener of its own, unauthenticated, in any role */
+    listen: Str('', { pattern: '^$|^[^\\s/]*:[0-9]{1,5}$' }),
+    /** bearer token for GET /metrics on the edge's port; '' = the admin session only */
+    token: Str(''),
+  }),
+  /** (Cortado) OpenTelemetry traces (protocol/tracing.ts, docs/operations.md "Traces") */
+  tracing: Section({
+    /** OTLP/HTTP base URL (`http://collector:4318`); '' = OTEL_EXPORTER_OTLP_ENDPOINT, else no export */
+    otlp_endpoint: Str(''),
+    /** share of new traces recorded (a traceparent's sampled flag decides for the rest) */
+    sample_ratio: Num(1, { minimum: 0, maximum: 1 }),
   }),
   llm: LlmSection,
   model_routing: ModelRouting,
@@ -339,6 +366,12 @@ export const ConfigSchema = Type.Object({
       ),
       allowed_operations: StrList([]),
     }),
+    /** (Cortado) US dollars per TiB billed, for the console's costs (BigQuery on-demand list price) */
+    price_per_tb_usd: Num(6.25, { minimum: 0 }),
+    /** (Cortado) the share of slot capacity at or above which a saturation point counts as saturated */
+    saturation_threshold: Num(0.9, { minimum: 0, maximum: 10 }),
+    /** (Cortado) how long one project's operation may take before that project answers TIMEOUT (the console's request itself waits 120 s) */
+    project_timeout_seconds: Int(60, { minimum: 1, maximum: 100 }),
   }),
   alarms: Section({
     enabled: Bool(false),

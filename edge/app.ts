@@ -15,7 +15,11 @@ import { createCallerResolver, type RouteAuth } from './caller.js';
 import { corsPolicy } from './http/cors.js';
 import { createRateLimiter } from './http/ratelimit.js';
 import { healthRoutes } from './http/routes/health.js';
+import { metricsRoutes } from './http/routes/metrics.js';
+import { edgeTrace } from './http/trace.js';
+import { TRACEPARENT } from '../protocol/tracing.js';
 import { pageRoutes } from './http/routes/pages.js';
+import { widgetRoutes } from './http/routes/widget.js';
 import { adminRoutes } from './http/routes/admin.js';
 import { queryRoutes } from './http/routes/query.js';
 import { tableRoutes } from './http/routes/tables.js';
@@ -24,6 +28,12 @@ import { analyticsRoutes } from './http/routes/analytics.js';
 import { semanticRoutes } from './http/routes/semantic.js';
 import { scheduleRoutes } from './http/routes/schedules.js';
 import { exportRoutes } from './http/routes/export.js';
+import { opsRoutes } from './http/routes/ops.js';
+import { alarmRoutes } from './http/routes/alarms.js';
+import { workspaceRoutes } from './http/routes/workspace.js';
+import { wsRoutes } from './http/routes/ws.js';
+import { wsEndpoint } from './ws/endpoint.js';
+import { contractRoutes } from './http/routes/contracts.js';
 import { mcpRoutes } from './mcp/routes.js';
 
 export interface EdgeOptions {
@@ -56,6 +66,7 @@ export async function startEdge(opts: EdgeOptions): Promise<Edge> {
 
   const router = new Router(createCallerResolver({ bus, config }));
   healthRoutes(router, { bus, version: opts.version, closing: () => closing });
+  metricsRoutes(router, { bus, config });
   queryRoutes(router, { bus, config });
   adminRoutes(router, { bus, config });
   tableRoutes(router, { bus });
@@ -65,7 +76,13 @@ export async function startEdge(opts: EdgeOptions): Promise<Edge> {
   semanticRoutes(router, { bus });
   scheduleRoutes(router, { bus });
   exportRoutes(router, { bus, config });
+  opsRoutes(router, { bus });
+  alarmRoutes(router, { bus });
+  workspaceRoutes(router, { bus, config });
+  wsRoutes(router);
   pageRoutes(router, { appName: config.app.name, config });
+  widgetRoutes(router, { log });
+  contractRoutes(router, { version: opts.version, prefix: config.bus.prefix });
 
   const cors = corsPolicy(config, log);
   const limiter = createRateLimiter({ bus, config, log });
@@ -74,7 +91,10 @@ export async function startEdge(opts: EdgeOptions): Promise<Edge> {
     const started = performance.now();
     const given = req.headers[HTTP_REQUEST_ID];
     const rid = given && RID.test(given) ? given : randomUUID();
-    const corsHeaders = cors.response(req.headers.origin);
+    // W3C trace context and the HTTP metrics (edge/http/trace.ts): the traceparent is echoed
+    const trace = edgeTrace(req, rid);
+    let routePattern = '(none)';
+    const corsHeaders = { ...cors.response(req.headers.origin), [TRACEPARENT]: trace.traceparent };
     // the request's child logger is made when something is logged (a pino child costs an
     // allocation of its bindings and redaction state on every request otherwise)
     let child: Logger | undefined;
@@ -82,6 +102,7 @@ export async function startEdge(opts: EdgeOptions): Promise<Edge> {
     inFlight++;
     const finish = (status: number, code?: string): void => {
       inFlight--;
+      trace.end(status, routePattern, started);
       if (log.isLevelEnabled('info')) {
         reqLog().info({ method: req.method, path: redactUrl(req.path + (req.rawQuery ? `?${req.rawQuery}` : '')), status, ...(code ? { code } : {}), ms: Math.round((performance.now() - started) * 100) / 100 }, 'http');
       }
@@ -118,6 +139,7 @@ export async function startEdge(opts: EdgeOptions): Promise<Edge> {
     function route(headers: Record<string, string>): void {
       const match = router.match(req.method, req.path);
       if ('notFound' in match || 'allowed' in match) {
+        routePattern = '(unmatched)';
         const e = 'allowed' in match
           ? new CortadoError('METHOD_NOT_ALLOWED', `${req.method} is not allowed on ${req.path}`)
           : new CortadoError('NOT_FOUND', `no route for ${req.method} ${req.path}`);
@@ -126,6 +148,7 @@ export async function startEdge(opts: EdgeOptions): Promise<Edge> {
         return;
       }
       req.params = match.params;
+      routePattern = match.pattern;
       const wrapped = wrapResponse(res, headers);
       Promise.resolve()
         .then(() => match.handler(req, wrapped, { rid, get log() { return reqLog(); } }))
@@ -146,6 +169,8 @@ export async function startEdge(opts: EdgeOptions): Promise<Edge> {
     kind: config.app.http_server,
     maxBodyBytes: config.app.max_body_kb * 1024,
     handler,
+    // GET /api/ws: every frame goes through `handler` as the SSE request it stands for
+    websocket: wsEndpoint({ config, cors, handler, log }),
   });
   const host = opts.host ?? config.app.host;
   const port = await server.listen(host, opts.port ?? config.app.port);

@@ -9,7 +9,7 @@
  * | `admin`     | the admin panel's session (cookie `cortado_admin`)                  | 401; 403 CSRF |
  * | `assistant` | the assistant gate's session (cookie `cortado_assistant`)           | 401; 403 CSRF |
  * | `auth`      | a plugins.auth session or auto session (`X-Session-ID`, or cookie `cortado_auth`) | 404 when plugins.auth is off; 401; 403 CSRF |
- * | `any`       | the legacy assistant's callers, first that applies: the assistant session (required when plugins.assistant_login is on), an API token (`Authorization: Bearer ctd_…`), the assistant cookie, else an anonymous widget (its `session_id` and the client address) unless query.require_session | 401 |
+ * | `any`       | the legacy assistant's callers, first that applies: the assistant session (required when plugins.assistant_login is on; its cookie, or its secret in `X-Session-ID` for an embedded widget), an API token (`Authorization: Bearer ctd_…`), the assistant cookie, a session in `X-Session-ID` (the assistant gate's, or a plugins.auth session or auto session; an auto session only from an Origin in auto_session.allowed_origins when that list is set), else an anonymous widget (its `session_id` and the client address) unless query.require_session | 401; 403 origin |
  * | `token`     | an API token (MCP): `x-mcp-token`, `Authorization: Bearer`, or `?token=` | 401 |
  * | `admin_or_any` | the admin panel's session when its cookie is sent and valid (reads of the semantic layer), else what `any` takes | as `any` |
  * | `signed_in` | anyone signed in (`analytics.access: signed_in`): an API token when one is sent (as for `token`; a wrong one is refused), else the first session that holds — admin, assistant, plugins.auth | 401 |
@@ -96,9 +96,9 @@ export type CallerFor<A extends RouteAuth> =
   A extends 'admin' ? SessionCaller<'admin'>
     : A extends 'assistant' ? SessionCaller<'assistant'>
       : A extends 'auth' ? SessionCaller<'auth' | 'auto'>
-        : A extends 'any' ? SessionCaller<'assistant'> | TokenCaller | WidgetCaller
+        : A extends 'any' ? SessionCaller<'assistant' | 'auth' | 'auto'> | TokenCaller | WidgetCaller
           : A extends 'token' ? TokenCaller
-            : A extends 'admin_or_any' ? SessionCaller<'admin'> | SessionCaller<'assistant'> | TokenCaller | WidgetCaller
+            : A extends 'admin_or_any' ? SessionCaller<'admin'> | SessionCaller<'assistant' | 'auth' | 'auto'> | TokenCaller | WidgetCaller
               : A extends 'signed_in' ? SessionCaller | TokenCaller
               : AnonymousCaller;
 
@@ -207,10 +207,47 @@ export function createCallerResolver(deps: { bus: Bus; config: Config }): Caller
     return apiToken(secret, rid);
   }
 
+  /**
+   * The session an embedded widget sends in `X-Session-ID` (cookies do not cross sites): the
+   * assistant gate's, else (plugins.auth on, and not when the gate requires a directory login) an
+   * auth session or auto session. One that holds none of these is refused, never ignored.
+   */
+  async function headerSession(req: HttpRequest, header: string, rid: string, gate: boolean): Promise<SessionCaller<'assistant' | 'auth' | 'auto'>> {
+    const unless401 = (err: unknown): undefined => {
+      if (err instanceof CortadoError && err.code === 'UNAUTHORIZED') return undefined;
+      throw err;
+    };
+    const a = await session(header, 'assistant', rid).catch(unless401);
+    if (a) return { kind: 'assistant', user: a.username, owner: ownerOf('assistant', digest(header)), secret: header, session: a };
+    if (!gate && config.plugins.auth.enabled) {
+      const s = await session(header, 'auth', rid).catch(unless401);
+      if (s?.id) {
+        const self = scopeOf('session', s.id);
+        if (!s.auto) return { kind: 'auth', user: s.username, scope: self, owner: self, secret: header, session: s };
+        autoOrigin(req);
+        return { kind: 'auto', user: s.username, owner: self, secret: header, session: s };
+      }
+    }
+    throw new CortadoError('UNAUTHORIZED', `the session in ${SESSION_HEADER} is unknown or has expired: sign in again${gate ? ' (POST /assistant/login)' : ''}`);
+  }
+
+  /** An auto session used from a browser page whose Origin plugins.auth.auto_session.allowed_origins does not list: 403. */
+  function autoOrigin(req: HttpRequest): void {
+    const allowed = config.plugins.auth.auto_session.allowed_origins;
+    const origin = req.headers.origin;
+    if (!allowed.length || origin === undefined) return;
+    const norm = (o: string): string => o.trim().toLowerCase().replace(/\/+$/, '');
+    if (!allowed.some((o) => norm(o) === norm(origin))) {
+      throw new CortadoError('FORBIDDEN', `this page (Origin ${origin.slice(0, 200)}) may not use an auto session: it is not in plugins.auth.auto_session.allowed_origins`);
+    }
+  }
+
   /** The legacy assistant's caller (see `any` in the table above). */
-  async function legacy(req: HttpRequest, rid: string, hint: CallerHint): Promise<SessionCaller<'assistant'> | TokenCaller | WidgetCaller> {
+  async function legacy(req: HttpRequest, rid: string, hint: CallerHint): Promise<SessionCaller<'assistant' | 'auth' | 'auto'> | TokenCaller | WidgetCaller> {
     const cookie = sessionToken(req, 'assistant');
+    const header = req.headers[SESSION_HEADER]?.trim() || undefined;
     if (config.plugins.assistant_login.enabled) {
+      if (!cookie && header) return headerSession(req, header, rid, true);
       if (!cookie) throw new CortadoError('UNAUTHORIZED', 'sign in first (POST /assistant/login)');
       const s = await session(cookie, 'assistant', rid);
       return { kind: 'assistant', user: s.username, owner: ownerOf('assistant', digest(cookie)), secret: cookie, session: s };
@@ -221,12 +258,13 @@ export function createCallerResolver(deps: { bus: Bus; config: Config }): Caller
       const s = await session(cookie, 'assistant', rid).catch(() => undefined);
       if (s) return { kind: 'assistant', user: s.username, owner: ownerOf('assistant', digest(cookie)), secret: cookie, session: s };
     }
+    if (header) return headerSession(req, header, rid, false);
     if (config.query.require_session) throw new CortadoError('UNAUTHORIZED', 'sign in first (POST /assistant/login), or send an API token (Authorization: Bearer ctd_…)');
     return { kind: 'widget', owner: ownerOf('client', digest(`${hint.widgetSession ?? ''}|${clientAddress(req, config)}`)) };
   }
 
   /** The admin session if its cookie is sent and valid (a stale one is no refusal here), else the legacy caller. */
-  async function adminOrLegacy(req: HttpRequest, rid: string, hint: CallerHint): Promise<SessionCaller<'admin'> | SessionCaller<'assistant'> | TokenCaller | WidgetCaller> {
+  async function adminOrLegacy(req: HttpRequest, rid: string, hint: CallerHint): Promise<SessionCaller<'admin'> | SessionCaller<'assistant' | 'auth' | 'auto'> | TokenCaller | WidgetCaller> {
     if (sessionToken(req, 'admin')) {
       const admin = await cookieSession('admin', req, rid).catch((err: unknown) => {
         if (err instanceof CortadoError && err.code === 'UNAUTHORIZED') return undefined;

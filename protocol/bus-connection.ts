@@ -10,6 +10,7 @@ import type { RequestDef } from './define.js';
 import { CortadoError } from './errors.js';
 import type { Logger } from './log.js';
 import { DurableEvents } from './bus-durable.js';
+import { registerOutbox } from './metrics.js';
 
 export interface Pending {
   resolve: (value: unknown) => void;
@@ -19,6 +20,8 @@ export interface Pending {
   /** handed to the connection (lost with it when it drops) */
   written: boolean;
   since: number;
+  /** when the handler last said it still works on it (Header.Alive; long requests only) */
+  heard?: number;
   /** sends it (again) */
   write?: () => void;
 }
@@ -37,6 +40,8 @@ export interface BusOptions {
   preferLocal?: boolean;
   /** durable events waiting for JetStream at which questions are refused (config bus.outbox_max_events) */
   outboxMaxEvents?: number;
+  /** copies JetStream keeps of each stream, bucket and object store this bus makes (config bus.replicas; default 1) */
+  replicas?: number;
 }
 
 /** how long a request not yet sent waits for a lost connection to come back */
@@ -49,6 +54,8 @@ export const OUTBOX_WAIT_MS = 5_000;
 export class BusConnection {
   readonly prefix: string;
   readonly log: Logger;
+  /** copies of what this bus makes in JetStream (config bus.replicas) */
+  readonly replicas: number;
   protected readonly nc: NatsConnection;
   protected readonly strict: boolean;
   protected readonly inbox: string;
@@ -76,18 +83,22 @@ export class BusConnection {
 
   /** the event stream and the outbox of durable events */
   protected readonly durable: DurableEvents;
+  /** stop counting this outbox in /metrics (protocol/metrics.ts) */
+  private readonly stopOutboxMetrics: () => void;
 
 
   protected constructor(nc: NatsConnection, opts: BusOptions) {
     this.nc = nc;
     this.prefix = opts.prefix;
     this.log = opts.log;
+    this.replicas = opts.replicas ?? 1;
     this.strict = opts.strict ?? false;
     this.inbox = `_INBOX.${randomUUID().replace(/-/g, '')}`;
     this.durable = new DurableEvents({
       nc, prefix: opts.prefix, log: opts.log, ...(opts.outboxMaxEvents !== undefined ? { max: opts.outboxMaxEvents } : {}),
       send: (write) => this.send(write), down: () => this.down,
     });
+    this.stopOutboxMetrics = registerOutbox(() => this.durable.stats());
     void this.watchConnection();
   }
 
@@ -130,6 +141,7 @@ export class BusConnection {
     }
     this.flushOutgoing();
     await this.durable.close(deadline);
+    this.stopOutboxMetrics();
     if (this.holdTimer) clearInterval(this.holdTimer);
     try {
       await this.nc.drain();

@@ -10,6 +10,7 @@ import { AckPolicy, DeliverPolicy, jetstreamManager } from '@nats-io/jetstream';
 import { ctxFrom, type Ctx } from './bus-headers.js';
 import type { Logger } from './log.js';
 import { eventsStreamName } from './subjects.js';
+import { registerConsumerLag } from './metrics.js';
 
 /** What the loop needs of the bus. */
 export interface ConsumerHost {
@@ -217,8 +218,15 @@ export async function pullConsumer(
   })().catch((err: unknown) => {
     if (!bus.closed()) bus.log.warn({ durable, err: (err as Error).message }, 'the event consumer stopped');
   });
+  // its lag in /metrics (protocol/metrics.ts): what the stream holds that it has not acknowledged
+  const stopLag = registerConsumerLag(durable, async () => {
+    if (exists !== true || bus.closed()) return undefined;
+    const info = await jsm.consumers.info(stream, durable);
+    return info.num_pending + info.num_ack_pending;
+  });
   return {
     async stop() {
+      stopLag();
       stopped = true;
       wake?.();
       current?.end(0);

@@ -27,6 +27,8 @@ const DUPLICATE_WINDOW_S = 120;
 export interface StreamOptions {
   maxAgeMs?: number;
   maxBytes?: number;
+  /** copies JetStream keeps of the stream (config bus.replicas) */
+  replicas?: number;
 }
 
 /** A durable event, encoded, waiting in the outbox. */
@@ -258,6 +260,7 @@ export class DurableEvents {
           subjects: [`${this.prefix}.${EVENTS_WILDCARD}`],
           retention: RetentionPolicy.Limits,
           storage: StorageType.File,
+          num_replicas: opts.replicas ?? 1,
           discard: DiscardPolicy.Old,
           max_age: (opts.maxAgeMs ?? 7 * 24 * 3600_000) * 1_000_000,
           max_bytes: opts.maxBytes ?? 1024 * 1024 * 1024,

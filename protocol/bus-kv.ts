@@ -12,6 +12,8 @@ export interface BucketOptions {
   ttlMs?: number;
   history?: number;
   maxBytes?: number;
+  /** copies JetStream keeps (the bus passes config bus.replicas) */
+  replicas?: number;
 }
 
 /** JetStream's answers when a compare-and-set lost the race (the key changed since it was read). */
@@ -26,6 +28,7 @@ async function openNatsKv(nc: NatsConnection, name: string, opts: BucketOptions 
   return new Kvm(nc).create(name, {
     ...(opts.ttlMs !== undefined ? { ttl: opts.ttlMs } : {}),
     history: opts.history ?? 1,
+    replicas: opts.replicas ?? 1,
     ...(opts.maxBytes !== undefined ? { max_bytes: opts.maxBytes } : {}),
   });
 }

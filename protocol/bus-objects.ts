@@ -22,6 +22,8 @@ export interface ObjectBucketOptions {
   ttlMs?: number;
   /** the bucket's bytes at most */
   maxBytes?: number;
+  /** copies JetStream keeps (the bus passes config bus.replicas) */
+  replicas?: number;
 }
 
 export interface StoredObject {
@@ -48,6 +50,7 @@ const NS_PER_MS = 1_000_000;
 export async function openObjects(nc: NatsConnection, name: string, opts: ObjectBucketOptions = {}): Promise<ObjectBucket> {
   const os = await new Objm(nc).create(name, {
     storage: StorageType.File,
+    replicas: opts.replicas ?? 1,
     ...(opts.ttlMs !== undefined ? { ttl: opts.ttlMs * NS_PER_MS } : {}),
     ...(opts.maxBytes !== undefined ? { max_bytes: opts.maxBytes } : {}),
   });

@@ -48,6 +48,8 @@ export interface WorkQueueOptions {
   ackWaitMs?: number;
   /** how long a message waits for a worker at most */
   maxAgeMs?: number;
+  /** copies JetStream keeps of the queue's stream (the bus passes config bus.replicas) */
+  replicas?: number;
 }
 
 export interface WorkOptions {
@@ -94,6 +96,7 @@ export class WorkQueue<D extends QueueDef> {
       maxInFlight: Math.max(1, opts.maxInFlight),
       ackWaitMs: opts.ackWaitMs ?? 30_000,
       maxAgeMs: opts.maxAgeMs ?? 7 * 24 * 3_600_000,
+      replicas: opts.replicas ?? 1,
     });
     await q.ensure();
     return q;
@@ -110,6 +113,7 @@ export class WorkQueue<D extends QueueDef> {
           subjects: [this.subject],
           retention: RetentionPolicy.Workqueue,
           storage: StorageType.File,
+          num_replicas: this.opts.replicas,
           discard: DiscardPolicy.Old,
           max_age: this.opts.maxAgeMs * 1_000_000,
           duplicate_window: DUPLICATE_WINDOW_MS * 1_000_000,

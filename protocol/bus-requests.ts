@@ -16,9 +16,12 @@ import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node'
 import { describeErrors, type RequestDef, type ReplyOf, type RequestOf } from './define.js';
 import { CortadoError, toCortadoError, type WireError } from './errors.js';
 import { MAX_HOPS } from './headers.js';
-import { ctxFrom, headersFor, type Ctx } from './bus-headers.js';
+import { ALIVE_HEADERS, ctxFrom, headersFor, type Ctx } from './bus-headers.js';
+import { Header } from './headers.js';
 import { BusConnection, type BusOptions, type Pending } from './bus-connection.js';
 import { logHandled, SubjectStats, type ServeStats } from './bus-stats.js';
+import { busSeries, type BusSeries } from './metrics.js';
+import { startSpan, traceOf } from './tracing.js';
 import { SysStats } from './subjects.js';
 import type { SysStatsReply } from './schemas/sys.js';
 
@@ -43,6 +46,19 @@ const dec = new TextDecoder();
  */
 const RESUBSCRIBE_GRACE_MS = 3_000;
 const RESEND_NO_RESPONDERS_MS = 250;
+/**
+ * Signs of life. A process that dies (kill -9, OOM, a lost host) while it works on a request
+ * sends no answer and no error: its requester would wait the whole timeout (330 s for a
+ * question). So a handler working on a remote request longer than ALIVE_EVERY_MS says so to the
+ * reply subject every ALIVE_EVERY_MS (an empty message with Header.Alive; one timer per
+ * process, nothing per request that ends sooner), and a requester waiting on a long request
+ * (timeout ≥ LIVENESS_FROM_MS) that hears nothing for SILENT_AFTER_MS gives up with
+ * ACTOR_UNAVAILABLE, retryable. Silence while the broker is away, or just after it came back,
+ * does not count.
+ */
+const ALIVE_EVERY_MS = 1_000;
+const SILENT_AFTER_MS = 6_000;
+const LIVENESS_FROM_MS = 20_000;
 
 export class RequestBus extends BusConnection {
   protected seq = 0;
@@ -54,12 +70,44 @@ export class RequestBus extends BusConnection {
   protected readonly inFlight = new Map<string, Set<Promise<unknown>>>();
   protected readonly local = new Map<string, LocalRoute>();
   protected readonly preferLocal: boolean;
+  /** remote requests being handled here, with when they started (signs of life) */
+  protected readonly working = new Map<Msg, number>();
+  /** when liveness() last ran, and since when silence counts (after this process itself stalled, from then) */
+  protected lastLiveness = Date.now();
+  protected quietFrom = 0;
   protected constructor(nc: NatsConnection, opts: BusOptions) {
     super(nc, opts);
     this.preferLocal = opts.preferLocal ?? false;
     this.name = opts.name;
     this.nc.subscribe(`${this.inbox}.*`, { callback: (err, msg) => { this.onReply(err, msg); } });
     this.serveStats();
+    setInterval(() => this.liveness(), ALIVE_EVERY_MS).unref();
+  }
+
+  /** Once a second: say "still working" for long handlings; give up on long requests gone silent. */
+  protected liveness(): void {
+    if (this.closed) return;
+    const now = Date.now();
+    // this process's own event loop stalled: the signs of life may be waiting in its socket
+    if (now - this.lastLiveness > 2 * ALIVE_EVERY_MS) this.quietFrom = now;
+    this.lastLiveness = now;
+    if (!this.down) {
+      for (const [msg, started] of this.working) {
+        if (now - started < ALIVE_EVERY_MS) continue;
+        try {
+          msg.respond(undefined, { headers: ALIVE_HEADERS });
+        } catch { /* the connection is away: the requester does not count silence then */ }
+      }
+    }
+    if (this.down || now - this.reconnectedAt < SILENT_AFTER_MS) return;
+    for (const [id, p] of this.pending) {
+      if (!p.written || p.def.timeoutMs < LIVENESS_FROM_MS) continue;
+      const heard = Math.max(p.heard ?? p.since, this.reconnectedAt, this.quietFrom);
+      if (now - heard < SILENT_AFTER_MS) continue;
+      this.pending.delete(id);
+      clearTimeout(p.timer);
+      p.reject(new CortadoError('ACTOR_UNAVAILABLE', `the ${p.def.owner} process working on ${p.def.subject} stopped answering (no sign of life for ${Math.round((now - heard) / 1000)} s): it may have ended; try again`, { actor: p.def.owner }));
+    }
   }
 
   // ---- request/reply ------------------------------------------------------------------
@@ -72,7 +120,8 @@ export class RequestBus extends BusConnection {
     let timeoutMs = opts.timeoutMs ?? def.timeoutMs;
     if (ctx.deadline !== undefined) timeoutMs = Math.min(timeoutMs, Math.max(1, ctx.deadline - Date.now()));
     const route = opts.remote ? undefined : this.local.get(def.subject);
-    if (route) return this.callLocal(route, input, { ...ctx, hop }, timeoutMs) as Promise<ReplyOf<D>>;
+    const series = busSeries(def.subject, 'client');
+    if (route) return tracked(this.callLocal(route, input, { ...ctx, hop }, timeoutMs) as Promise<ReplyOf<D>>, series);
     const id = (++this.seq).toString(36);
     const headers = headersFor({ ...ctx, hop });
     let payload: Uint8Array;
@@ -81,7 +130,7 @@ export class RequestBus extends BusConnection {
     } catch (err) {
       return Promise.reject(new CortadoError('INTERNAL', `cannot encode ${def.subject} request`, undefined, { cause: err }));
     }
-    return new Promise<ReplyOf<D>>((resolve, reject) => {
+    return tracked(new Promise<ReplyOf<D>>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(id);
         reject(new CortadoError('TIMEOUT', `${def.owner} did not answer ${def.subject} within ${timeoutMs} ms`, { subject: def.subject }));
@@ -100,7 +149,7 @@ export class RequestBus extends BusConnection {
         }
       };
       this.send(p.write);
-    });
+    }), series);
   }
 
   protected onReply(err: Error | null, msg: Msg): void {
@@ -111,6 +160,10 @@ export class RequestBus extends BusConnection {
     const id = msg.subject.slice(this.inbox.length + 1);
     const p = this.pending.get(id);
     if (!p) return; // late reply after a timeout
+    if (msg.data.length === 0 && msg.headers?.get(Header.Alive)) {
+      p.heard = Date.now(); // still being worked on
+      return;
+    }
     if (msg.headers?.code === 503 && msg.data.length === 0 && p.write && Date.now() - this.reconnectedAt < RESUBSCRIBE_GRACE_MS) {
       // nobody got it (so nothing ran): the actor's process may not have resubscribed after
       // the broker came back yet; the same message goes again in a moment
@@ -197,11 +250,14 @@ export class RequestBus extends BusConnection {
     const ctx = ctxFrom(msg.headers);
     let input: unknown;
     let out: Outcome;
+    if (msg.reply) this.working.set(msg, Date.now());
     try {
       input = msg.data.length ? JSON.parse(dec.decode(msg.data)) : {};
       out = await this.handle(def, handler, input, ctx, stats);
     } catch {
       out = { ok: false, error: new CortadoError('VALIDATION_FAILED', `${def.subject}: the message is not JSON`) };
+    } finally {
+      if (msg.reply) this.working.delete(msg);
     }
     if (!msg.reply) return;
     const env: Envelope = out.ok ? out : { ok: false, error: out.error.toWire() };
@@ -230,6 +286,10 @@ export class RequestBus extends BusConnection {
   /** Validate, check the deadline, run the handler, normalise what it throws, count and log. Never rejects. */
   protected async handle(def: RequestDef, handler: LocalRoute['handler'], input: unknown, ctx: Ctx, stats: SubjectStats): Promise<Outcome> {
     const started = performance.now();
+    stats.begin();
+    // a span per handled request, under the sender's (protocol/tracing.ts); none while tracing is off
+    const span = startSpan(def.subject, traceOf(ctx), 'server', { 'cortado.request_id': ctx.requestId, 'messaging.system': 'nats', 'messaging.destination.name': def.subject, 'cortado.actor': def.owner });
+    if (span) ctx = { ...ctx, trace: span.traceparent };
     let out: Outcome;
     try {
       if (!def.checkRequest.Check(input)) {
@@ -246,7 +306,8 @@ export class RequestBus extends BusConnection {
       out = { ok: false, error: toCortadoError(err) };
     }
     const ms = performance.now() - started;
-    stats.add(ms, !out.ok);
+    stats.add(ms, !out.ok, out.ok ? undefined : out.error.code);
+    span?.end(out.ok ? undefined : { code: out.error.code, message: out.error.message });
     logHandled(this.log, { rid: ctx.requestId, subj: def.subject, ms }, out.ok ? undefined : out.error);
     return out;
   }
@@ -335,6 +396,20 @@ export class RequestBus extends BusConnection {
     return out;
   }
 
+}
+
+/** The client side of a request in its series (protocol/metrics.ts): in flight, latency, error code. */
+function tracked<T>(p: Promise<T>, series: BusSeries | undefined): Promise<T> {
+  if (!series) return p;
+  const started = performance.now();
+  series.enter();
+  return p.then(
+    (v) => { series.leave(performance.now() - started); return v; },
+    (err: unknown) => {
+      series.leave(performance.now() - started, err instanceof CortadoError ? err.code : 'INTERNAL');
+      throw err;
+    },
+  );
 }
 
 function mb(bytes: number): string {

@@ -1,10 +1,11 @@
 /**
  * Per-subject counters of what a process handled (requests served, events taken by `on` and
  * `consume`): count, errors and a latency summary over the last RECENT handlings. One line per
- * handled message is logged here too, so requests and events read the same in the logs.
+ * handled message is logged here too (at debug), so requests and events read the same in the logs.
  */
 import type { Logger } from './log.js';
 import type { CortadoError } from './errors.js';
+import { busSeries, type BusSeries } from './metrics.js';
 
 /** handlings kept for the percentiles */
 const RECENT = 512;
@@ -30,10 +31,20 @@ export class SubjectStats {
   totalMs = 0;
   maxMs = 0;
   private readonly recent = new Float64Array(RECENT);
+  /** the Prometheus series of this subject (protocol/metrics.ts); undefined while metrics are off */
+  readonly series: BusSeries | undefined;
 
-  constructor(readonly subject: string, readonly kind: HandledKind) {}
+  constructor(readonly subject: string, readonly kind: HandledKind) {
+    this.series = busSeries(subject, kind === 'request' ? 'server' : 'event');
+  }
 
-  add(ms: number, failed: boolean): void {
+  /** one handling began (the in-flight gauge); every `begin` is followed by one `add` */
+  begin(): void {
+    this.series?.enter();
+  }
+
+  add(ms: number, failed: boolean, code?: string): void {
+    this.series?.leave(ms, failed ? code ?? 'ERROR' : undefined);
     this.recent[this.handled % RECENT] = ms;
     this.handled++;
     if (failed) this.errors++;
@@ -51,15 +62,20 @@ export class SubjectStats {
   }
 }
 
-/** The line every handled message gets: info with `code` and `ms`; 5xx-class at error. */
+/**
+ * The line every handled message gets: debug with `code` and `ms`; 5xx-class at error. A
+ * question crosses about a dozen handlers, and at the default level an operator reads one line
+ * per request (the edge's access line, which carries the request id and the code): the
+ * per-hop lines are there at `debug`, when following one request through the actors.
+ */
 export function logHandled(log: Logger, line: { rid: string; subj: string; ms: number }, error?: CortadoError): void {
-  const ms = round(line.ms);
-  if (error) {
-    if (error.httpStatus >= 500) log.error({ ...line, ms, code: error.code, err: error.cause ?? error }, error.message);
-    else log.info({ ...line, ms, code: error.code }, error.message);
-  } else if (log.isLevelEnabled('info')) {
-    log.info({ ...line, ms, code: 'OK' }, 'handled');
+  if (error && error.httpStatus >= 500) {
+    log.error({ ...line, ms: round(line.ms), code: error.code, err: error.cause ?? error }, error.message);
+    return;
   }
+  if (!log.isLevelEnabled('debug')) return;
+  if (error) log.debug({ ...line, ms: round(line.ms), code: error.code }, error.message);
+  else log.debug({ ...line, ms: round(line.ms), code: 'OK' }, 'handled');
 }
 
 export function round(ms: number): number {

@@ -50,6 +50,7 @@ import { openBucket, type BucketOptions } from './bus-kv.js';
 import { openObjects, type ObjectBucket, type ObjectBucketOptions } from './bus-objects.js';
 import { WorkQueue, type QueueDef, type WorkQueueOptions } from './bus-queue.js';
 import { logHandled, type ServeStats } from './bus-stats.js';
+import { startSpan } from './tracing.js';
 import { RequestBus, type Handler } from './bus-requests.js';
 import type { Kv } from './kv.js';
 import { bucketName, progressSubject, type Bucket } from './subjects.js';
@@ -210,25 +211,31 @@ export class Bus extends RequestBus {
   private async takeEvent(def: EventDef, data: unknown, ctx: Ctx, handler: (payload: unknown) => Promise<void>, rethrow: boolean): Promise<void> {
     const stats = this.statsFor(def.subject, 'event');
     const started = performance.now();
+    stats.begin();
     let error: CortadoError | undefined;
     if (!def.checkPayload.Check(data)) {
       error = new CortadoError('VALIDATION_FAILED', `${def.subject}: the event does not match its contract`, { errors: describeErrors(def.checkPayload, data) });
-      stats.add(performance.now() - started, true);
+      stats.add(performance.now() - started, true, error.code);
       this.log.warn({ rid: ctx.requestId, subj: def.subject, code: error.code, errors: error.details?.errors }, error.message);
       return;
     }
+    // a span per event taken, under the publisher's (protocol/tracing.ts); none while tracing is off
+    const span = startSpan(def.subject, ctx.trace, 'consumer', { 'cortado.request_id': ctx.requestId, 'messaging.system': 'nats', 'messaging.destination.name': def.subject });
+    if (span) ctx.trace = span.traceparent;
     try {
       await handler(data);
     } catch (err) {
       error = toCortadoError(err);
       if (rethrow) {
-        stats.add(performance.now() - started, true);
+        stats.add(performance.now() - started, true, error.code);
+        span?.end({ code: error.code, message: error.message });
         logHandled(this.log, { rid: ctx.requestId, subj: def.subject, ms: performance.now() - started }, error);
         throw err;
       }
     }
     const ms = performance.now() - started;
-    stats.add(ms, error !== undefined);
+    stats.add(ms, error !== undefined, error?.code);
+    span?.end(error ? { code: error.code, message: error.message } : undefined);
     logHandled(this.log, { rid: ctx.requestId, subj: def.subject, ms }, error);
   }
 
@@ -271,7 +278,7 @@ export class Bus extends RequestBus {
    * making the stream is tried again every STREAM_RETRY_MS until it works.
    */
   async ensureEventStream(opts: StreamOptions = {}): Promise<boolean> {
-    return this.durable.ensureStream(opts);
+    return this.durable.ensureStream({ replicas: this.replicas, ...opts });
   }
 
   /**
@@ -323,19 +330,19 @@ export class Bus extends RequestBus {
 
   /** A typed bucket (protocol/kv.ts) in JetStream KV, made when missing. */
   bucket<T>(bucket: Bucket, opts: BucketOptions = {}): Promise<Kv<T>> {
-    return openBucket<T>(this.nc, bucketName(this.prefix, bucket), opts);
+    return openBucket<T>(this.nc, bucketName(this.prefix, bucket), { replicas: this.replicas, ...opts });
   }
 
   /** A JetStream Object Store bucket (protocol/bus-objects.ts), made when missing: files between processes. */
   objects(bucket: Bucket, opts: ObjectBucketOptions = {}): Promise<ObjectBucket> {
-    return openObjects(this.nc, bucketName(this.prefix, bucket), opts);
+    return openObjects(this.nc, bucketName(this.prefix, bucket), { replicas: this.replicas, ...opts });
   }
 
   // ---- work queues --------------------------------------------------------------------
 
   /** A JetStream work queue (protocol/bus-queue.ts): stream and consumer made when missing. */
   workQueue<D extends QueueDef>(def: D, opts: WorkQueueOptions): Promise<WorkQueue<D>> {
-    return WorkQueue.open(this.nc, def, this.prefix, this.log, opts);
+    return WorkQueue.open(this.nc, def, this.prefix, this.log, { replicas: this.replicas, ...opts });
   }
 
 }

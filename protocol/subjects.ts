@@ -24,6 +24,10 @@ import * as Se from './schemas/semantic.js';
 import * as An from './schemas/analytics.js';
 import * as Sch from './schemas/schedules.js';
 import * as Ex from './schemas/export.js';
+import * as Ops from './schemas/ops.js';
+import * as Al from './schemas/alarms.js';
+import * as W from './schemas/workspace.js';
+import * as Own from './schemas/own-tokens.js';
 import { SqlProfileReply, SqlProfileRequest } from './schemas/profile.js';
 import { LlmCompleteReply, LlmCompleteRequest, LlmStatusReply } from './schemas/llm.js';
 import {
@@ -60,6 +64,9 @@ export const Actor = {
   Semantic: 'semantic',
   Analytics: 'analytics',
   Scheduler: 'scheduler',
+  Ops: 'ops',
+  Alarms: 'alarms',
+  Workspace: 'workspace',
 } as const;
 export type Actor = (typeof Actor)[keyof typeof Actor];
 export const ALL_ACTORS: readonly Actor[] = Object.values(Actor);
@@ -166,6 +173,9 @@ export const AuthLogin = identity('auth.login', I.AuthLoginRequest, I.LoginReply
 export const AuthAutoSession = identity('auth.auto', I.AutoSessionRequest, I.LoginReply);
 export const AuthLogout = identity('auth.logout', I.LogoutRequest, I.Ok);
 export const AuthToken = identity('auth.token', I.AuthTokenRequest, I.TokenIssueReply);
+/** the Tokens tab: an auth session's own API tokens (actors/identity/own-tokens.ts) */
+export const AuthTokenList = identity('auth.token.list', Own.OwnTokensRequest, I.TokenListReply);
+export const AuthTokenRevoke = identity('auth.token.revoke', Own.OwnTokenRevokeRequest, I.Ok);
 export const ScopeResolve = identity('scope.resolve', Sc.ScopeResolveRequest, Sc.ScopeInfo, 5_000);
 export const SqlConnectTest = defineRequest({
   subject: 'sql.connect.test', owner: Actor.Executor, timeoutMs: 20_000, request: Sc.SqlConnectTestRequest, reply: Sc.SqlConnectTestReply,
@@ -224,6 +234,37 @@ export const ScheduleRunNow = schedule('run', Sch.ScheduleIdRequest, Sch.Schedul
 export const ScheduleHistory = schedule('history', Sch.ScheduleHistoryRequest, Sch.ScheduleHistoryReply);
 export const CronPreview = schedule('cron.preview', Sch.CronPreviewRequest, Sch.CronPreviewReply, 5_000);
 
+// ---- warehouse operations console (actors/ops; docs/ops.md) --------------------------------
+export const OpsStatus = defineRequest({ subject: 'ops.status', owner: Actor.Ops, timeoutMs: 5_000, request: Empty, reply: Ops.OpsStatusReply });
+/** one operation over every configured project (per-project errors in the reply); model insights included */
+export const OpsRun = defineRequest({ subject: 'ops.run', owner: Actor.Ops, timeoutMs: 120_000, request: Ops.OpsRunRequest, reply: Ops.OpsRunReply });
+
+// ---- alarms over the console's operations (actors/alarms; store/alarms.ts; docs/ops.md) ----
+const alarm = <Q extends import('typebox').TSchema, R extends import('typebox').TSchema>(subject: string, request: Q, reply: R, timeoutMs = 15_000) =>
+  defineRequest({ subject: `alarm.${subject}`, owner: Actor.Alarms, timeoutMs, request, reply });
+
+export const AlarmList = alarm('list', Empty, Al.AlarmListReply);
+export const AlarmGet = alarm('get', Al.AlarmIdRequest, Al.Alarm);
+export const AlarmCreate = alarm('create', Al.AlarmCreateRequest, Al.Alarm);
+export const AlarmUpdate = alarm('update', Al.AlarmUpdateRequest, Al.Alarm);
+export const AlarmDelete = alarm('delete', Al.AlarmDeleteRequest, Al.OkReply);
+/** evaluate now without notifying: the value, and what an evaluation would do (asks OpsRun) */
+export const AlarmTest = alarm('test', Al.AlarmTestRequest, Al.AlarmTestReply, 125_000);
+export const AlarmHistory = alarm('history', Al.AlarmHistoryRequest, Al.AlarmHistoryReply);
+
+// ---- history, favourites and dashboards of each person (actors/workspace; store/workspace.ts) ----
+const workspace = <Q extends import('typebox').TSchema, R extends import('typebox').TSchema>(subject: string, request: Q, reply: R, timeoutMs = 10_000) =>
+  defineRequest({ subject: `workspace.${subject}`, owner: Actor.Workspace, timeoutMs, request, reply });
+
+export const HistoryAdd = workspace('history.add', W.HistoryAddRequest, W.HistoryEntry);
+export const HistoryList = workspace('history.list', W.HistoryListRequest, W.HistoryListReply);
+export const HistoryFavourite = workspace('history.favourite', W.HistoryFavouriteRequest, W.HistoryEntry);
+export const HistoryDelete = workspace('history.delete', W.WorkspaceItemRequest, W.WorkspaceOk);
+export const DashboardList = workspace('dashboard.list', W.DashboardListRequest, W.DashboardListReply);
+export const DashboardGet = workspace('dashboard.get', W.WorkspaceItemRequest, W.Dashboard);
+export const DashboardSave = workspace('dashboard.save', W.DashboardSaveRequest, W.Dashboard);
+export const DashboardDelete = workspace('dashboard.delete', W.WorkspaceItemRequest, W.WorkspaceOk);
+
 /**
  * The scheduler's work queue (protocol/bus-queue.ts, `bus.workQueue`): each execution to run,
  * put by the leader (a due tick) or by Run Now, taken by one worker of any scheduler process.
@@ -247,6 +288,8 @@ export const MailSentEvt = defineEvent({ subject: 'evt.mail.sent', payload: P.Ma
 export const ScopeEndedEvt = defineEvent({ subject: 'evt.identity.scope.ended', payload: Sc.ScopeEnded, durable: true });
 export const SemanticChangedEvt = defineEvent({ subject: 'evt.semantic.changed', payload: Se.SemanticChanged, durable: true });
 export const ScheduleRanEvt = defineEvent({ subject: 'evt.schedule.ran', payload: Sch.ScheduleRan, durable: true });
+export const AlarmFiredEvt = defineEvent({ subject: 'evt.alarm.fired', payload: Al.AlarmChanged, durable: true });
+export const AlarmResolvedEvt = defineEvent({ subject: 'evt.alarm.resolved', payload: Al.AlarmChanged, durable: true });
 export const QuestionCompletedEvt = defineEvent({ subject: 'evt.question.completed', payload: An.QuestionCompleted, durable: true });
 
 /**
@@ -268,10 +311,13 @@ export const REQUESTS = [
   SemanticMetricList, SemanticMetricGet, SemanticMetricCreate, SemanticMetricUpdate, SemanticMetricDelete,
   SemanticContext, SemanticDiscover, AnalyticsFeedback, AnalyticsReportGet,
   ScheduleCreate, ScheduleList, ScheduleGet, ScheduleUpdate, ScheduleDelete, ScheduleRunNow, ScheduleHistory, CronPreview,
+  OpsStatus, OpsRun, AuthTokenList, AuthTokenRevoke,
+  AlarmList, AlarmGet, AlarmCreate, AlarmUpdate, AlarmDelete, AlarmTest, AlarmHistory,
+  HistoryAdd, HistoryList, HistoryFavourite, HistoryDelete, DashboardList, DashboardGet, DashboardSave, DashboardDelete,
 ] as const;
 export const EVENTS = [
   QueryGeneratedEvt, QueryExecutedEvt, QueryRejectedEvt, QueryFailedEvt, ConfigChangedEvt, LoginEvt, TokenEvt, AlertRaisedEvt, MailSentEvt,
-  ScopeEndedEvt, SemanticChangedEvt, QuestionCompletedEvt, ScheduleRanEvt,
+  ScopeEndedEvt, SemanticChangedEvt, QuestionCompletedEvt, ScheduleRanEvt, AlarmFiredEvt, AlarmResolvedEvt,
 ] as const;
 
 /** The durable consumer the alerts actor scores queries with. */
@@ -321,6 +367,8 @@ export const Bucket = {
   Insights: 'insights',
   /** the scheduler's leader lease (one key, kept alive by the leader; the bucket's TTL ends a dead leader's) */
   SchedulerLease: 'scheduler_lease',
+  /** the alarms' evaluation lease (one key, as the scheduler's: the leader evaluates due alarms) */
+  AlarmsLease: 'alarms_lease',
   /** export files (an Object Store bucket, bus.objects): the executor writes, the mailer and the edge read */
   Exports: 'exports',
 } as const;

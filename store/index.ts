@@ -14,6 +14,8 @@
  *   semantic      semantic.ts        semantic   cortado_semantic_entities, _columns, _relationships, _metrics
  *   schedules     schedules.ts       scheduler  cortado_schedules
  *   executions    schedules.ts       scheduler  cortado_schedule_executions
+ *   workspace     workspace.ts       workspace  cortado_history, cortado_dashboards
+ *   alarms        alarms.ts          alarms     cortado_alarms (config_db off: the file FileAlarms keeps)
  *
  * config_db.enabled: PostgreSQL (one small pool per Storage, postgres.ts; the tables created or
  * migrated before openStorage returns); otherwise memory (lost on restart). Values are kept as
@@ -35,6 +37,7 @@
  */
 import type { Config } from '../config/schema.js';
 import type { Logger } from '../protocol/log.js';
+import { MemoryAlarms, PostgresAlarms, type AlarmsRepository } from './alarms.js';
 import { MemoryAudit, PostgresAudit, type AuditRepository } from './audit.js';
 import { ldapSettingsIn, type LdapSettingsRepository } from './ldap-settings.js';
 import { MemoryMaskRules, PostgresMaskRules, type MaskRulesRepository } from './mask-rules.js';
@@ -44,7 +47,10 @@ import { promptsIn, type PromptsRepository } from './prompts.js';
 import { MemorySchedules, PostgresSchedules, type ExecutionsRepository, type SchedulesRepository } from './schedules.js';
 import { MemorySemantic, PostgresSemantic, type SemanticRepository } from './semantic.js';
 import { MemoryTokens, PostgresTokens, type TokensRepository } from './tokens.js';
+import { MemoryWorkspace, PostgresWorkspace, type WorkspaceRepository } from './workspace.js';
 
+export type * from './alarms.js';
+export { FileAlarms, LOCK_STALE_MS } from './alarms.js';
 export type * from './audit.js';
 export type * from './mask-rules.js';
 export type * from './overrides.js';
@@ -52,6 +58,7 @@ export type * from './section.js';
 export type * from './schedules.js';
 export type * from './semantic.js';
 export type * from './tokens.js';
+export type * from './workspace.js';
 export type { LdapSettingsRepository } from './ldap-settings.js';
 export type { PgOptions } from './postgres.js';
 export type { PromptsRepository } from './prompts.js';
@@ -70,6 +77,10 @@ export interface Storage {
   readonly schedules: SchedulesRepository;
   /** the runs of the schedules (deleted with their schedule) */
   readonly executions: ExecutionsRepository;
+  /** each person's question history and dashboards */
+  readonly workspace: WorkspaceRepository;
+  /** the alarms (config_db on; off, the alarms actor keeps them in the alarms.storage_path file) */
+  readonly alarms: AlarmsRepository;
   /** create or migrate the tables (PostgreSQL); idempotent, safe with several processes starting at once */
   init(): Promise<void>;
   close(): Promise<void>;
@@ -95,6 +106,8 @@ export function memoryStorage(opts: MemoryStorageOptions = {}): Storage {
     semantic: new MemorySemantic(),
     schedules,
     executions: schedules.executions,
+    workspace: new MemoryWorkspace(),
+    alarms: new MemoryAlarms(),
     init: async () => {},
     close: async () => {},
   };
@@ -116,6 +129,8 @@ export function postgresStorage(opts: PgOptions): Storage {
     semantic: new PostgresSemantic(db),
     schedules,
     executions: schedules.executions,
+    workspace: new PostgresWorkspace(db),
+    alarms: new PostgresAlarms(db),
     init: () => db.init(),
     close: () => db.close(),
   };

@@ -18,6 +18,8 @@
  *       cortado_audit_log                                           audit
  *   v2  cortado_semantic_entities, _columns, _relationships, _metrics  semantic
  *   v3  cortado_schedules, cortado_schedule_executions                  schedules
+ *   v4  cortado_history, cortado_dashboards                             workspace
+ *   v5  cortado_alarms                                                  alarms
  *
  * The analytics database (analytics.postgresql, possibly another server) has a list of its own,
  * ANALYTICS_MIGRATIONS in store/analytics.ts, recorded in cortado_analytics_schema_version by the
@@ -219,6 +221,49 @@ CREATE TABLE cortado_schedule_executions (
 -- one run per tick (cron and recovery): the scheduler's exactly-once guard
 CREATE UNIQUE INDEX cortado_schedule_executions_tick_key ON cortado_schedule_executions (schedule_id, execution_time) WHERE trigger <> 'manual';
 CREATE INDEX cortado_schedule_executions_schedule_idx ON cortado_schedule_executions (schedule_id, execution_time DESC, seq DESC);
+`,
+  },
+  {
+    version: 4,
+    name: 'history and dashboards',
+    sql: `
+CREATE TABLE cortado_history (
+  id          text PRIMARY KEY,
+  owner       text NOT NULL,   -- the workspace owner (edge/http/routes/workspace.ts)
+  question    text NOT NULL,
+  sql         text,
+  row_count   bigint,
+  request_id  text,
+  favourite   boolean NOT NULL DEFAULT false,
+  at          timestamptz NOT NULL
+);
+CREATE INDEX cortado_history_owner_idx ON cortado_history (owner, at DESC, id);
+
+CREATE TABLE cortado_dashboards (
+  id          text NOT NULL,
+  owner       text NOT NULL,
+  name        text NOT NULL,
+  tiles       jsonb NOT NULL DEFAULT '[]',
+  created_at  timestamptz NOT NULL,
+  updated_at  timestamptz NOT NULL,
+  PRIMARY KEY (owner, id)
+);
+`,
+  },
+  {
+    version: 5,
+    name: 'alarms',
+    sql: `
+CREATE TABLE cortado_alarms (
+  id          text PRIMARY KEY,
+  seq         bigserial NOT NULL,
+  name        text NOT NULL,
+  record      jsonb NOT NULL,    -- the alarm as the API shows it, and the tick claimed last (store/alarms.ts)
+  created_at  timestamptz NOT NULL,
+  updated_at  timestamptz NOT NULL
+);
+-- names are unique regardless of case, as in the alarms file
+CREATE UNIQUE INDEX cortado_alarms_name_key ON cortado_alarms (lower(name));
 `,
   },
 ];

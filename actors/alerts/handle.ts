@@ -45,26 +45,37 @@ const SQL_IN_EVENT = 8_000;
 // ---- widget types -------------------------------------------------------------------------
 
 /**
- * The widget type of each channel, as `apply_to` names it. `apply_to` also accepts the
- * channel's own name (`legacy`) and `*` (every channel).
+ * The widget type of a question (docs/ui.md "Widget types"): the `widget` its event carries
+ * (the edge sets it per route: /query → assistant, /auth/query → agent, the dashboard page's
+ * /api/query → dashboard, other /api/query callers → api, MCP → mcp), else the type of its
+ * channel below.
  */
 export const WIDGET_TYPES: Readonly<Record<Channel, string>> = {
   mcp: 'mcp',
-  auth: 'auth',
+  auth: 'agent',
   legacy: 'assistant',
   api: 'api',
-  web: 'web',
+  web: 'dashboard',
   schedule: 'schedule',
 };
 
-export function widgetType(channel: Channel | undefined): string {
+/**
+ * Older names `apply_to` still takes, each meaning one widget type: the channel names `legacy`
+ * and `auth`, and `web` (the documented type of the pages before the widgets had their own).
+ */
+export const WIDGET_ALIASES: Readonly<Record<string, string>> = { legacy: 'assistant', auth: 'agent', web: 'dashboard' };
+
+export function widgetType(channel: Channel | undefined, widget?: string): string {
+  if (widget) return widget;
   return channel ? WIDGET_TYPES[channel] : 'unknown';
 }
 
-export function appliesTo(channel: Channel | undefined, applyTo: readonly string[]): boolean {
-  const wanted = new Set(applyTo.map((s) => s.trim().toLowerCase()));
+/** Whether `apply_to` names this question's widget type (or an alias of it), or is `*`. */
+export function appliesTo(channel: Channel | undefined, applyTo: readonly string[], widget?: string): boolean {
+  const wanted = new Set(applyTo.map((s) => s.trim().toLowerCase()).map((s) => WIDGET_ALIASES[s] ?? s));
   if (wanted.has('*')) return true;
-  return channel !== undefined && (wanted.has(WIDGET_TYPES[channel]) || wanted.has(channel));
+  if (channel === undefined && !widget) return false;
+  return wanted.has(widgetType(channel, widget));
 }
 
 // ---- small caches -------------------------------------------------------------------------
@@ -243,7 +254,8 @@ export interface AlertsDeps {
   maskPatterns: Cached<string[]>;
   schema: Cached<SchemaIndex>;
   /** request id → channel, from the events that carry one (the executor's rejections do not) */
-  channels: Recent<Channel>;
+  /** the channel and widget of each recent question (a rejection told by the executor names neither) */
+  channels: Recent<{ channel: Channel; widget?: string }>;
   /** request ids this process already alerted for (saves a KV round trip) */
   alerted: Recent<true>;
   /** the mails and events still being sent, awaited on stop */
@@ -303,7 +315,7 @@ export async function onEvent(subject: string, data: unknown, deps: AlertsDeps, 
   const scored = parse(subject, data);
   if (!scored) return { fired: false, skipped: 'not_a_query_event' };
   const { kind, e } = scored;
-  if (e.channel) deps.channels.set(e.request_id, e.channel);
+  if (e.channel) deps.channels.set(e.request_id, { channel: e.channel, ...(e.widget ? { widget: e.widget } : {}) });
   const cfg = deps.config.mcp.security_alerts;
   if (!cfg.enabled) return { fired: false, skipped: 'disabled' };
   const now = deps.now?.() ?? Date.now();
@@ -315,8 +327,9 @@ export async function onEvent(subject: string, data: unknown, deps: AlertsDeps, 
   let recent = 0;
   if (user) recent = kind === 'generated' && e.attempt === 0 ? await deps.state.countQuestion(user, at) : await deps.state.questions(user, at);
 
-  const channel = e.channel ?? deps.channels.get(e.request_id);
-  if (!appliesTo(channel, cfg.apply_to)) return { fired: false, skipped: 'not_in_apply_to' };
+  const seen = e.channel ? { channel: e.channel, widget: e.widget } : deps.channels.get(e.request_id);
+  const channel = seen?.channel;
+  if (!appliesTo(channel, cfg.apply_to, seen?.widget)) return { fired: false, skipped: 'not_in_apply_to' };
   if (deps.alerted.has(e.request_id)) return { fired: false, skipped: 'already_alerted' };
 
   const [patterns, schema] = await Promise.all([deps.maskPatterns.get(FIRST_FETCH_WAIT_MS), deps.schema.get(FIRST_FETCH_WAIT_MS)]);
@@ -342,7 +355,7 @@ export async function onEvent(subject: string, data: unknown, deps: AlertsDeps, 
   }
   deps.alerted.set(e.request_id, true);
 
-  const widget = widgetType(channel);
+  const widget = widgetType(channel, seen?.widget);
   deps.log.warn({
     ...line, user, widget_type: widget, reasons, masked: result.masked,
     sql_sha256: sha(e.sql).slice(0, 16), sql_chars: e.sql.length,

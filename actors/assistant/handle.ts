@@ -87,7 +87,7 @@ interface Run {
   hold(): () => void;
   timed<T>(name: string, work: () => Promise<T>): Promise<T>;
   progress(step: ProgressEvent['step'], data: Record<string, unknown>): void;
-  event(): { id: string; ts: string; request_id: string; user?: string; channel: Channel };
+  event(): { id: string; ts: string; request_id: string; user?: string; channel: Channel; widget?: string };
   finish(part: Omit<AskReply, 'request_id' | 'usage' | 'timing_ms'>): AskReply;
   fail(err: unknown): never;
 }
@@ -97,7 +97,7 @@ function startRun(deps: AssistantDeps, ctx: Ctx, opts: { channel: Channel; quest
   const timing: Record<string, number> = {};
   const models = new Map<string, ModelUse>();
   let seq = 0;
-  const base = { request_id: ctx.requestId, ...(ctx.user ? { user: ctx.user } : {}), channel: opts.channel };
+  const base = { request_id: ctx.requestId, ...(ctx.user ? { user: ctx.user } : {}), channel: opts.channel, ...(opts.widget ? { widget: opts.widget } : {}) };
   let holds = 0;
   let ended: { row_count?: number; code?: string } | undefined;
   /** the question's fact, once, at its end (answered, chat, or failed) and after what it holds: the analytics actor keeps it */

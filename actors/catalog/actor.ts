@@ -5,7 +5,7 @@ import { discover } from './discover.js';
 
 export async function start(deps: ActorDeps): Promise<RunningActor> {
   const { bus, config, log } = deps;
-  const semanticTerms = busSemanticTerms(bus);
+  const semanticTerms = busSemanticTerms(bus, config);
   const h: CatalogDeps = { config, catalog: busCatalogSource(bus, config), semantic: busSemantic(bus), semanticTerms, values: busValues(bus, config), mask: (input, ctx) => bus.request(ResultMask, input, ctx), log };
   // the layer's synonyms feed the ranking: read them again after any change
   const stopListening = bus.on(SemanticChangedEvt, () => semanticTerms.drop());

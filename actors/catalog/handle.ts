@@ -43,7 +43,7 @@ export { createCatalogCache, type CatalogCacheOptions, type CatalogSource } from
 export { buildCatalog, compareNames, displayName, stem, tokenize, type Catalog, type CatalogEntry } from './catalog.js';
 export { closestName, editDistance, parseTableName, requireTable, resolveTable, resolveTables, type Resolution } from './names.js';
 export { linkTables, neighbours, scoreTables, selectTables, type Linked, type LinkOptions, type ScoredTable } from './retrieval.js';
-export { createSemanticTerms, semanticTerms, type SemanticTerms, type SemanticTermsSource } from './semantic-terms.js';
+export { createSemanticTerms, injectable, semanticTerms, type KeptTerms, type SemanticTerms, type SemanticTermsSource } from './semantic-terms.js';
 export { createValueSource, literalMisses, matchLiterals, valueMatches, type KnownValues, type ValueHit, type ValueMiss, type ValueSource, type WholeColumns } from './values.js';
 export { renderSchemaText, renderTable } from './schema-text.js';
 
@@ -219,6 +219,10 @@ async function semanticPart(catalog: Catalog, input: SchemaContextRequest, table
   const none = { block: '', metrics: [] };
   const maxChars = deps.config.catalog.semantic_max_chars;
   if (!deps.semantic || maxChars === 0) return none;
+  // the whole layer (kept; asked once) says whether any block can be injected: when not (memory
+  // storage, no entity), asking for this question's block is a bus request for ''
+  const kept = await deps.semanticTerms?.get(ctx, catalog.defaultSchema);
+  if (kept && !kept.injectable) return none;
   try {
     const reply = await deps.semantic({
       question: input.question.slice(0, 4000),
@@ -235,8 +239,10 @@ async function semanticPart(catalog: Catalog, input: SchemaContextRequest, table
 }
 
 /** The whole semantic layer's words, asked over the bus (the actor drops them on evt.semantic.changed). */
-export function busSemanticTerms(bus: Pick<Bus, 'request'>): SemanticTermsSource {
-  return createSemanticTerms((input, ctx) => bus.request(SemanticContext, input, ctx));
+export function busSemanticTerms(bus: Pick<Bus, 'request'>, config?: Config): SemanticTermsSource {
+  // kept until evt.semantic.changed, and at most catalog.cache_ttl_seconds (5 min when 0): an event missed while the broker was away
+  const ttlSeconds = config?.catalog.cache_ttl_seconds || 300;
+  return createSemanticTerms((input, ctx) => bus.request(SemanticContext, input, ctx), { ttlMs: ttlSeconds * 1000 });
 }
 
 /** Known column values from the executor's sql.profile, kept for catalog.cache_ttl_seconds. */

@@ -2,7 +2,8 @@
  * What the semantic layer says of each table, as text for the lexical index's `semantic` field:
  * an entity's display name, synonyms and description, its columns' display names, synonyms and
  * descriptions, and the metrics defined over it. The catalog asks the semantic actor for the
- * whole layer once and keeps it until SemanticChangedEvt says it changed.
+ * whole layer once and keeps it until SemanticChangedEvt says it changed (or a TTL passes), with
+ * whether the layer can inject a block at all: when it cannot, no question asks for one.
  */
 import type { Ctx } from '../../protocol/bus.js';
 import type { ContextReply, ContextRequest, SemanticMetric } from '../../protocol/schemas/semantic.js';
@@ -37,38 +38,70 @@ export function semanticTerms(layer: Pick<ContextReply, 'entities' | 'metrics'>,
 }
 
 export interface SemanticTermsSource {
-  get(ctx: Ctx, defaultSchema: string): Promise<SemanticTerms | undefined>;
+  get(ctx: Ctx, defaultSchema: string): Promise<KeptTerms | undefined>;
   /** forget the layer (on evt.semantic.changed) */
   drop(): void;
 }
 
+/** The terms, and whether the layer can inject a block into a prompt at all. */
+export interface KeptTerms extends SemanticTerms {
+  /**
+   * false when no question can get a business-context block: the layer lives in memory (SPEC
+   * rule: not injected) or defines no entity. The catalog then skips asking the semantic actor
+   * for a question's block (one bus request per question saved).
+   */
+  injectable: boolean;
+}
+
+export interface SemanticTermsOptions {
+  /** how long the layer is kept even when no evt.semantic.changed arrives (an event missed while the broker was away) */
+  ttlMs?: number;
+  now?: () => number;
+}
+
+/** the layer is read again after this long, changed or not */
+const DEFAULT_TTL_MS = 300_000;
+
+/** Whether a layer, as the whole-layer reply describes it, can inject a block (semantic/block.ts: buildContext's rules). */
+export function injectable(reply: Pick<ContextReply, 'storage' | 'entities'>): boolean {
+  return reply.storage === 'postgresql' && reply.entities.length > 0;
+}
+
 /**
- * The whole layer, asked once and kept until dropped. A semantic actor that does not answer
- * costs the synonyms, never the question: undefined, and asked again on the next call.
+ * The whole layer, asked once and kept until dropped or `ttlMs` old. A semantic actor that does
+ * not answer costs the synonyms, never the question: undefined, and asked again on the next call.
  */
-export function createSemanticTerms(ask: (input: ContextRequest, ctx: Ctx) => Promise<ContextReply>): SemanticTermsSource {
-  let kept: { layer: Pick<ContextReply, 'entities' | 'metrics'>; bySchema: Map<string, SemanticTerms> } | undefined;
-  let inFlight: Promise<Pick<ContextReply, 'entities' | 'metrics'> | undefined> | undefined;
+export function createSemanticTerms(ask: (input: ContextRequest, ctx: Ctx) => Promise<ContextReply>, opts: SemanticTermsOptions = {}): SemanticTermsSource {
+  type Layer = Pick<ContextReply, 'entities' | 'metrics'> & { injectable: boolean };
+  const ttlMs = opts.ttlMs ?? DEFAULT_TTL_MS;
+  const now = opts.now ?? Date.now;
+  let kept: { layer: Layer; at: number; bySchema: Map<string, KeptTerms> } | undefined;
+  let inFlight: Promise<Layer | undefined> | undefined;
   let generation = 0;
+  const terms = (layer: Layer, defaultSchema: string): KeptTerms => ({ ...semanticTerms(layer, defaultSchema), injectable: layer.injectable });
   return {
     async get(ctx, defaultSchema) {
+      if (kept && now() - kept.at >= ttlMs) {
+        generation += 1;
+        kept = undefined;
+      }
       if (!kept) {
         const mine = generation;
         inFlight ??= ask({ max_chars: 0 }, { requestId: ctx.requestId })
-          .then((r) => ({ entities: r.entities, metrics: r.metrics }))
+          .then((r) => ({ entities: r.entities, metrics: r.metrics, injectable: injectable(r) }))
           .catch(() => undefined)
           .finally(() => { inFlight = undefined; });
         const layer = await inFlight;
         if (!layer) return undefined;
-        if (mine === generation) kept = { layer, bySchema: new Map() };
-        else return semanticTerms(layer, defaultSchema);
+        if (mine === generation) kept = { layer, at: now(), bySchema: new Map() };
+        else return terms(layer, defaultSchema);
       }
-      let terms = kept.bySchema.get(defaultSchema);
-      if (!terms) {
-        terms = semanticTerms(kept.layer, defaultSchema);
-        kept.bySchema.set(defaultSchema, terms);
+      let t = kept.bySchema.get(defaultSchema);
+      if (!t) {
+        t = terms(kept.layer, defaultSchema);
+        kept.bySchema.set(defaultSchema, t);
       }
-      return terms;
+      return t;
     },
     drop() {
       generation += 1;

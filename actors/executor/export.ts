@@ -11,9 +11,10 @@
  *   per FETCH, so nothing holds the whole result. MySQL/MariaDB, Trino and BigQuery have a
  *   `pages` of their own (duck-typed below: rows read as they arrive with the connection
  *   paused between pages; the coordinator's nextUri pages; one getQueryResults page each),
- *   also in a scope, and are read page by page the same way. A scope's own PostgreSQL answers
- *   one statement with its rows (bounded by the LIMIT and query.max_result_mb on the wire):
- *   that result is read whole and paged from there.
+ *   also in a scope, and are read page by page the same way; so is a plugins.auth scope's own
+ *   PostgreSQL (a cursor on one of its pool's connections, PostgresEngine.pages). Only the
+ *   embedded demo database answers one statement with its rows (bounded by the LIMIT and
+ *   query.max_result_mb on the wire): that result is read whole and paged from there.
  * - The file is written to a temporary file, then stored in chunks (bus.objects); one over
  *   export.max_file_size_mb is not stored (`too_large`), which the e-mail or the download says.
  */
@@ -119,7 +120,8 @@ export async function exportSql(input: SqlExportRequest, deps: ExportDeps, ctx: 
         }
         return;
       }
-      if (hasPages(engine)) {
+      // the server's own PostgreSQL pages above; its embedded one (one connection) is read whole
+      if (hasPages(engine) && (lease.scoped || engine.provider !== 'postgresql')) {
         for await (const page of engine.pages(guarded.runSql, { ...opts, pageRows: PAGE_ROWS })) {
           yield { columns: page.columns, rows: await maskPage(page.columns, page.rows) };
         }
@@ -161,7 +163,7 @@ export async function exportSql(input: SqlExportRequest, deps: ExportDeps, ctx: 
       duration_ms: Math.round(performance.now() - started),
     };
     log.info({
-      rid: ctx.requestId, subj: SqlExport.subject, code: 'OK', ms: reply.duration_ms, format: input.format, read: cursor ? 'cursor' : hasPages(lease.engine) ? 'pages' : 'whole',
+      rid: ctx.requestId, subj: SqlExport.subject, code: 'OK', ms: reply.duration_ms, format: input.format, read: cursor ? 'cursor' : hasPages(lease.engine) && (lease.scoped || lease.engine.provider !== 'postgresql') ? 'pages' : 'whole',
       rows: reply.rows, bytes: reply.bytes, truncated: reply.truncated, too_large: reply.too_large,
     }, 'export written');
     return reply;

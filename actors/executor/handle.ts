@@ -28,6 +28,7 @@ import { checkCatalogLock } from './guard/catalog-lock.js';
 import { guardSql, type GuardLimits, type GuardResult } from './guard/index.js';
 import { sanitizeDbError } from './sanitize.js';
 import { baseLease, type Lease, type ScopeRegistry } from './scopes.js';
+import { countRejection, observedQuery } from './observe.js';
 
 export interface ExecutorDeps {
   config: Config;
@@ -84,13 +85,14 @@ export async function execute(input: SqlExecuteRequest, deps: ExecutorDeps, ctx:
     const guarded = guardFor(input.sql, lease, limitsFor(input, deps.config));
     ran = guarded.runSql;
     if (!lease.scoped) await deps.ensureReadOnly?.();
-    const result = await inSlot(deps, lease, queryTimeoutMs(input.timeout_ms, deps.config, ctx), (timeoutMs) => engine.execute(guarded.runSql, {
+    // timed and traced (observe.ts): the run only, not the guard nor the wait for a slot
+    const result = await inSlot(deps, lease, queryTimeoutMs(input.timeout_ms, deps.config, ctx), (timeoutMs) => observedQuery(engine.provider, ctx, () => engine.execute(guarded.runSql, {
       timeoutMs,
       maxRows: guarded.limit + 1,
       // query.max_result_mb / max_value_kb, read at each question (an admin may change them)
       ...capsFromConfig(deps.config.query),
       ...(ctx.user ? { user: ctx.user } : {}),
-    }));
+    })));
     const rows = result.rows.slice(0, guarded.limit);
     const reply: SqlExecuteReply = {
       sql: guarded.sql,
@@ -104,13 +106,15 @@ export async function execute(input: SqlExecuteRequest, deps: ExecutorDeps, ctx:
       duration_ms: round(performance.now() - started),
       ...result.stats,
     };
-    log.info({ rid: ctx.requestId, subj: SqlExecute.subject, code: 'OK', ms: reply.duration_ms, rows: reply.row_count, truncated: reply.truncated }, 'query ran');
+    // per question: at debug (the edge's access line is the one line a request gets at info)
+    if (log.isLevelEnabled('debug')) log.debug({ rid: ctx.requestId, subj: SqlExecute.subject, code: 'OK', ms: reply.duration_ms, rows: reply.row_count, truncated: reply.truncated }, 'query ran');
     return reply;
   } catch (err) {
     // the database's words may carry values of the rows: sanitised before any channel (reply,
     // event, log, the model's self-correction) gets them (sanitize.ts)
     const e = sanitizeDbError(toCortadoError(err), (lease?.engine ?? deps.engine).dialect, [input.sql, ran]);
     const line = { rid: ctx.requestId, subj: SqlExecute.subject, code: e.code, ms: round(performance.now() - started), rows: 0, ...safeDetails(e) };
+    if (e.code === 'SQL_REJECTED') countRejection(e.details);
     if (e.httpStatus >= 500 && e.code !== 'DB_TIMEOUT') log.warn(line, 'query failed');
     else log.info(line, 'query refused');
     if (REJECTIONS.has(e.code)) {

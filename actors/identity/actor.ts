@@ -6,7 +6,7 @@
  */
 import {
   Actor, AuthAutoSession, AuthLogin, AuthLogout, AuthToken, IdentityLogin, IdentityLogout, IdentitySession, ScopeResolve, TokenCheck,
-  TokenDelete, TokenIssue, TokenList, TokenRevoke, Bucket,
+  TokenDelete, TokenIssue, TokenList, TokenRevoke, Bucket, AuthTokenList, AuthTokenRevoke,
 } from '../../protocol/subjects.js';
 import { CortadoError } from '../../protocol/errors.js';
 import { openStorage } from '../../store/index.js';
@@ -14,6 +14,7 @@ import { createSecretBox } from '../lib/secrets.js';
 import type { ActorDeps, RunningActor } from '../runtime/actor.js';
 import { authLogin, authLogout, authToken, autoSession, scopeResolve, type AuthDeps } from './auth.js';
 import * as h from './handle.js';
+import { ownTokenList, ownTokenRevoke } from './own-tokens.js';
 import { Lockouts, LOCKOUT, SessionStore, type SessionsBucketValue } from './sessions.js';
 
 export async function start(deps: ActorDeps): Promise<RunningActor> {
@@ -46,6 +47,8 @@ export async function start(deps: ActorDeps): Promise<RunningActor> {
     bus.serve(AuthAutoSession, (input, ctx) => autoSession(input, a, ctx));
     bus.serve(AuthLogout, (input, ctx) => authLogout(input, a, ctx));
     bus.serve(AuthToken, (input, ctx) => authToken(input, a, ctx));
+    bus.serve(AuthTokenList, (input) => ownTokenList(input, d));
+    bus.serve(AuthTokenRevoke, (input, ctx) => ownTokenRevoke(input, d, ctx));
     bus.serve(ScopeResolve, (input) => scopeResolve(input, a));
     log.info({ store: store.kind }, 'identity ready');
   } catch (err) {

@@ -62,6 +62,7 @@ function parseDecimalText(cell: Cell | undefined): Decimal | null {
 
 /** -1, 0 or 1: the sign of a − b, exactly */
 export function compareDecimal(a: Decimal, b: Decimal): number {
+  if (a.scale === b.scale) return a.units > b.units ? 1 : a.units < b.units ? -1 : 0;
   const d = addDecimal(a, { units: -b.units, scale: b.scale }).units;
   return d > 0n ? 1 : d < 0n ? -1 : 0;
 }

@@ -2,10 +2,11 @@
 import { Actor, LlmComplete, LlmStatus } from '../../protocol/subjects.js';
 import type { ActorDeps, RunningActor } from '../runtime/actor.js';
 import { complete, status, type LlmDeps } from './handle.js';
+import { observedCall } from './observe.js';
 
 export async function start(deps: ActorDeps): Promise<RunningActor> {
   const h: LlmDeps = { config: deps.config, log: deps.log, providers: new Map() };
-  deps.bus.serve(LlmComplete, (input, ctx) => complete(input, h, ctx));
+  deps.bus.serve(LlmComplete, (input, ctx) => observedCall(input, deps.config, ctx, (c) => complete(input, h, c)));
   deps.bus.serve(LlmStatus, async () => status(h));
   const s = status(h);
   if (s.configured) deps.log.info({ provider: s.provider, model: s.model }, 'llm ready');

@@ -6,6 +6,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CortadoError } from '../../protocol/errors.js';
+import type { ModelLimiter } from './limiter.js';
 import { LlmAttemptError, type Completion, type CompletionRequest, type LlmProvider } from './providers/provider.js';
 
 export interface CallPolicy {
@@ -21,6 +22,11 @@ export interface CallPolicy {
   /** a server's retry-after longer than this is not waited for */
   maxRetryAfterMs?: number;
   random?: () => number;
+  /**
+   * the provider's slots (limiter.ts): each attempt holds one while it is on the wire, none is
+   * held during a backoff; a refused wait ends the call with the limiter's error, untried
+   */
+  limiter?: ModelLimiter;
 }
 
 export interface CallResult extends Completion {
@@ -39,19 +45,28 @@ export async function callWithRetries(provider: LlmProvider, req: Omit<Completio
   let last: LlmAttemptError | undefined;
 
   for (let attempt = 1; attempt <= maxAttempts; attempt++) {
+    if (policy.deadline !== undefined && policy.deadline - Date.now() <= 0) break;
+    const release = policy.limiter ? await policy.limiter.acquire(policy.deadline) : undefined;
     const left = policy.deadline !== undefined ? policy.deadline - Date.now() : Infinity;
-    if (left <= 0) break;
+    if (left <= 0) {
+      release?.();
+      break;
+    }
     const timeoutMs = Math.min(policy.attemptTimeoutMs, left);
     // a controller and a plain timer: AbortSignal.timeout() costs several times more per call
     const controller = new AbortController();
     const { signal } = controller;
     const timer = setTimeout(() => controller.abort(new DOMException(`no answer within ${timeoutMs} ms`, 'TimeoutError')), timeoutMs);
     try {
-      const done = await provider.complete({ ...req, signal }).finally(() => clearTimeout(timer));
+      const done = await provider.complete({ ...req, signal }).finally(() => {
+        clearTimeout(timer);
+        release?.();
+      });
       return { ...done, attempts: attempt };
     } catch (err) {
       if (signal.aborted) last = new LlmAttemptError(`no answer within ${seconds(timeoutMs)}`, { retryable: true, cause: err });
       else last = err instanceof LlmAttemptError ? err : new LlmAttemptError('unexpected failure', { retryable: false, cause: err });
+      if (last.status === 429) policy.limiter?.rateLimited();
       if (!last.retryable || attempt === maxAttempts) return fail(provider, last, attempt);
       let wait = Math.floor(random() * Math.min(cap, base * 2 ** (attempt - 1)));
       if (last.retryAfterMs !== undefined) {

@@ -10,6 +10,8 @@ import type { LlmCompleteReply, LlmCompleteRequest, LlmStatusReply } from '../..
 import type { Config, LlmProviderName } from '../../config/schema.js';
 import { resolveRoute } from '../../config/model-routing.js';
 import { callWithRetries, type CallPolicy } from './call.js';
+import { ModelLimiter } from './limiter.js';
+import { llmQueue } from '../../protocol/metrics.js';
 import { costUsd } from './pricing.js';
 import { createAnthropicProvider } from './providers/anthropic.js';
 import { createGeminiProvider } from './providers/gemini.js';
@@ -24,14 +26,45 @@ export interface LlmDeps {
   providers: Map<LlmProviderName, LlmProvider>;
   /** test seam for the backoff */
   policy?: Partial<CallPolicy>;
+  /** each provider's slots and wait queue (limiter.ts), made on its first call */
+  limiters?: Map<LlmProviderName, ModelLimiter>;
+  /** told of each provider's wait-queue depth as it changes (the /metrics gauge) */
+  onQueueDepth?: (provider: LlmProviderName, waiting: number) => void;
 }
 
+/** A provider's calls at once: its own max_concurrency, else llm.max_concurrency. */
+export function maxConcurrency(config: Config, name: LlmProviderName): number {
+  return config.llm[name].max_concurrency ?? config.llm.max_concurrency;
+}
+
+/** the provider's section with its max_concurrency resolved (its HTTP client has that many sockets) */
+const sized = <N extends LlmProviderName>(config: Config, name: N): Config['llm'][N] => ({ ...config.llm[name], max_concurrency: maxConcurrency(config, name) });
+
 const FACTORIES: Partial<Record<LlmProviderName, (config: Config) => LlmProvider>> = {
-  anthropic: (config) => createAnthropicProvider(config.llm.anthropic),
+  anthropic: (config) => createAnthropicProvider(sized(config, 'anthropic')),
   gemini: (config) => createGeminiProvider(config.llm.gemini),
   vertexai: (config) => createVertexProvider(config.llm.vertexai),
-  openai: (config) => createOpenAiProvider(config.llm.openai),
+  openai: (config) => createOpenAiProvider(sized(config, 'openai')),
 };
+
+export function limiterFor(name: LlmProviderName, deps: Pick<LlmDeps, 'config' | 'limiters' | 'onQueueDepth'>): ModelLimiter {
+  const limiters = (deps.limiters ??= new Map());
+  const known = limiters.get(name);
+  if (known) return known;
+  const made = new ModelLimiter({
+    provider: name,
+    maxConcurrency: maxConcurrency(deps.config, name),
+    maxQueue: deps.config.llm.max_queue,
+    queueTimeoutMs: deps.config.llm.queue_timeout_ms,
+  });
+  const report = deps.onQueueDepth;
+  made.onDepth = (waiting) => {
+    llmQueue.set(name, waiting); // cortado_llm_queue_depth{provider}
+    report?.(name, waiting);
+  };
+  limiters.set(name, made);
+  return made;
+}
 
 export function providerFor(name: LlmProviderName, deps: Pick<LlmDeps, 'config' | 'providers'>): LlmProvider {
   const known = deps.providers.get(name);
@@ -65,6 +98,7 @@ export async function complete(input: LlmCompleteRequest, deps: LlmDeps, ctx: Ct
       maxRetries: section.max_retries,
       attemptTimeoutMs: section.timeout * 1000,
       ...(ctx.deadline !== undefined ? { deadline: ctx.deadline } : {}),
+      limiter: limiterFor(route.provider, deps),
       ...deps.policy,
     },
   ).catch((err: unknown) => {
@@ -72,7 +106,8 @@ export async function complete(input: LlmCompleteRequest, deps: LlmDeps, ctx: Ct
     throw err;
   });
   const cost = costUsd(deps.config, route.model, result.usage);
-  deps.log.info(
+  // per question: at debug (the edge's access line is the one line a request gets at info)
+  if (deps.log.isLevelEnabled('debug')) deps.log.debug(
     {
       rid: ctx.requestId, task: input.task, provider: route.provider, model: route.model, attempts: result.attempts,
       ms: Math.round(performance.now() - started), in: result.usage.input_tokens, out: result.usage.output_tokens, cached: result.usage.cached_input_tokens,

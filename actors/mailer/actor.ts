@@ -6,6 +6,7 @@
 import type { ConnectionOptions } from 'node:tls';
 import { Actor, Bucket, MailSend } from '../../protocol/subjects.js';
 import type { ActorDeps, RunningActor } from '../runtime/actor.js';
+import { countMail } from '../../protocol/metrics.js';
 import { EXPORT_TTL_MS } from '../lib/export/index.js';
 import { KvCounter, MemoryCounter, send, Transports, type DailyCounter } from './handle.js';
 
@@ -34,7 +35,17 @@ export async function startMailer(deps: ActorDeps, opts: MailerOptions = {}): Pr
     });
     return opening;
   };
-  bus.serve(MailSend, (input, ctx) => send(input, { bus, config, log, counter, transports, objects }, ctx));
+  bus.serve(MailSend, async (input, ctx) => {
+    // /metrics: sent, logged (email.enabled is false) or failed (protocol/metrics.ts)
+    try {
+      const reply = await send(input, { bus, config, log, counter, transports, objects }, ctx);
+      countMail(reply.sent ? 'sent' : 'logged');
+      return reply;
+    } catch (err) {
+      countMail('failed');
+      throw err;
+    }
+  });
   const smtp = config.email.smtp;
   log.info({ enabled: config.email.enabled, host: smtp.host, port: smtp.port, tls: smtp.use_ssl ? 'ssl' : smtp.use_tls ? 'starttls' : 'none' }, 'mailer ready');
   return {

@@ -4,6 +4,7 @@
  */
 import { Actor, MaskRulesList, ResultMask } from '../../protocol/subjects.js';
 import type { ActorDeps, RunningActor } from '../runtime/actor.js';
+import { countMaskingHit } from '../../protocol/metrics.js';
 import { prepareParsers } from './dialects.js';
 import { opaqueFunctions } from './functions.js';
 import { mask, RuleCache, type MaskingDeps } from './handle.js';
@@ -25,6 +26,11 @@ export async function start(deps: ActorDeps): Promise<RunningActor> {
   }, log);
   // a function the deployment allows (database.allowed_functions) may read any table: not traced
   const d: MaskingDeps = { rules, hasher, log, opaqueFn: opaqueFunctions(config.database.allowed_functions) };
-  bus.serve(ResultMask, (input, ctx) => mask(input, d, ctx));
+  bus.serve(ResultMask, async (input, ctx) => {
+    const reply = await mask(input, d, ctx);
+    // /metrics: the columns masked, by strategy (protocol/metrics.ts)
+    for (const m of reply.masked) countMaskingHit(m.strategy);
+    return reply;
+  });
   return { name: Actor.Masking, stop: async () => undefined };
 }

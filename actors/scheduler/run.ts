@@ -29,6 +29,7 @@ import type { Execution, ExecutionOutcome, ExecutionsRepository, ScheduleRecord,
 import { reportMail, type ReportFile } from '../lib/mail-template.js';
 import type { JobQueue } from './queue.js';
 import { ownedSchedule, scheduleCtx } from './schedules.js';
+import { observeScheduledRun } from '../../protocol/metrics.js';
 
 export interface RunDeps {
   bus: Pick<Bus, 'request' | 'publish'>;
@@ -195,6 +196,8 @@ export async function runExecution(s: ScheduleRecord, e: Execution, deps: RunDep
   const { config, log } = deps;
   const started = performance.now();
   const at = new Date(e.trigger === 'manual' ? deps.now() : Date.parse(e.execution_time));
+  // how long after its planned time a cron (or recovery) run starts: /metrics (protocol/metrics.ts)
+  const lateness = e.trigger === 'manual' ? undefined : (deps.now() - at.getTime()) / 1000;
   const ctx: Ctx = scheduleCtx(s, {
     requestId: e.id, user: s.owner_user,
     // the query's own timeout cancels it; the rest of the run (masking, the file, the e-mail) gets a little more
@@ -221,6 +224,7 @@ export async function runExecution(s: ScheduleRecord, e: Execution, deps: RunDep
     ...(report ? { attachment: { filename: report.file.filename, bytes: report.file.bytes, sent: mailed.email_sent && report.file.too_large !== true } } : {}),
   };
   const done = await deps.executions.markDone(e.id, outcome);
+  observeScheduledRun(outcome.success, e.trigger, Number.isFinite(lateness) ? lateness : undefined);
   log.info({
     rid: e.id, schedule: s.id, trigger: e.trigger, success: outcome.success, rows: outcome.rows_returned, ms: outcome.duration_ms, email_sent: outcome.email_sent,
   }, 'scheduled run done');

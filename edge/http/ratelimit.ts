@@ -55,6 +55,7 @@ import { Bucket, IdentitySession, TokenCheck, ratelimitBucket } from '../../prot
 import type { Config } from '../../config/schema.js';
 import type { HttpRequest } from './server.js';
 import { compileRules, type Rule, type RuleSet } from './ratelimit-paths.js';
+import { countRateLimited } from '../../protocol/metrics.js';
 import { decide, type Strategy, type Verdict } from './ratelimit-strategy.js';
 import { clientAddress, COOKIE, sessionToken } from './session.js';
 import { SESSION_HEADER, TOKEN_HEADER as MCP_TOKEN_HEADER } from '../caller.js';
@@ -308,6 +309,7 @@ export function createRateLimiter(opts: RateLimiterOptions): RateLimiter {
   const refusal = (rule: Rule, v: Verdict): RateLimitResult => {
     const headers = rateLimitHeaders(rule, v);
     const seconds = headers['retry-after'];
+    countRateLimited(rule.pattern);
     return {
       allowed: false,
       headers,

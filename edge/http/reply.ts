@@ -22,9 +22,12 @@ export function sendJson(res: HttpResponse, status: number, body: unknown, rid: 
   }, JSON.stringify(body));
 }
 
-/** `{"error": {"code", "message", "request_id"}}` with the code's HTTP status. */
+/**
+ * `{"error": {"code", "message", "retryable", "request_id"}}` with the code's HTTP status;
+ * `retryable` (the code's flag, protocol/errors.ts): the same request may succeed if sent again.
+ */
 export function errorBody(err: CortadoError, rid: string): { error: Record<string, unknown> } {
-  const error: Record<string, unknown> = { code: err.code, message: err.message, request_id: rid };
+  const error: Record<string, unknown> = { code: err.code, message: err.message, retryable: err.retryable, request_id: rid };
   if (err.code === 'VALIDATION_FAILED' && err.details?.errors) error.details = { errors: err.details.errors };
   if (err.code === 'SQL_REJECTED' && err.details?.kind) error.details = { kind: err.details.kind };
   return { error };

@@ -10,6 +10,7 @@
  * (`ctx.caller()`): the legacy assistant needs its body's session_id first, and MCP requests
  * of an open session are matched by their token's digest rather than asked about each time.
  */
+import type { TObject, TSchema } from 'typebox';
 import { CortadoError } from '../../protocol/errors.js';
 import type { Logger } from '../../protocol/log.js';
 import { textProblem } from '../../protocol/schemas/text.js';
@@ -29,9 +30,39 @@ export interface RouteContext<A extends RouteAuth = RouteAuth> extends RequestCo
 
 export type RouteHandler<A extends RouteAuth = RouteAuth> = (req: HttpRequest, res: HttpResponse, ctx: RouteContext<A>) => Promise<void> | void;
 
-export interface RouteOptions<A extends RouteAuth> {
+/**
+ * What a route publishes of itself in the OpenAPI document (edge/contracts/openapi.ts, served
+ * at /openapi.json): the same TypeBox schemas the route reads its body with and answers with.
+ * A route without `reply` is published with a generic object and says so.
+ */
+export interface RouteDoc {
+  /** one line: what the route does */
+  summary?: string;
+  /** the JSON body it reads (`readJson` with this schema) */
+  body?: TSchema;
+  /** the JSON body of its success answer */
+  reply?: TSchema;
+  /** the status of its success answer, when not 200 */
+  status?: number;
+  /** the media type of its success answer, when it is not JSON (text/html, text/csv, text/event-stream, …) */
+  produces?: string;
+  /** its query parameters, as an object of (optional) strings, numbers or booleans */
+  query?: TObject;
+  /** a JSON route that also streams its steps as SSE when asked with `Accept: text/event-stream` */
+  sse?: boolean;
+}
+
+export interface RouteOptions<A extends RouteAuth> extends RouteDoc {
   /** what the route needs of its caller (edge/caller.ts) */
   auth: A;
+}
+
+/** One route as the router holds it: method, pattern, what it needs of its caller, what it publishes. */
+export interface RouteInfo {
+  method: string;
+  pattern: string;
+  auth: RouteAuth;
+  doc: RouteDoc;
 }
 
 /** A matched route, ready to run with the request's context. */
@@ -42,10 +73,12 @@ interface Route {
   pattern: string;
   segments: string[];
   auth: RouteAuth;
+  doc: RouteDoc;
   handler: BoundHandler;
 }
 
-export type Match = { handler: BoundHandler; params: Record<string, string> } | { notFound: true } | { allowed: string[] };
+/** `pattern`: the matched route's (the `route` label of the HTTP metrics, never the raw path) */
+export type Match = { handler: BoundHandler; params: Record<string, string>; pattern: string } | { notFound: true } | { allowed: string[] };
 
 /** Routes whose caller is resolved before the handler runs. */
 const UP_FRONT: ReadonlySet<RouteAuth> = new Set<RouteAuth>(['admin', 'assistant', 'auth', 'admin_or_any']);
@@ -56,7 +89,8 @@ export class Router {
   constructor(private readonly callers: CallerResolver) {}
 
   add<A extends RouteAuth>(method: string, pattern: string, opts: RouteOptions<A>, handler: RouteHandler<A>): this {
-    this.routes.push({ method: method.toUpperCase(), pattern, segments: split(pattern), auth: opts.auth, handler: this.bind(opts.auth, handler as RouteHandler) });
+    const { auth, ...doc } = opts;
+    this.routes.push({ method: method.toUpperCase(), pattern, segments: split(pattern), auth, doc, handler: this.bind(auth, handler as RouteHandler) });
     return this;
   }
 
@@ -68,9 +102,9 @@ export class Router {
     return this.add('POST', pattern, opts, handler);
   }
 
-  /** Every route and what it needs of its caller (method, pattern, auth), in the order they were added. */
-  table(): Array<{ method: string; pattern: string; auth: RouteAuth }> {
-    return this.routes.map((r) => ({ method: r.method, pattern: r.pattern, auth: r.auth }));
+  /** Every route, what it needs of its caller and what it publishes of itself, in the order they were added. */
+  table(): RouteInfo[] {
+    return this.routes.map((r) => ({ method: r.method, pattern: r.pattern, auth: r.auth, doc: r.doc }));
   }
 
   match(method: string, path: string): Match {
@@ -79,7 +113,7 @@ export class Router {
     for (const r of this.routes) {
       const params = matchSegments(r.segments, parts);
       if (!params) continue;
-      if (r.method === method || (method === 'HEAD' && r.method === 'GET')) return { handler: refusing(params) ?? r.handler, params };
+      if (r.method === method || (method === 'HEAD' && r.method === 'GET')) return { handler: refusing(params) ?? r.handler, params, pattern: r.pattern };
       allowed.push(r.method);
     }
     return allowed.length ? { allowed } : { notFound: true };

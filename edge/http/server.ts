@@ -1,13 +1,16 @@
 /**
  * The HTTP seam: the ONLY file that imports uWebSockets.js, behind a small interface with a
  * node:http twin. `auto` picks uWS when its native binary loads for this Node ABI (its JS
- * fallback is broken, so it is never used), otherwise node:http.
+ * fallback is broken, so it is never used), otherwise node:http. WebSocket upgrades on the
+ * paths `websocket.paths` names go to uWS's own WebSocket support, or to the `ws` package on
+ * node:http; what a connection does is the endpoint's (edge/ws/endpoint.ts), the same on both.
  */
 import { existsSync } from 'node:fs';
 import http from 'node:http';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
+import { WebSocketServer, type WebSocket as NodeWebSocket } from 'ws';
 import { CortadoError } from '../../protocol/errors.js';
 import { checkJsonDepth, isJsonType } from './json.js';
 import { CheckedQuery } from './query.js';
@@ -59,7 +62,59 @@ export interface ServerOptions {
   kind: 'auto' | 'uws' | 'node';
   maxBodyBytes: number;
   handler: RequestHandler;
+  /** WebSocket upgrades, when the edge takes them */
+  websocket?: WsOptions;
 }
+
+/** What the server knows of a WebSocket upgrade request (header names lower-case). */
+export interface WsUpgrade {
+  readonly path: string;
+  readonly rawQuery: string;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly remoteAddress: string;
+}
+
+/** One open WebSocket, as its endpoint sees it. */
+export interface WsPeer {
+  /**
+   * one text frame; false when it could not go out at once (backpressure) or at all (closed).
+   * Over `maxBackpressureBytes` waiting, the connection is closed with 1013 (try again later).
+   */
+  send(text: string): boolean;
+  /** bytes waiting to go out */
+  readonly buffered: number;
+  close(code: number, reason: string): void;
+}
+
+/** What an endpoint does with one connection. */
+export interface WsSession {
+  message(text: string, binary: boolean): void;
+  /** the connection is gone (any reason); nothing may be sent any more */
+  closed(code: number): void;
+}
+
+/** A refused upgrade: the HTTP answer to send instead. */
+export interface WsRefusal {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+export interface WsOptions {
+  /** exact paths that take an upgrade; other paths are plain HTTP (an upgrade there is refused) */
+  paths: readonly string[];
+  /** the largest message a client may send; a larger one closes the connection with 1009 */
+  maxPayloadBytes: number;
+  maxBackpressureBytes: number;
+  /** a connection with no traffic for this long is closed (pings keep a live one open) */
+  idleTimeoutSeconds: number;
+  /** undefined accepts the upgrade */
+  check(up: WsUpgrade): WsRefusal | undefined;
+  open(up: WsUpgrade, peer: WsPeer): WsSession;
+}
+
+/** Close codes (RFC 6455 §7.4.1) the seam itself uses. */
+export const WS_CLOSE = { GoingAway: 1001, TooBig: 1009, TryAgainLater: 1013 } as const;
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
@@ -113,6 +168,78 @@ async function uwsServer(opts: ServerOptions): Promise<HttpServer> {
   if (!String(uWS.App).includes('[native code]')) throw new Error('uWS native binary not loaded');
   const app = uWS.App();
   let listenSocket: unknown = null;
+  const sockets = new Set<{ end(code?: number, msg?: string): void }>();
+
+  const wsOpts = opts.websocket;
+  if (wsOpts) {
+    interface Data { up: WsUpgrade; session?: WsSession; gone: boolean }
+    for (const wsPath of wsOpts.paths) {
+      app.ws<Data>(wsPath, {
+        compression: uWS.DISABLED,
+        // uWS drops a connection over maxPayloadLength without a close frame (1006): taking up to
+        // 4× the limit lets the handler below refuse an oversize message with 1009 and a reason,
+        // as on node:http; only a message over that is cut off bare
+        maxPayloadLength: wsOpts.maxPayloadBytes * 4,
+        maxBackpressure: wsOpts.maxBackpressureBytes,
+        idleTimeout: wsOpts.idleTimeoutSeconds,
+        sendPingsAutomatically: true,
+        upgrade: (ures, ureq, context) => {
+          const headers: Record<string, string> = {};
+          ureq.forEach((k, v) => { headers[k] = headers[k] ? `${headers[k]}, ${v}` : v; });
+          const up: WsUpgrade = { path: ureq.getUrl(), rawQuery: ureq.getQuery() ?? '', headers, remoteAddress: Buffer.from(ures.getRemoteAddressAsText()).toString() };
+          const refused = wsOpts.check(up);
+          if (refused) {
+            ures.cork(() => {
+              ures.writeStatus(statusLine(refused.status));
+              for (const [k, v] of Object.entries(refused.headers)) ures.writeHeader(k, v);
+              ures.end(refused.body);
+            });
+            return;
+          }
+          ures.upgrade<Data>({ up, gone: false }, headers['sec-websocket-key'] ?? '', headers['sec-websocket-protocol'] ?? '', headers['sec-websocket-extensions'] ?? '', context);
+        },
+        open: (ws) => {
+          const data = ws.getUserData();
+          sockets.add(ws);
+          const peer: WsPeer = {
+            send(text) {
+              if (data.gone) return false;
+              const r = ws.send(text, false, false);
+              if (r === 2 || ws.getBufferedAmount() > wsOpts.maxBackpressureBytes) {
+                peer.close(WS_CLOSE.TryAgainLater, 'the client reads too slowly');
+                return false;
+              }
+              return r === 1;
+            },
+            get buffered() { return data.gone ? 0 : ws.getBufferedAmount(); },
+            close(code, reason) {
+              if (data.gone) return;
+              data.gone = true;
+              ws.end(code, reason);
+            },
+          };
+          data.session = wsOpts.open(data.up, peer);
+        },
+        message: (ws, message, isBinary) => {
+          const data = ws.getUserData();
+          if (data.gone) return;
+          if (message.byteLength > wsOpts.maxPayloadBytes) {
+            data.gone = true;
+            ws.end(WS_CLOSE.TooBig, `a message is at most ${wsOpts.maxPayloadBytes} bytes`);
+            return;
+          }
+          // the ArrayBuffer is only valid in this call: decode it now
+          data.session?.message(Buffer.from(message).toString('utf8'), isBinary);
+        },
+        close: (ws, code) => {
+          const data = ws.getUserData();
+          data.gone = true;
+          sockets.delete(ws);
+          data.session?.closed(code);
+        },
+      });
+    }
+  }
 
   app.any('/*', (ures, ureq) => {
     // `ureq` is valid only in this synchronous scope: copy what we need now.
@@ -226,6 +353,8 @@ async function uwsServer(opts: ServerOptions): Promise<HttpServer> {
     async close() {
       if (listenSocket) uWS.us_listen_socket_close(listenSocket as Parameters<typeof uWS.us_listen_socket_close>[0]);
       listenSocket = null;
+      for (const ws of [...sockets]) ws.end(WS_CLOSE.GoingAway, 'the server is closing');
+      sockets.clear();
     },
   };
 }
@@ -321,6 +450,7 @@ function nodeServer(opts: ServerOptions): HttpServer {
   server.on('clientError', (_err, socket) => {
     if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n');
   });
+  const wss = opts.websocket ? nodeWebSockets(server, opts.websocket) : undefined;
 
   return {
     kind: 'node',
@@ -331,11 +461,96 @@ function nodeServer(opts: ServerOptions): HttpServer {
       });
     },
     close() {
+      wss?.closeAll();
       return new Promise((resolve) => {
         server.close(() => resolve());
         server.closeIdleConnections();
         setTimeout(() => server.closeAllConnections(), 1_000).unref();
       });
+    },
+  };
+}
+
+/** WebSocket upgrades on node:http, with the `ws` package (no server of its own: `noServer`). */
+function nodeWebSockets(server: http.Server, opts: WsOptions): { closeAll(): void } {
+  // one byte more than the endpoint takes, as on uWS: the endpoint says 1009 with its reason
+  const wss = new WebSocketServer({ noServer: true, maxPayload: opts.maxPayloadBytes + 1, perMessageDeflate: false, clientTracking: true });
+  const paths = new Set(opts.paths);
+  const refuse = (socket: Socket, r: WsRefusal): void => {
+    const head = [`HTTP/1.1 ${statusLine(r.status)}`, 'connection: close', `content-length: ${Buffer.byteLength(r.body)}`, ...Object.entries(r.headers).map(([k, v]) => `${k}: ${v}`)];
+    socket.end(`${head.join('\r\n')}\r\n\r\n${r.body}`);
+  };
+  server.on('upgrade', (nreq: http.IncomingMessage, socket: Socket, head: Buffer) => {
+    const rawUrl = nreq.url ?? '/';
+    const q = rawUrl.indexOf('?');
+    const urlPath = q >= 0 ? rawUrl.slice(0, q) : rawUrl;
+    const headers: Record<string, string> = {};
+    for (const [k, v] of Object.entries(nreq.headers)) if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(', ') : v;
+    socket.on('error', () => socket.destroy());
+    if (!paths.has(urlPath) || (headers.upgrade ?? '').toLowerCase() !== 'websocket') {
+      refuse(socket, { status: 404, headers: { 'content-type': 'text/plain; charset=utf-8' }, body: `no WebSocket on ${urlPath}` });
+      return;
+    }
+    const up: WsUpgrade = { path: urlPath, rawQuery: q >= 0 ? rawUrl.slice(q + 1) : '', headers, remoteAddress: nreq.socket.remoteAddress ?? '' };
+    const refused = opts.check(up);
+    if (refused) {
+      refuse(socket, refused);
+      return;
+    }
+    wss.handleUpgrade(nreq, socket, head, (ws: NodeWebSocket) => {
+      let gone = false;
+      let alive = true;
+      const peer: WsPeer = {
+        send(text) {
+          if (gone || ws.readyState !== ws.OPEN) return false;
+          ws.send(text);
+          if (ws.bufferedAmount > opts.maxBackpressureBytes) {
+            peer.close(WS_CLOSE.TryAgainLater, 'the client reads too slowly');
+            return false;
+          }
+          return ws.bufferedAmount === 0;
+        },
+        get buffered() { return gone ? 0 : ws.bufferedAmount; },
+        close(code, reason) {
+          if (gone) return;
+          gone = true;
+          ws.close(code, reason);
+        },
+      };
+      // pings while idle, as uWS sends them: a peer that answers none in a timeout is dropped
+      const pinger = setInterval(() => {
+        if (!alive) {
+          ws.terminate();
+          return;
+        }
+        alive = false;
+        ws.ping();
+      }, Math.max(1, opts.idleTimeoutSeconds / 2) * 1000);
+      pinger.unref();
+      ws.on('pong', () => { alive = true; });
+      const session = opts.open(up, peer);
+      ws.on('message', (data: Buffer | ArrayBuffer | Buffer[], isBinary: boolean) => {
+        if (gone) return;
+        alive = true;
+        const buf = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as Buffer);
+        if (buf.length > opts.maxPayloadBytes) {
+          peer.close(WS_CLOSE.TooBig, `a message is at most ${opts.maxPayloadBytes} bytes`);
+          return;
+        }
+        session.message(buf.toString('utf8'), isBinary);
+      });
+      ws.on('error', () => ws.terminate());
+      ws.on('close', (code: number) => {
+        gone = true;
+        clearInterval(pinger);
+        session.closed(code);
+      });
+    });
+  });
+  return {
+    closeAll() {
+      for (const ws of wss.clients) ws.close(WS_CLOSE.GoingAway, 'the server is closing');
+      wss.close();
     },
   };
 }

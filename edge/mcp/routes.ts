@@ -151,7 +151,7 @@ export function mcpRoutes(router: Router, deps: McpRouteDeps): McpSessionRegistr
 
   // ---- SSE ---------------------------------------------------------------------------------
 
-  router.get(SSE_PATH, { auth: 'token' }, async (req, res, ctx) => {
+  router.get(SSE_PATH, { auth: 'token', summary: 'MCP over SSE: the event stream of one session', produces: 'text/event-stream' }, async (req, res, ctx) => {
     if (!config.mcp.sse.enabled) throw new CortadoError('NOT_FOUND', `no route for GET ${SSE_PATH} (mcp.sse.enabled is false)`);
     if (req.method !== 'GET') throw new CortadoError('METHOD_NOT_ALLOWED', `use GET on ${SSE_PATH}`);
     const caller = await ctx.caller();
@@ -164,7 +164,7 @@ export function mcpRoutes(router: Router, deps: McpRouteDeps): McpSessionRegistr
     ctx.log.info({ mcp_session: id, transport: 'sse', user: info.username, token_id: info.tokenId, open: registry.size }, 'MCP session opened');
   });
 
-  router.post(MESSAGES_PATH, { auth: 'token' }, async (req, res, ctx) => {
+  router.post(MESSAGES_PATH, { auth: 'token', summary: 'MCP over SSE: one JSON-RPC message of a session (?sessionId=)', status: 202, produces: 'text/plain' }, async (req, res, ctx) => {
     if (!config.mcp.sse.enabled) throw new CortadoError('NOT_FOUND', `no route for POST ${MESSAGES_PATH} (mcp.sse.enabled is false)`);
     const id = req.query.get('sessionId') ?? '';
     const l = id ? live.get(id) : undefined;
@@ -207,7 +207,7 @@ export function mcpRoutes(router: Router, deps: McpRouteDeps): McpSessionRegistr
     return l;
   };
 
-  router.post(STREAMABLE_PATH, { auth: 'token' }, async (req, res, ctx) => {
+  router.post(STREAMABLE_PATH, { auth: 'token', summary: 'MCP Streamable HTTP: JSON-RPC messages (Mcp-Session-Id after initialize)', sse: true }, async (req, res, ctx) => {
     if (!config.mcp.streamable_http.enabled) throw new CortadoError('NOT_FOUND', `no route for POST ${STREAMABLE_PATH} (mcp.streamable_http.enabled is false)`);
     const { messages, batch } = await readMessages(req, true);
     if (messages.some(isInitializeRequest)) {
@@ -231,7 +231,7 @@ export function mcpRoutes(router: Router, deps: McpRouteDeps): McpSessionRegistr
     await l.http.handlePost(messages, batch, res, { rid: ctx.rid, stream, extra: { requestInfo: { headers: req.headers } } });
   });
 
-  router.get(STREAMABLE_PATH, { auth: 'token' }, async (req, res, ctx) => {
+  router.get(STREAMABLE_PATH, { auth: 'token', summary: 'MCP Streamable HTTP: the server-to-client stream of a session', produces: 'text/event-stream' }, async (req, res, ctx) => {
     if (!config.mcp.streamable_http.enabled) throw new CortadoError('NOT_FOUND', `no route for GET ${STREAMABLE_PATH} (mcp.streamable_http.enabled is false)`);
     if (req.method !== 'GET') throw new CortadoError('METHOD_NOT_ALLOWED', `use GET on ${STREAMABLE_PATH}`);
     if (!accepts(req, 'text/event-stream')) return rpcError(res, 406, -32000, 'Not Acceptable: the client must accept text/event-stream', ctx.rid);
@@ -240,7 +240,7 @@ export function mcpRoutes(router: Router, deps: McpRouteDeps): McpSessionRegistr
     if (!l.http.openStream(res, ctx.rid)) rpcError(res, 409, -32000, 'Conflict: this session has a stream open already', ctx.rid);
   });
 
-  router.add('DELETE', STREAMABLE_PATH, { auth: 'token' }, async (req, res, ctx) => {
+  router.add('DELETE', STREAMABLE_PATH, { auth: 'token', summary: 'MCP Streamable HTTP: end a session' }, async (req, res, ctx) => {
     if (!config.mcp.streamable_http.enabled) throw new CortadoError('NOT_FOUND', `no route for DELETE ${STREAMABLE_PATH} (mcp.streamable_http.enabled is false)`);
     const l = await httpSession(req, res, ctx);
     if (!l) return;

@@ -10,6 +10,8 @@ const Base = {
   request_id: Type.String(),
   user: Type.Optional(Type.String()),
   channel: Type.Optional(Channel),
+  /** which client asked (docs/ui.md "Widget types"): assistant, agent, dashboard, api, mcp, schedule */
+  widget: Type.Optional(Type.String({ maxLength: 64 })),
 };
 
 export const QueryGenerated = Type.Object({

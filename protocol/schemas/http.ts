@@ -50,8 +50,8 @@ const SessionId = Type.Optional(Type.Union([ConversationId, Type.Null()]));
 
 // ---- questions ------------------------------------------------------------------------------
 
-/** POST /api/query */
-export const ApiQueryBody = Type.Pick(AskRequest, ['question', 'tables', 'conversation_id']);
+/** POST /api/query (`widget`: the dashboard page says it is the dashboard; edge/http/routes/query.ts) */
+export const ApiQueryBody = Type.Pick(AskRequest, ['question', 'tables', 'conversation_id', 'widget']);
 export type ApiQueryBody = Static<typeof ApiQueryBody>;
 
 /** POST /query (SQLatte-compatible): `session_id` is the conversation; `table_schema` is a hint only. */

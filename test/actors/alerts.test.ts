@@ -189,7 +189,9 @@ t.test("the guard's real refusals are read as the right factor", async (t) => {
 t.test('widget types and apply_to', async (t) => {
   t.equal(widgetType('mcp'), 'mcp');
   t.equal(widgetType('legacy'), 'assistant');
-  t.equal(widgetType('auth'), 'auth');
+  t.equal(widgetType('auth'), 'agent', 'the authenticated agent');
+  t.equal(widgetType('web'), 'dashboard');
+  t.equal(widgetType('api', 'dashboard'), 'dashboard', 'the widget an event carries wins over its channel');
   t.equal(widgetType(undefined), 'unknown');
   t.ok(appliesTo('mcp', ['mcp']));
   t.notOk(appliesTo('api', ['mcp']));
@@ -198,6 +200,10 @@ t.test('widget types and apply_to', async (t) => {
   t.ok(appliesTo('api', ['*']));
   t.ok(appliesTo(undefined, ['*']));
   t.notOk(appliesTo(undefined, ['mcp', 'api']));
+  t.ok(appliesTo('auth', ['auth']) && appliesTo('auth', ['agent']), 'auth: the old name of agent');
+  t.ok(appliesTo('api', ['web'], 'dashboard'), 'web: the old name of dashboard');
+  t.notOk(appliesTo('api', ['api'], 'dashboard'), 'the dashboard is not api, though it asks on /api/query');
+  t.notOk(appliesTo('api', ['dashboard']), 'nor is api the dashboard');
   const s = new MemoryAlertState();
   t.equal(await s.claim('r1'), true);
   t.equal(await s.claim('r1'), false);
@@ -255,9 +261,10 @@ t.beforeEach(() => {
 });
 
 const usage = { input_tokens: 1, output_tokens: 1, cached_input_tokens: 0, llm_calls: 1 };
-interface Opts { channel?: Channel; user?: string; ts?: string }
+interface Opts { channel?: Channel; user?: string; ts?: string; widget?: string }
 const base = (rid: string, o: Opts) => ({
   id: randomUUID(), ts: o.ts ?? new Date().toISOString(), request_id: rid, ...(o.user ? { user: o.user } : {}), ...(o.channel ? { channel: o.channel } : {}),
+  ...(o.widget ? { widget: o.widget } : {}),
 });
 const ctxOf = (rid: string, o: Opts) => ({ requestId: rid, ...(o.user ? { user: o.user } : {}) });
 function generated(rid: string, sql: string, o: Opts = {}): void {
@@ -357,7 +364,13 @@ t.test('apply_to takes widget types, channel names and *', async (t) => {
   t.same(alertsFor('wt-mcp'), [], 'mcp is not in this apply_to');
   config.mcp.security_alerts.apply_to = ['*'];
   generated('wt-star', BAD, { channel: 'web' });
-  t.match(await alertFor('wt-star'), { widget_type: 'web' });
+  t.match(await alertFor('wt-star'), { widget_type: 'dashboard' });
+  config.mcp.security_alerts.apply_to = ['dashboard'];
+  generated('wt-dash', BAD, { channel: 'api', widget: 'dashboard' });
+  generated('wt-api-2', BAD, { channel: 'api', widget: 'api' });
+  t.match(await alertFor('wt-dash'), { widget_type: 'dashboard', channel: 'api' });
+  await settled();
+  t.same(alertsFor('wt-api-2'), [], 'api is not the dashboard');
 });
 
 t.test('the threshold: above fires, equal does not', async (t) => {

@@ -1,9 +1,10 @@
 /**
  * /analytics in a real browser, over a real stack with analytics on (a PostgreSQL database of
  * its own): questions asked through the scripted model show up as charts that are drawn and
- * whose numbers are the report's; the filters change what is shown; thumbs given on `/` reach
- * the report. And the doors: the report is the admin's unless analytics.access says otherwise,
- * the chart library comes from our own server, and bad filters or feedback are 400s.
+ * whose numbers are the report's; the filters change what is shown; thumbs given on `/#assistant`
+ * (the dashboard's answer view) reach the report. And the doors: the report is the admin's
+ * unless analytics.access says otherwise, the chart library comes from our own server, and bad
+ * filters or feedback are 400s.
  */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -255,11 +256,12 @@ t.test('the filters change what is shown', async (t) => {
   await page.close();
 });
 
-t.test('thumbs on the question page reach the report', async (t) => {
+t.test('thumbs on the dashboard\'s Assistant tab reach the report', async (t) => {
   const page = await browser.newPage();
-  await page.goto(stack.url);
-  await page.fill('#question', 'How many orders in the browser?');
-  await page.click('#go');
+  // `/` is the dashboard; its Assistant tab mounts the answer view
+  await page.goto(`${stack.url}/#assistant`);
+  await page.fill('#assistant-root textarea.question', 'How many orders in the browser?');
+  await page.click('#assistant-root button.go');
   await page.waitForSelector('.answer .feedback button.down');
   const sent = page.waitForRequest((r) => r.url().endsWith('/api/feedback'));
   await page.click('.answer .feedback button.down');

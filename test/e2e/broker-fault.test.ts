@@ -7,19 +7,18 @@
  * so with a clear code, quickly. In the one-process deployment and in the edge|actors one
  * (two `cortado` processes).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t, { type Test } from 'tap';
 import YAML from 'yaml';
-import { ROOT } from '../../config/load.js';
 import { generateFernetKey } from '../../actors/identity/fernet.js';
 import { GUARD_SCHEMA_SQL } from '../fixtures/guard-cases.js';
 import { freePort, startBroker, type Broker } from '../helpers/broker.js';
 import { testConfigObject } from '../helpers/config.js';
 import { sqlAnswer, startFakeLlm } from '../helpers/fake-llm.js';
 import { createTestDb, type TestDb } from '../helpers/pg.js';
+import { cortado as spawnCortado, until as waitUntil, type Proc } from '../helpers/processes.js';
 
 /** the load: one question every INTERVAL_MS for LOAD_MS; the broker dies at KILL_AT_MS for DOWN_MS */
 const INTERVAL_MS = 125;
@@ -42,34 +41,12 @@ t.teardown(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-interface Proc {
-  child: ChildProcess;
-  output(): string;
-  exited: Promise<number | null>;
-}
-
 function cortado(args: string[]): Proc {
-  const child = spawn(process.execPath, [path.join(ROOT, 'bin/cortado.js'), ...args], {
-    cwd: ROOT,
-    env: { ...process.env, CORTADO_LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  const keep = (d: Buffer) => { out = (out + d.toString()).slice(-200_000); };
-  child.stdout?.on('data', keep);
-  child.stderr?.on('data', keep);
-  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-  t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL'); });
-  return { child, output: () => out, exited };
+  return spawnCortado(args, { logLevel: 'warn', keepChars: 200_000 });
 }
 
 async function until(what: string, check: () => Promise<boolean> | boolean, ms = 30_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await Promise.resolve().then(check).catch(() => false)) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}`);
+  return waitUntil(what, check, ms);
 }
 
 function writeConfig(name: string, broker: Broker, cfgDb: TestDb, httpPort: number): string {

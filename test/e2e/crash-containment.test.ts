@@ -4,7 +4,6 @@
  * the failure with the request it belongs to, answers that request with its timeout, and
  * keeps answering the next questions; a rejection nobody handles is logged the same way.
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
@@ -16,6 +15,7 @@ import { testConfigObject } from '../helpers/config.js';
 import { sqlAnswer, startFakeLlm } from '../helpers/fake-llm.js';
 import { startNats } from '../helpers/nats.js';
 import { createTestDb } from '../helpers/pg.js';
+import { cortado } from '../helpers/processes.js';
 import { call } from '../helpers/stack.js';
 
 const db = await createTestDb('crash');
@@ -48,28 +48,20 @@ const obj = testConfigObject({
 const file = path.join(dir, 'crash.yaml');
 writeFileSync(file, YAML.stringify(obj));
 
-const child = spawn(process.execPath, ['--import', path.join(ROOT, 'test/fixtures/driver-fault.mjs'), path.join(ROOT, 'bin/cortado.js'), '--config', file], {
-  cwd: ROOT,
-  env: { ...process.env, CORTADO_LOG_LEVEL: 'info' },
-  stdio: ['ignore', 'pipe', 'pipe'],
-});
-let out = '';
-child.stdout.on('data', (d: Buffer) => { out += d.toString(); });
-child.stderr.on('data', (d: Buffer) => { out += d.toString(); });
-const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL'); });
+const proc = cortado(['--config', file], { nodeArgs: ['--import', path.join(ROOT, 'test/fixtures/driver-fault.mjs')] });
+const { child, exited } = proc;
 
 const url = `http://127.0.0.1:${port}`;
 const until = Date.now() + 60_000;
 for (;;) {
-  if (child.exitCode !== null) throw new Error(`cortado exited at start: ${out}`);
+  if (child.exitCode !== null) throw new Error(`cortado exited at start: ${proc.output()}`);
   if (await call(`${url}/health`).then((r) => r.body?.database === 'ok', () => false)) break;
-  if (Date.now() > until) throw new Error(`cortado did not become healthy: ${out}`);
+  if (Date.now() > until) throw new Error(`cortado did not become healthy: ${proc.output()}`);
   await new Promise((r) => setTimeout(r, 200));
 }
 
 function logLines(): Array<Record<string, unknown>> {
-  return out.split('\n').flatMap((l) => {
+  return proc.output().split('\n').flatMap((l) => {
     try {
       return [JSON.parse(l) as Record<string, unknown>];
     } catch {

@@ -3,7 +3,6 @@
  * on demand, several processes sharing the work through the queue groups, and SIGTERM
  * draining without dropping an answer already under way.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
@@ -16,6 +15,7 @@ import { testConfigObject } from '../helpers/config.js';
 import { sqlAnswer, startFakeLlm } from '../helpers/fake-llm.js';
 import { startNats } from '../helpers/nats.js';
 import { createTestDb } from '../helpers/pg.js';
+import { cortado, until } from '../helpers/processes.js';
 import { call } from '../helpers/stack.js';
 
 const db = await createTestDb('proc');
@@ -50,35 +50,6 @@ function writeConfig(name: string, natsUrl: string, httpPort: number, extra: Rec
   const file = path.join(dir, `${name}.yaml`);
   writeFileSync(file, YAML.stringify(obj));
   return file;
-}
-
-interface Proc {
-  child: ChildProcess;
-  output(): string;
-  exited: Promise<number | null>;
-}
-
-function cortado(args: string[]): Proc {
-  const child = spawn(process.execPath, [path.join(ROOT, 'bin/cortado.js'), ...args], {
-    cwd: ROOT,
-    env: { ...process.env, CORTADO_LOG_LEVEL: 'info' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout?.on('data', (d: Buffer) => { out += d.toString(); });
-  child.stderr?.on('data', (d: Buffer) => { out += d.toString(); });
-  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-  t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL'); });
-  return { child, output: () => out, exited };
-}
-
-async function until(what: string, check: () => Promise<boolean> | boolean, ms = 60_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await Promise.resolve().then(check).catch(() => false)) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}`);
 }
 
 const healthy = (port: number) => async () => (await call(`http://127.0.0.1:${port}/health`)).body?.database === 'ok';

@@ -7,7 +7,6 @@
  * recovery; a dropped table fails with the drift message; max_concurrent_jobs holds across the
  * processes; job_timeout_seconds cancels the query on the database; Run Now.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -25,6 +24,7 @@ import { startNats } from '../helpers/nats.js';
 import { backendsStillRunning, createTestDb } from '../helpers/pg.js';
 import { startSmtp } from '../helpers/smtp.js';
 import { startStack } from '../helpers/stack.js';
+import { cortado as spawnCortado, until, type Proc } from '../helpers/processes.js';
 
 const HOUR = 3_600_000;
 const db = await createTestDb('schedrun');
@@ -76,33 +76,11 @@ const config = testConfigObject({
 const configFile = path.join(dir, 'cortado.yaml');
 writeFileSync(configFile, YAML.stringify(config));
 
-interface Proc {
-  child: ChildProcess;
-  output(): string;
-  exited: Promise<number | null>;
-}
-
 function cortado(): Proc {
-  const child = spawn(process.execPath, ['--import', path.join(ROOT, 'test/fixtures/scheduler-clock.mjs'), path.join(ROOT, 'bin/cortado.js'), '--config', configFile, '--role', 'actors'], {
-    cwd: ROOT,
-    env: { ...process.env, CORTADO_LOG_LEVEL: 'info', CORTADO_TEST_CLOCK_FILE: clockFile },
-    stdio: ['ignore', 'pipe', 'pipe'],
+  return spawnCortado(['--config', configFile, '--role', 'actors'], {
+    nodeArgs: ['--import', path.join(ROOT, 'test/fixtures/scheduler-clock.mjs')],
+    env: { CORTADO_TEST_CLOCK_FILE: clockFile },
   });
-  let out = '';
-  child.stdout?.on('data', (d: Buffer) => { out += d.toString(); });
-  child.stderr?.on('data', (d: Buffer) => { out += d.toString(); });
-  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-  t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL'); });
-  return { child, output: () => out, exited };
-}
-
-async function until(what: string, check: () => Promise<boolean> | boolean, ms = 60_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await Promise.resolve().then(check).catch(() => false)) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}`);
 }
 
 // the process is up (its signal handlers are set once every actor has started), and its scheduler with it

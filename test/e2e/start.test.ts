@@ -1,8 +1,8 @@
 /**
  * The README's start command on the shipped config/config.yaml, as a newcomer runs it: the
- * embedded demo database, the page, /health, and a question answered from the demo data
- * (with a scripted Anthropic endpoint through ANTHROPIC_BASE_URL); without a key, a clear
- * LLM_UNAVAILABLE.
+ * embedded demo database, the page (its question box, in Chromium), /health, and a question
+ * answered from the demo data (with a scripted Anthropic endpoint through ANTHROPIC_BASE_URL);
+ * without a key, a clear LLM_UNAVAILABLE.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import { ROOT } from '../../config/load.js';
+import { launchBrowser } from '../helpers/browser.js';
 import { sqlAnswer, startFakeLlm } from '../helpers/fake-llm.js';
 import { startNats } from '../helpers/nats.js';
 import { call } from '../helpers/stack.js';
@@ -61,7 +62,18 @@ t.test('with an LLM: the demo database answers "which store sold the most last m
   const app = await start({ ANTHROPIC_API_KEY: 'sk-test-not-real', ANTHROPIC_BASE_URL: fake.url });
   const page = await call(`${app.url}/`);
   t.equal(page.status, 200);
-  t.match(page.text, /<form/i, 'the first page has a question box');
+  // `/` is the dashboard: its Assistant tab draws the question box (the answer view) in the browser
+  const browser = await launchBrowser();
+  t.teardown(() => browser.close());
+  const tab = await browser.newPage();
+  const errors: string[] = [];
+  tab.on('pageerror', (e) => errors.push(e.message));
+  await tab.goto(`${app.url}/#assistant`);
+  await tab.locator('#assistant-root form textarea.question').waitFor();
+  t.ok(await tab.locator('#assistant-root form textarea.question').isVisible(), 'the first page has a question box');
+  t.ok(await tab.locator('#assistant-root button.go').isEnabled(), 'and an Ask button');
+  t.same(errors, [], 'no script errors');
+  await browser.close();
   const health = await call(`${app.url}/health`);
   t.equal(health.body.status, 'ok');
 

@@ -28,6 +28,7 @@ import { INITIALIZE, openRawSse } from '../helpers/mcp.js';
 import { startNats } from '../helpers/nats.js';
 import { createTestDb } from '../helpers/pg.js';
 import { call, startStack } from '../helpers/stack.js';
+import { uwsAvailable } from '../../edge/http/server.js';
 
 const SEED = Number(process.env.CORTADO_FUZZ_SEED ?? 20261125);
 const SCALE = Number(process.env.CORTADO_FUZZ_SCALE ?? 1);
@@ -64,7 +65,8 @@ const config = testConfig({
 });
 const stack = await startStack(config);
 // a second edge on the same bus, on the other HTTP server: every other case goes to it
-const otherKind = stack.running.edge?.kind === 'uws' ? 'node' : 'uws';
+// (where uWebSockets.js has no build for this Node, both are the node:http twin)
+const otherKind = stack.running.edge?.kind === 'uws' || !uwsAvailable() ? 'node' : 'uws';
 const other = await startStack(testConfig({
   natsUrl: nats.url, db: { host: db.host, port: db.port, name: db.name, user: db.user }, llmUrl: fake.url,
   extra: { app: { http_server: otherKind }, admin: { enabled: true, username: 'admin', password: 'fuzz-admin-pw' }, plugins: { auth: { enabled: true, enable_discovery_tokens: true } }, config_db: { encryption_key: config.config_db.encryption_key } },

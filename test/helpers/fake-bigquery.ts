@@ -8,6 +8,32 @@
  *   GET  /bigquery/v2/projects/{p}/queries/{job}     jobs.getQueryResults (pageToken, maxResults, timeoutMs)
  *   GET  /bigquery/v2/projects/{p}/jobs/{job}        jobs.get
  *   POST /bigquery/v2/projects/{p}/jobs/{job}/cancel jobs.cancel (pg_cancel_backend on the job's backend)
+ *   GET  /bigquery/v2/projects/{p}/datasets          datasets.list (maxResults, pageToken)
+ *   GET  /bigquery/v2/projects/{p}/datasets/{d}      datasets.get (with `access` entries)
+ *
+ * The operations console (actors/ops) reads BigQuery's administrative views. A test seeds
+ * them per project and region with `fake.ops.seed(...)`; a query that reads
+ * `<project>.region-<r>.INFORMATION_SCHEMA.{JOBS, JOBS_BY_PROJECT, JOBS_TIMELINE,
+ * JOBS_TIMELINE_BY_PROJECT, RESERVATIONS}` then runs on PostgreSQL over the seeded rows (as a
+ * `jsonb_to_recordset` subquery with BigQuery's column names), so the product's own SQL —
+ * filters, aggregates, ORDER BY, LIMIT — really runs:
+ *
+ *   fake.ops.seed({
+ *     project: 'acme-prod', region: 'US',            // region default US; view scope region-us
+ *     jobs: [{ job_id, user_email, creation_time (ISO), total_bytes_billed, total_slot_ms, query,
+ *              statement_type? = 'SELECT', job_type? = 'QUERY', state? = 'DONE', end_time?, cache_hit? }],
+ *     timeline: [{ period_start (ISO), period_slot_ms, job_id?, statement_type?, job_type?, reservation_id? }],
+ *     reservations: [{ reservation_name, slot_capacity, edition? }],
+ *     datasets: [{ dataset_id, location? = region, access: [{ role, specialGroup? | iamMember? | userByEmail? | groupByEmail? | domain? }] }],
+ *     denied: 'Access Denied: ...',                  // every call for the project: 403 accessDenied with this message
+ *   });
+ *
+ * Each array given replaces the one seeded before for that project (datasets) or project and
+ * region (the rest); `denied: null` lifts a denial. A seeded project is served besides the
+ * fake's own `projectId`; any other project is 404. Besides the catalog views, the SQL
+ * translation knows `UNIX_SECONDS(x)` (→ EXTRACT(EPOCH FROM x)) and `TIMESTAMP_SECONDS(x)`
+ * (→ TO_TIMESTAMP(x)); `DIV`, `SUBSTR`, `DATE(ts)`, `COALESCE` and `TIMESTAMP '… +00'`
+ * literals mean the same in both.
  *
  * Every API call needs a bearer token this server issued at /token for a JWT assertion signed
  * with the service account key it made (`serviceAccount()`), checked with the public key.
@@ -55,6 +81,65 @@ export interface InjectedError {
   message: string;
 }
 
+export interface OpsJobSeed {
+  job_id: string;
+  user_email: string;
+  /** ISO 8601 */
+  creation_time: string;
+  total_bytes_billed: number | null;
+  total_slot_ms: number | null;
+  query: string;
+  statement_type?: string;
+  job_type?: string;
+  state?: string;
+  end_time?: string;
+  cache_hit?: boolean;
+}
+
+export interface OpsTimelineSeed {
+  /** ISO 8601; BigQuery has one row per job per second */
+  period_start: string;
+  period_slot_ms: number;
+  job_id?: string;
+  statement_type?: string;
+  job_type?: string;
+  reservation_id?: string;
+}
+
+export interface OpsReservationSeed {
+  reservation_name: string;
+  slot_capacity: number;
+  edition?: string;
+}
+
+export interface OpsAccessEntry {
+  role: string;
+  specialGroup?: string;
+  iamMember?: string;
+  userByEmail?: string;
+  groupByEmail?: string;
+  domain?: string;
+}
+
+export interface OpsDatasetSeed {
+  dataset_id: string;
+  /** default: the seed's region */
+  location?: string;
+  access: OpsAccessEntry[];
+}
+
+export interface OpsSeed {
+  project: string;
+  /** default US (views under `region-us`) */
+  region?: string;
+  jobs?: OpsJobSeed[];
+  timeline?: OpsTimelineSeed[];
+  reservations?: OpsReservationSeed[];
+  datasets?: OpsDatasetSeed[];
+  /** every call for this project answers 403 accessDenied with this message; null lifts it */
+  denied?: string | null;
+}
+
 export interface FakeBigQuery {
   /** the apiEndpoint (database.bigquery.base_url) */
   url: string;
@@ -75,7 +160,32 @@ export interface FakeBigQuery {
   /** the next API calls (not /token) answer with these errors, one each */
   failNext(...errors: InjectedError[]): void;
   bytesFor(sql: string): number;
+  /** the administrative views and datasets the operations console reads (see the top of this file) */
+  ops: {
+    seed(seed: OpsSeed): void;
+    /** forget every seed */
+    reset(): void;
+  };
   close(): Promise<void>;
+}
+
+interface OpsRegion {
+  jobs: OpsJobSeed[];
+  timeline: OpsTimelineSeed[];
+  reservations: OpsReservationSeed[];
+}
+
+interface OpsProject {
+  denied?: string;
+  regions: Map<string, OpsRegion>;
+  datasets: OpsDatasetSeed[];
+  /** the seed's region, the default location of its datasets */
+  region: string;
+}
+
+/** `US` → `region-us`: the scope of the region's INFORMATION_SCHEMA views. */
+function regionScope(region: string): string {
+  return `region-${region.toLowerCase()}`;
 }
 
 const TOKEN_AUDIENCE = 'https://oauth2.googleapis.com/token';
@@ -125,6 +235,7 @@ export async function startFakeBigQuery(opts: FakeBigQueryOptions): Promise<Fake
   const requests: RecordedCall[] = [];
   const injected: InjectedError[] = [];
   const open = new Set<http.ServerResponse>();
+  const opsProjects = new Map<string, OpsProject>();
   let slowMs = 0;
   let answerDelayMs = 0;
   let jobCounter = 0;
@@ -156,7 +267,7 @@ export async function startFakeBigQuery(opts: FakeBigQueryOptions): Promise<Fake
   async function handle(method: string, u: URL, body: any, headers: http.IncomingHttpHeaders, res: http.ServerResponse): Promise<void> {
     if (method === 'POST' && u.pathname === '/token') return token(body, res);
 
-    const m = /^\/bigquery\/v2\/projects\/([^/]+)\/(queries|jobs)(?:\/([^/]+))?(\/cancel)?$/.exec(u.pathname);
+    const m = /^\/bigquery\/v2\/projects\/([^/]+)\/(queries|jobs|datasets)(?:\/([^/]+))?(\/cancel)?$/.exec(u.pathname);
     if (!m) return sendError(res, 404, 'notFound', `no route ${method} ${u.pathname}`);
     const auth = headers.authorization ?? '';
     if (!auth.startsWith('Bearer ') || !tokens.has(auth.slice(7))) {
@@ -168,12 +279,16 @@ export async function startFakeBigQuery(opts: FakeBigQueryOptions): Promise<Fake
     const projectId = decodeURIComponent(m[1]!);
     const [, , collection, id, cancel] = m;
     const jobId = id ? decodeURIComponent(id) : undefined;
-    if (projectId !== opts.projectId) {
+    const seeded = opsProjects.get(projectId);
+    if (projectId !== opts.projectId && !seeded) {
       return sendError(res, 404, 'notFound', `Not found: Project ${projectId}`);
     }
-    if (collection === 'queries' && method === 'POST' && !jobId) return jobsQuery(body, res);
+    if (seeded?.denied) return sendError(res, 403, 'accessDenied', seeded.denied);
+    if (collection === 'datasets' && method === 'GET' && !jobId) return datasetsList(projectId, u.searchParams, res);
+    if (collection === 'datasets' && method === 'GET' && jobId && !cancel) return datasetsGet(projectId, jobId, res);
+    if (collection === 'queries' && method === 'POST' && !jobId) return jobsQuery(projectId, body, res);
     if (collection === 'queries' && method === 'GET' && jobId) return getQueryResults(jobId, u.searchParams, res);
-    if (collection === 'jobs' && method === 'POST' && !jobId) return jobsInsert(body, res);
+    if (collection === 'jobs' && method === 'POST' && !jobId) return jobsInsert(projectId, body, res);
     if (collection === 'jobs' && method === 'GET' && jobId && !cancel) return jobsGet(jobId, res);
     if (collection === 'jobs' && method === 'POST' && jobId && cancel) return jobsCancel(jobId, res);
     return sendError(res, 404, 'notFound', `no route ${method} ${u.pathname}`);
@@ -202,17 +317,17 @@ export async function startFakeBigQuery(opts: FakeBigQueryOptions): Promise<Fake
 
   // ---- jobs ---------------------------------------------------------------------------------
 
-  async function jobsQuery(body: any, res: http.ServerResponse): Promise<void> {
+  async function jobsQuery(projectId: string, body: any, res: http.ServerResponse): Promise<void> {
     const sql = String(body.query ?? '');
     if (body.useLegacySql !== false) return sendError(res, 400, 'invalid', 'the fake only speaks GoogleSQL: send useLegacySql false');
     const dataset = body.defaultDataset?.datasetId as string | undefined;
     const loc = String(body.location ?? location);
     if (body.dryRun) {
-      const dry = await dryRun(sql, dataset);
+      const dry = await dryRun(sql, dataset, projectId);
       if ('error' in dry) return sendError(res, dry.error.status, dry.error.reason, dry.error.message);
-      return send(res, 200, { kind: 'bigquery#queryResponse', jobReference: { projectId: opts.projectId, location: loc }, totalBytesProcessed: String(dry.bytes), jobComplete: true, cacheHit: false, schema: { fields: dry.fields ?? [] } });
+      return send(res, 200, { kind: 'bigquery#queryResponse', jobReference: { projectId, location: loc }, totalBytesProcessed: String(dry.bytes), jobComplete: true, cacheHit: false, schema: { fields: dry.fields ?? [] } });
     }
-    const job = startJob(sql, dataset, loc);
+    const job = startJob(projectId, sql, dataset, loc);
     const finished = await settles(job, numberOr(body.timeoutMs, DEFAULT_WAIT_MS));
     if (answerDelayMs > 0) await new Promise((r) => setTimeout(r, answerDelayMs));
     if (finished && job.error) return sendError(res, job.error.status, job.error.reason, job.error.message);
@@ -220,7 +335,7 @@ export async function startFakeBigQuery(opts: FakeBigQueryOptions): Promise<Fake
     send(res, 200, { kind: 'bigquery#queryResponse', ...resultsBody(job, finished, 0, maxResults, body.formatOptions?.useInt64Timestamp === true) });
   }
 
-  async function jobsInsert(body: any, res: http.ServerResponse): Promise<void> {
+  async function jobsInsert(projectId: string, body: any, res: http.ServerResponse): Promise<void> {
     const q = body.configuration?.query ?? {};
     const sql = String(q.query ?? '');
     if (q.useLegacySql !== false) return sendError(res, 400, 'invalid', 'the fake only speaks GoogleSQL: send useLegacySql false');
@@ -228,13 +343,13 @@ export async function startFakeBigQuery(opts: FakeBigQueryOptions): Promise<Fake
     const loc = String(body.jobReference?.location ?? location);
     const jobId = String(body.jobReference?.jobId ?? `job_${++jobCounter}`);
     if (body.configuration?.dryRun) {
-      const dry = await dryRun(sql, dataset);
+      const dry = await dryRun(sql, dataset, projectId);
       if ('error' in dry) return sendError(res, dry.error.status, dry.error.reason, dry.error.message);
       const now = Date.now();
       return send(res, 200, {
         kind: 'bigquery#job',
-        id: `${opts.projectId}:${loc}.${jobId}`,
-        jobReference: { projectId: opts.projectId, jobId, location: loc },
+        id: `${projectId}:${loc}.${jobId}`,
+        jobReference: { projectId, jobId, location: loc },
         configuration: { ...body.configuration, jobType: 'QUERY' },
         status: { state: 'DONE' },
         statistics: {
@@ -244,7 +359,7 @@ export async function startFakeBigQuery(opts: FakeBigQueryOptions): Promise<Fake
         },
       });
     }
-    const job = startJob(sql, dataset, loc, jobId);
+    const job = startJob(projectId, sql, dataset, loc, jobId);
     send(res, 200, jobResource(job));
   }
 
@@ -310,9 +425,9 @@ export async function startFakeBigQuery(opts: FakeBigQueryOptions): Promise<Fake
     };
   }
 
-  function startJob(sql: string, dataset: string | undefined, loc: string, id = `job_${++jobCounter}_${randomBytes(4).toString('hex')}`): Job {
+  function startJob(projectId: string, sql: string, dataset: string | undefined, loc: string, id = `job_${++jobCounter}_${randomBytes(4).toString('hex')}`): Job {
     const now = Date.now();
-    const job: Job = { id, projectId: opts.projectId, location: loc, sql, statementType: statementType(sql), state: 'RUNNING', cancelled: false, bytes: bytesFor(sql), created: now, started: now, done: Promise.resolve() };
+    const job: Job = { id, projectId, location: loc, sql, statementType: statementType(sql), state: 'RUNNING', cancelled: false, bytes: bytesFor(sql), created: now, started: now, done: Promise.resolve() };
     jobs.set(id, job);
     job.done = runJob(job, dataset);
     return job;
@@ -325,7 +440,7 @@ export async function startFakeBigQuery(opts: FakeBigQueryOptions): Promise<Fake
       job.pid = (client as unknown as { processID: number }).processID;
       if (dataset) await client.query(`SET search_path TO ${quoteIdent(dataset)}`);
       if (slowMs > 0) await client.query(`SELECT pg_sleep(${slowMs / 1000})`);
-      const result = (await client.query({ text: toPostgres(job.sql, opts.projectId), rowMode: 'array', types: RAW_TEXT })) as unknown;
+      const result = (await client.query({ text: toPostgres(job.sql, job.projectId, opsView), rowMode: 'array', types: RAW_TEXT })) as unknown;
       const last = (Array.isArray(result) ? result.at(-1) : result) as pg.QueryArrayResult;
       job.fields = (last.fields ?? []).map((f) => fieldOf(f.name, f.dataTypeID));
       job.rows = (last.rows ?? []).map((r) => r.map((v, i) => valueOf(v as string | null, last.fields[i]!.dataTypeID)));
@@ -341,14 +456,82 @@ export async function startFakeBigQuery(opts: FakeBigQueryOptions): Promise<Fake
     }
   }
 
-  async function dryRun(sql: string, dataset: string | undefined): Promise<{ statementType: string; bytes: number; fields?: Field[] } | { error: InjectedError }> {
+  // ---- the operations console's reads ----------------------------------------------------------
+
+  function datasetsOf(projectId: string): OpsDatasetSeed[] {
+    return opsProjects.get(projectId)?.datasets ?? [];
+  }
+
+  function datasetResource(projectId: string, d: OpsDatasetSeed, full: boolean): Record<string, unknown> {
+    return {
+      kind: 'bigquery#dataset',
+      id: `${projectId}:${d.dataset_id}`,
+      datasetReference: { datasetId: d.dataset_id, projectId },
+      location: d.location ?? opsProjects.get(projectId)?.region ?? location,
+      ...(full ? { etag: `"${d.dataset_id}"`, creationTime: '1700000000000', lastModifiedTime: '1700000000000', access: d.access, selfLink: `${url}/bigquery/v2/projects/${projectId}/datasets/${d.dataset_id}` } : {}),
+    };
+  }
+
+  function datasetsList(projectId: string, qs: URLSearchParams, res: http.ServerResponse): void {
+    const all = datasetsOf(projectId);
+    const offset = numberOr(qs.get('pageToken'), 0);
+    const max = numberOr(qs.get('maxResults'), 50);
+    const page = all.slice(offset, offset + max);
+    const next = offset + page.length;
+    send(res, 200, {
+      kind: 'bigquery#datasetList',
+      etag: `"${projectId}-${all.length}"`,
+      ...(page.length ? { datasets: page.map((d) => datasetResource(projectId, d, false)) } : {}),
+      ...(next < all.length ? { nextPageToken: String(next) } : {}),
+    });
+  }
+
+  function datasetsGet(projectId: string, datasetId: string, res: http.ServerResponse): void {
+    const d = datasetsOf(projectId).find((x) => x.dataset_id === datasetId);
+    if (!d) return sendError(res, 404, 'notFound', `Not found: Dataset ${projectId}:${datasetId}`);
+    send(res, 200, datasetResource(projectId, d, true));
+  }
+
+  /** A seeded administrative view as a PostgreSQL subquery; undefined when the view is not one of them. */
+  function opsView(project: string, scope: string | undefined, view: string): string | undefined {
+    const region = opsProjects.get(project)?.regions.get((scope ?? '').toLowerCase()) ?? { jobs: [], timeline: [], reservations: [] };
+    const lit = (rows: unknown[]): string => `'${JSON.stringify(rows).replace(/'/g, "''")}'::jsonb`;
+    const p = `'${project.replace(/'/g, "''")}'::text AS project_id`;
+    switch (view) {
+      case 'JOBS':
+      case 'JOBS_BY_PROJECT': {
+        const rows = region.jobs.map((j) => ({
+          job_type: 'QUERY', statement_type: 'SELECT', state: 'DONE', end_time: j.creation_time, cache_hit: false,
+          total_bytes_processed: j.total_bytes_billed, ...j,
+        }));
+        return `(SELECT ${p}, t.* FROM jsonb_to_recordset(${lit(rows)}) AS t(job_id text, user_email text, creation_time timestamptz, start_time timestamptz,
+          end_time timestamptz, job_type text, statement_type text, state text, total_bytes_billed bigint, total_bytes_processed bigint, total_slot_ms bigint,
+          query text, cache_hit boolean, reservation_id text))`;
+      }
+      case 'JOBS_TIMELINE':
+      case 'JOBS_TIMELINE_BY_PROJECT': {
+        const rows = region.timeline.map((r) => ({ job_type: 'QUERY', statement_type: 'SELECT', job_id: 'job', ...r }));
+        return `(SELECT ${p}, t.* FROM jsonb_to_recordset(${lit(rows)}) AS t(period_start timestamptz, period_slot_ms bigint, job_id text,
+          job_type text, statement_type text, reservation_id text))`;
+      }
+      case 'RESERVATIONS':
+      case 'RESERVATIONS_BY_PROJECT': {
+        const rows = region.reservations.map((r) => ({ edition: 'ENTERPRISE', ...r }));
+        return `(SELECT ${p}, t.* FROM jsonb_to_recordset(${lit(rows)}) AS t(reservation_name text, slot_capacity bigint, edition text))`;
+      }
+      default:
+        return undefined;
+    }
+  }
+
+  async function dryRun(sql: string, dataset: string | undefined, projectId: string): Promise<{ statementType: string; bytes: number; fields?: Field[] } | { error: InjectedError }> {
     const type = statementType(sql);
     if (type !== 'SELECT') return { statementType: type, bytes: 0 };
     const client = await admin.connect();
     try {
       await client.query('BEGIN READ ONLY');
       if (dataset) await client.query(`SET LOCAL search_path TO ${quoteIdent(dataset)}`);
-      await client.query(`EXPLAIN ${toPostgres(sql, opts.projectId)}`);
+      await client.query(`EXPLAIN ${toPostgres(sql, projectId, opsView)}`);
       return { statementType: type, bytes: bytesFor(sql) };
     } catch (err) {
       return { error: { status: 400, reason: 'invalidQuery', message: (err as Error).message } };
@@ -388,6 +571,26 @@ export async function startFakeBigQuery(opts: FakeBigQueryOptions): Promise<Fake
       injected.push(...errors);
     },
     bytesFor,
+    ops: {
+      seed(seed) {
+        const region = seed.region ?? 'US';
+        const p = opsProjects.get(seed.project) ?? { regions: new Map<string, OpsRegion>(), datasets: [], region };
+        p.region = region;
+        const scope = regionScope(region);
+        const r = p.regions.get(scope) ?? { jobs: [], timeline: [], reservations: [] };
+        if (seed.jobs) r.jobs = [...seed.jobs];
+        if (seed.timeline) r.timeline = [...seed.timeline];
+        if (seed.reservations) r.reservations = [...seed.reservations];
+        p.regions.set(scope, r);
+        if (seed.datasets) p.datasets = seed.datasets.map((d) => ({ ...d, location: d.location ?? region }));
+        if (seed.denied === null) delete p.denied;
+        else if (seed.denied !== undefined) p.denied = seed.denied;
+        opsProjects.set(seed.project, p);
+      },
+      reset() {
+        opsProjects.clear();
+      },
+    },
     async close() {
       for (const res of open) res.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -472,7 +675,7 @@ const KEYWORDS_AFTER_TABLE = new Set(['WHERE', 'JOIN', 'LEFT', 'RIGHT', 'INNER',
  * BigQuery SQL → PostgreSQL for what tests use: paths with backticks and the project, `#`
  * comments, and INFORMATION_SCHEMA views. Strings and comments are copied as they are.
  */
-export function toPostgres(sql: string, projectId: string): string {
+export function toPostgres(sql: string, projectId: string, views?: (project: string, scope: string | undefined, view: string) => string | undefined): string {
   let out = '';
   let i = 0;
   const n = sql.length;
@@ -499,6 +702,13 @@ export function toPostgres(sql: string, projectId: string): string {
       i = stop;
       continue;
     }
+    const fn = /^(UNIX_SECONDS|TIMESTAMP_SECONDS)\s*\(/i.exec(sql.slice(i));
+    if (fn && !/[A-Za-z0-9_]/.test(sql[i - 1] ?? '')) {
+      // BigQuery functions with a one-argument PostgreSQL twin: the closing parenthesis stays
+      out += fn[1]!.toUpperCase() === 'UNIX_SECONDS' ? 'EXTRACT(EPOCH FROM ' : 'TO_TIMESTAMP(';
+      i += fn[0].length;
+      continue;
+    }
     if (c === '`' || /[A-Za-z_]/.test(c)) {
       // a path: parts (words or `quoted`) joined by dots
       const parts: Array<{ text: string; quoted: boolean }> = [];
@@ -521,12 +731,14 @@ export function toPostgres(sql: string, projectId: string): string {
         continue;
       }
       const quoted = parts.some((p) => p.quoted);
+      let project = projectId;
       if (parts.length > 1 && parts[0]!.text === projectId) parts.shift();
+      else if (parts.length === 4 && parts[2]!.text.toUpperCase() === 'INFORMATION_SCHEMA') project = parts.shift()!.text;
       const upper = parts.map((p) => p.text.toUpperCase());
       const at = upper.indexOf('INFORMATION_SCHEMA');
       if (at >= 0 && at === parts.length - 2) {
         const scope = at === 1 ? parts[0]!.text : undefined;
-        const view = informationSchema(upper[at + 1]!, scope, projectId);
+        const view = views?.(project, scope, upper[at + 1]!) ?? informationSchema(upper[at + 1]!, scope, project);
         const alias = /^\s*(?:AS\b|([A-Za-z_][A-Za-z0-9_]*))/i.exec(sql.slice(j));
         const hasAlias = alias !== null && (alias[1] === undefined || !KEYWORDS_AFTER_TABLE.has(alias[1].toUpperCase()));
         out += hasAlias ? view : `${view} AS ${upper[at + 1]!.toLowerCase()}`;

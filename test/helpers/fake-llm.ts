@@ -30,6 +30,11 @@ export type Responder = (req: RecordedRequest, index: number) => FakeReply;
 export interface FakeLlm {
   url: string;
   requests: RecordedRequest[];
+  /** requests received and not answered yet (a hung one counts until its client gives up) */
+  readonly open: number;
+  /** the most requests open at once since start or the last resetPeak() */
+  readonly peakOpen: number;
+  resetPeak(): void;
   /** replies used in order, then the fallback responder */
   script(...replies: FakeReply[]): void;
   /** the reply for every request once the script is used up */
@@ -56,6 +61,8 @@ export async function startFakeLlm(opts: { port?: number } = {}): Promise<FakeLl
   let queue: FakeReply[] = [];
   let responder: Responder = () => ({ status: 500, message: 'the fake LLM has no script for this request' });
   const hanging = new Set<http.ServerResponse>();
+  let open = 0;
+  let peakOpen = 0;
 
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -74,6 +81,9 @@ export async function startFakeLlm(opts: { port?: number } = {}): Promise<FakeLl
       }
       const recorded = record(body, req.headers);
       const index = requests.push(recorded) - 1;
+      open++;
+      if (open > peakOpen) peakOpen = open;
+      res.once('close', () => { open--; });
       const reply = queue.shift() ?? responder(recorded, index);
       if ('hang' in reply) {
         hanging.add(res);
@@ -114,6 +124,9 @@ export async function startFakeLlm(opts: { port?: number } = {}): Promise<FakeLl
   return {
     url: `http://127.0.0.1:${port}`,
     requests,
+    get open() { return open; },
+    get peakOpen() { return peakOpen; },
+    resetPeak() { peakOpen = open; },
     script(...replies) {
       queue = [...queue, ...replies];
     },

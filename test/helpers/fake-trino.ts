@@ -19,6 +19,11 @@
  * Translation is trivial on purpose: tests send SQL both accept. `SHOW CATALOGS` answers the
  * one catalog, and `information_schema.` reads views (schema fake_trino_meta) that list what a
  * Trino PostgreSQL connector would: user schemas only, Trino type names.
+ *
+ * The coordinator's query history, `system.runtime.queries`, is a table of this fake's own
+ * (schema fake_trino_sys_<id>, dropped on close) with Trino's columns and types, filled by
+ * seedRuntimeQueries(); a statement naming it reads that table, and Trino's
+ * `date_diff(unit, a, b)` works there as Trino's does (whole units, truncated).
  */
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
@@ -74,6 +79,20 @@ export interface RecordedDelete {
   user: string | undefined;
 }
 
+/** One row of system.runtime.queries (Trino's columns; times as ISO instants, null while unset). */
+export interface RuntimeQueryRow {
+  query_id: string;
+  state: 'QUEUED' | 'RUNNING' | 'FINISHED' | 'FAILED';
+  user: string;
+  source: string | null;
+  query: string;
+  created: string;
+  started: string | null;
+  end: string | null;
+  error_type?: string | null;
+  error_code?: string | null;
+}
+
 export interface FakeTrino {
   url: string;
   host: string;
@@ -88,6 +107,8 @@ export interface FakeTrino {
   honourTimeLimit(on: boolean): void;
   /** resolves when the statement has ended on PostgreSQL */
   settled(id: string): Promise<void>;
+  /** what system.runtime.queries holds from now on (replaces earlier rows) */
+  seedRuntimeQueries(rows: readonly RuntimeQueryRow[]): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -129,6 +150,8 @@ export async function startFakeTrino(opts: FakeTrinoOptions): Promise<FakeTrino>
   let forcedStatus: number | undefined;
   let counter = 0;
   let base = '';
+  const sysSchema = `fake_trino_sys_${randomBytes(4).toString('hex')}`;
+  let sysReady: Promise<void> | undefined;
 
   const cancelBackend = async (q: Query): Promise<void> => {
     if (q.rec.pid === undefined || q.done) return;
@@ -159,7 +182,12 @@ export async function startFakeTrino(opts: FakeTrinoOptions): Promise<FakeTrino>
           void cancelBackend(q);
         }, q.limitMs);
       }
-      const text = sql.replace(/\binformation_schema\s*\./gi, `${META_SCHEMA}.`);
+      let text = sql.replace(/\binformation_schema\s*\./gi, `${META_SCHEMA}.`);
+      if (/\bsystem\s*\.\s*runtime\s*\.\s*queries\b/i.test(text)) {
+        if (!sysReady) throw Object.assign(new Error('relation "system.runtime.queries" does not exist'), { code: '42P01' });
+        await sysReady;
+        text = text.replace(/\bsystem\s*\.\s*runtime\s*\.\s*queries\b/gi, `${sysSchema}.queries`).replace(/\bdate_diff\s*\(/gi, `${sysSchema}.date_diff(`);
+      }
       const r = await client.query({ text, rowMode: 'array', queryMode: 'extended' } as pg.QueryArrayConfig);
       const fields = r.fields;
       const rows = r.rows as Array<Array<string | null>>;
@@ -353,6 +381,18 @@ export async function startFakeTrino(opts: FakeTrinoOptions): Promise<FakeTrino>
     async settled(id) {
       await queries.get(id)?.settled;
     },
+    async seedRuntimeQueries(rows) {
+      sysReady ??= createRuntimeQueries(admin, sysSchema);
+      await sysReady;
+      await admin.query(`DELETE FROM ${sysSchema}.queries`);
+      for (const r of rows) {
+        await admin.query(
+          `INSERT INTO ${sysSchema}.queries (query_id, state, "user", source, query, resource_group_id, queued_time_ms, analysis_time_ms, planning_time_ms, created, started, last_heartbeat, "end", error_type, error_code)
+           VALUES ($1, $2, $3, $4, $5, ARRAY['global'], 0, 1, 1, $6, $7, COALESCE($8, now()), $8, $9, $10)`,
+          [r.query_id, r.state, r.user, r.source, r.query, r.created, r.started, r.end, r.error_type ?? null, r.error_code ?? null],
+        );
+      }
+    },
     async close() {
       for (const q of queries.values()) {
         if (!q.done) {
@@ -363,6 +403,7 @@ export async function startFakeTrino(opts: FakeTrinoOptions): Promise<FakeTrino>
       await Promise.all([...queries.values()].map((q) => q.settled));
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      if (sysReady) await admin.query(`DROP SCHEMA IF EXISTS ${sysSchema} CASCADE`).catch(() => undefined);
       await admin.end();
     },
   };
@@ -478,6 +519,22 @@ function durationMs(text: string): number | undefined {
 
 function quoteIdent(name: string): string {
   return `"${name.replace(/"/g, '""')}"`;
+}
+
+/** system.runtime.queries with Trino's column types, and Trino's date_diff for it. */
+async function createRuntimeQueries(admin: pg.Pool, schema: string): Promise<void> {
+  await admin.query(`
+    CREATE SCHEMA ${schema};
+    CREATE TABLE ${schema}.queries (
+      query_id varchar NOT NULL, state varchar NOT NULL, "user" varchar NOT NULL, source varchar, query varchar NOT NULL,
+      resource_group_id text[], queued_time_ms bigint, analysis_time_ms bigint, planning_time_ms bigint,
+      created timestamptz(3), started timestamptz(3), last_heartbeat timestamptz(3), "end" timestamptz(3),
+      error_type varchar, error_code varchar);
+    CREATE FUNCTION ${schema}.date_diff(unit text, a timestamptz, b timestamptz) RETURNS bigint LANGUAGE sql IMMUTABLE AS $$
+      SELECT trunc(extract(epoch FROM b - a) * CASE lower(unit)
+        WHEN 'millisecond' THEN 1000 WHEN 'second' THEN 1 WHEN 'minute' THEN 1.0 / 60 WHEN 'hour' THEN 1.0 / 3600 WHEN 'day' THEN 1.0 / 86400 END)::bigint
+    $$;
+  `);
 }
 
 /** information_schema as a Trino PostgreSQL connector shows it: user schemas, Trino type names. */

@@ -3,6 +3,11 @@
  * DATABASE_URL (scripts/test.sh starts a private cluster and sets it), else the
  * machine's server on 127.0.0.1:5432.
  */
+import { execFile } from 'node:child_process';
+import { chownSync, mkdtempSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir, userInfo } from 'node:os';
+import path from 'node:path';
 import pg from 'pg';
 
 export const ADMIN_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -70,4 +75,52 @@ export async function backendsStillRunning(db: TestDb, fragment: string, withinM
     if (n === 0 || Date.now() >= until) return n;
     await new Promise((res) => setTimeout(res, 100));
   }
+}
+
+/**
+ * A PostgreSQL server of the test's own (initdb in a temporary directory, trust auth, no fsync,
+ * 127.0.0.1 on a free port), for tests that stop and start the database under Cortado. Run as
+ * the `postgres` OS user when the test runs as root (initdb refuses root).
+ */
+export interface PrivatePg {
+  host: string;
+  port: number;
+  user: string;
+  url: string;
+  /** a fast shutdown: open connections are ended, as when a server goes down */
+  stop(): Promise<void>;
+  start(): Promise<void>;
+  /** stop and remove the data directory */
+  remove(): Promise<void>;
+}
+
+export async function startPrivatePg(): Promise<PrivatePg> {
+  const srv = net.createServer();
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  const { port } = srv.address() as net.AddressInfo;
+  await new Promise((r) => srv.close(r));
+  const dir = mkdtempSync(path.join(tmpdir(), 'cortado-pg-'));
+  const data = path.join(dir, 'data');
+  const asRoot = userInfo().uid === 0;
+  if (asRoot) {
+    const { uid, gid } = await new Promise<{ uid: number; gid: number }>((resolve, reject) => execFile('id', ['-u', 'postgres'], (e1, u) => e1 ? reject(e1) : execFile('id', ['-g', 'postgres'], (e2, g) => e2 ? reject(e2) : resolve({ uid: Number(u), gid: Number(g) }))));
+    chownSync(dir, uid, gid);
+  }
+  const run = (cmd: string, args: string[]) => new Promise<void>((resolve, reject) => {
+    const [file, argv] = asRoot ? ['runuser', ['-u', 'postgres', '--', cmd, ...args]] as const : [cmd, args] as const;
+    execFile(file, argv, { timeout: 60_000 }, (err, _out, stderr) => (err ? reject(new Error(`${cmd} failed: ${stderr || err.message}`)) : resolve()));
+  });
+  await run('initdb', ['-D', data, '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--no-sync']);
+  const opts = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=60`;
+  const server: PrivatePg = {
+    host: '127.0.0.1', port, user: 'postgres', url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    start: () => run('pg_ctl', ['-D', data, '-l', path.join(dir, 'log'), '-o', opts, '-w', '-t', '30', 'start']),
+    stop: () => run('pg_ctl', ['-D', data, '-m', 'fast', '-w', '-t', '30', 'stop']),
+    async remove() {
+      await server.stop().catch(() => undefined);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  await server.start();
+  return server;
 }

@@ -12,7 +12,8 @@
  * - NATS (`@nats-io/*`) only in the bus files (protocol/bus.ts and what it is split into:
  *   protocol/bus-<concern>.ts or protocol/bus/); uWebSockets.js only in edge/http/server.ts;
  * - each SDK only in the actor it serves: LLM SDKs in actors/llm/, database drivers in
- *   actors/executor/ (and `pg` in store/ for config_db), `ldapts` in identity, settings and
+ *   actors/executor/ (and `pg` in store/ for config_db; pg, trino-client and the BigQuery client
+ *   in actors/ops/ for the operations console's own read-only clients), `ldapts` in identity, settings and
  *   actors/lib/ldap.ts (the directory client both use), `nodemailer` in actors/mailer/;
  * - an import whose module is computed (`import(name)`) cannot be checked, so it is refused.
  *
@@ -95,8 +96,10 @@ const HTTP_SERVER = 'edge/http/server.ts';
 /** package → where it may be imported (path prefixes), and whose it is */
 const SDKS: ReadonlyArray<{ pkg: (name: string) => boolean; name: string; allowed: readonly string[]; home: string }> = [
   ...['@anthropic-ai/sdk', 'openai', '@google/genai'].map((name) => ({ pkg: (p: string) => p === name, name, allowed: ['actors/llm/'], home: 'the llm actor' })),
-  { pkg: (p) => p === 'pg', name: 'pg', allowed: ['actors/executor/', 'store/'], home: 'the executor and store/ (config_db)' },
-  ...['mysql2', 'trino-client', '@google-cloud/bigquery'].map((name) => ({ pkg: (p: string) => p === name, name, allowed: ['actors/executor/'], home: 'the executor' })),
+  // the ops actor reads the warehouses' administrative views on clients of its own (docs/ops.md)
+  { pkg: (p) => p === 'pg', name: 'pg', allowed: ['actors/executor/', 'store/', 'actors/ops/'], home: 'the executor, store/ (config_db) and the ops actor' },
+  ...['trino-client', '@google-cloud/bigquery'].map((name) => ({ pkg: (p: string) => p === name, name, allowed: ['actors/executor/', 'actors/ops/'], home: 'the executor and the ops actor' })),
+  { pkg: (p) => p === 'mysql2', name: 'mysql2', allowed: ['actors/executor/'], home: 'the executor' },
   { pkg: (p) => p.startsWith('@electric-sql/'), name: '@electric-sql/*', allowed: ['actors/executor/'], home: 'the executor' },
   { pkg: (p) => p === 'ldapts', name: 'ldapts', allowed: ['actors/identity/', 'actors/settings/', 'actors/lib/ldap.ts'], home: 'identity and settings (through actors/lib/ldap.ts)' },
   { pkg: (p) => p === 'nodemailer', name: 'nodemailer', allowed: ['actors/mailer/'], home: 'the mailer' },

@@ -85,6 +85,40 @@ function storeSuite(name: string, make: Factory): void {
       return m.store;
     };
 
+    t.test('workspace: history bounded per owner with every favourite kept; dashboards per owner', async (t) => {
+      const s = await fresh();
+      const at = (i: number): string => new Date(Date.UTC(2024, 0, 1, 0, 0, i)).toISOString();
+      for (let i = 0; i < 5; i++) await s.workspace.addHistory({ id: `h${i}`, owner: 'a:1', question: `q${i}`, favourite: i === 0, at: at(i), ...(i === 1 ? { sql: 'SELECT 1', row_count: 1, request_id: 'r1' } : {}) }, 3);
+      await s.workspace.addHistory({ id: 'other', owner: 'a:2', question: 'theirs', favourite: false, at: at(9) }, 3);
+      t.same((await s.workspace.listHistory('a:1', { limit: 10 })).map((e) => e.id), ['h4', 'h3', 'h2', 'h0'], 'the newest 3 and the favourite');
+      t.same((await s.workspace.listHistory('a:1', { limit: 2 })).map((e) => e.id), ['h4', 'h3'], 'limit');
+      t.same((await s.workspace.listHistory('a:1', { limit: 10, favourites: true })).map((e) => e.id), ['h0']);
+      t.equal(await s.workspace.setFavourite('a:2', 'h4', true), undefined, 'another owner cannot touch it');
+      t.equal((await s.workspace.setFavourite('a:1', 'h4', true))?.favourite, true);
+      t.equal(await s.workspace.removeHistory('a:2', 'h3'), false);
+      t.equal(await s.workspace.removeHistory('a:1', 'h3'), true);
+      t.same((await s.workspace.listHistory('a:1', { limit: 10 })).map((e) => [e.id, e.favourite]), [['h4', true], ['h2', false], ['h0', true]]);
+      await s.workspace.addHistory({ id: 'h5', owner: 'a:1', question: 'q5', sql: 'SELECT 5', row_count: 7, request_id: 'r5', favourite: false, at: at(20) }, 1);
+      t.same(await s.workspace.listHistory('a:1', { limit: 10 }), [
+        { id: 'h5', owner: 'a:1', question: 'q5', sql: 'SELECT 5', row_count: 7, request_id: 'r5', favourite: false, at: at(20) },
+        { id: 'h4', owner: 'a:1', question: 'q4', favourite: true, at: at(4) },
+        { id: 'h0', owner: 'a:1', question: 'q0', favourite: true, at: at(0) },
+      ], 'keep 1: one plain entry and the favourites, fields as stored');
+
+      const tiles = [{ id: 't1', title: 'Revenue', question: 'monthly revenue', refresh: 'on_open' }, { id: 't2', title: 'Pinned', sql: 'SELECT 1', refresh: '0 8 * * *', timezone: 'UTC' }];
+      const d = await s.workspace.putDashboard({ id: 'd1', owner: 'a:1', name: 'Sales', tiles, created_at: at(1), updated_at: at(1) });
+      t.same(d.tiles, tiles);
+      const again = await s.workspace.putDashboard({ id: 'd1', owner: 'a:1', name: 'Sales 2', tiles: [], created_at: at(5), updated_at: at(6) });
+      t.same([again.name, again.created_at, again.updated_at, again.tiles], ['Sales 2', at(1), at(6), []], 'replaced, created_at kept');
+      await s.workspace.putDashboard({ id: 'd1', owner: 'a:2', name: 'Also d1', tiles: [], created_at: at(1), updated_at: at(1) });
+      t.same((await s.workspace.listDashboards('a:1')).map((x) => x.name), ['Sales 2']);
+      t.equal(await s.workspace.countDashboards('a:2'), 1);
+      t.equal((await s.workspace.getDashboard('a:2', 'd1'))?.name, 'Also d1', 'the same id for two owners stays two dashboards');
+      t.equal(await s.workspace.removeDashboard('a:2', 'nope'), false);
+      t.equal(await s.workspace.removeDashboard('a:1', 'd1'), true);
+      t.equal(await s.workspace.getDashboard('a:1', 'd1'), undefined);
+    });
+
     t.test('overrides: set, replace, delete, with history old → new and who', async (t) => {
       const s = await fresh();
       t.same(await s.overrides.list(), []);
@@ -564,7 +598,7 @@ t.test('postgresql: versioned migrations, idempotent and safe with concurrent st
 
   const after = await tablesOf(db.url);
   t.same(after.tables, [
-    'cortado_api_tokens', 'cortado_audit_log', 'cortado_config_override_history', 'cortado_config_overrides',
+    'cortado_alarms', 'cortado_api_tokens', 'cortado_audit_log', 'cortado_config_override_history', 'cortado_config_overrides', 'cortado_dashboards', 'cortado_history',
     'cortado_mask_rules', 'cortado_schedule_executions', 'cortado_schedules', 'cortado_schema_version', 'cortado_semantic_columns', 'cortado_semantic_entities',
     'cortado_semantic_metrics', 'cortado_semantic_relationships',
   ], 'every table, prefixed');

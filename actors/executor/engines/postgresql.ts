@@ -205,6 +205,71 @@ export class PostgresEngine implements DbEngine {
   }
 
   /**
+   * Exports (sql.export): the statement's rows a page at a time from a server-side cursor on one
+   * of the pool's connections, which it keeps until the last page (or the reader stops):
+   *
+   *   BEGIN READ ONLY; SET LOCAL statement_timeout = <the timeout>
+   *   DECLARE cortado_export NO SCROLL CURSOR FOR <the statement>   (extended protocol)
+   *   FETCH <page> FROM cortado_export   … until a page comes back short, or maxRows
+   *   ROLLBACK; the reset — or the connection dropped after a failure
+   *
+   * Each FETCH is metered like a query (its page against query.max_result_mb, each value against
+   * max_value_kb). The whole read is bounded by the timeout: past it (and the grace), the query is
+   * cancelled from another connection and this one dropped. A plugins.auth scope's own database
+   * is read this way; the server's own uses a connection outside the pool (export-pg.ts).
+   */
+  async *pages(sql: string, opts: ExecuteOptions & { pageRows: number }): AsyncGenerator<EngineResult> {
+    const client = await this.acquire();
+    const pid = (client as unknown as { processID?: number | null }).processID ?? null;
+    const meter = this.meters.get(client);
+    const pageRows = Math.max(1, Math.floor(opts.pageRows));
+    let destroy = false;
+    let timedOutNow = false;
+    const backstop = setTimeout(() => {
+      destroy = true;
+      timedOutNow = true;
+      this.log.warn({ pid }, 'an export did not end at its timeout: cancelling it from another connection');
+      void this.cancelBackend(pid);
+    }, opts.timeoutMs + BACKSTOP_GRACE_MS);
+    let seen = 0;
+    try {
+      await client.query(`BEGIN READ ONLY; SET LOCAL statement_timeout = ${Math.max(1, Math.floor(opts.timeoutMs))}`);
+      await client.query({ text: `DECLARE cortado_export NO SCROLL CURSOR FOR ${sql}`, queryMode: 'extended' } as pg.QueryConfig);
+      let columns: Column[] | undefined;
+      for (;;) {
+        const want = Math.min(pageRows, opts.maxRows - seen);
+        if (want <= 0) break;
+        if (meter) meter.caps = capsOf(opts);
+        const page = await client.query({ text: `FETCH ${want} FROM cortado_export`, rowMode: 'array' });
+        if (meter?.tripped) throw meter.tripped;
+        if (meter) meter.caps = INTERNAL_CAPS; // the type names are ours
+        columns ??= await this.describe(client, page.fields);
+        seen += page.rows.length;
+        yield { columns, rows: page.rows as Cell[][] };
+        if (page.rows.length < want) break;
+      }
+    } catch (err) {
+      const e = meter?.tripped ?? (timedOutNow ? timedOut(opts.timeoutMs) : toDbError(err, opts.timeoutMs));
+      destroy = true;
+      throw e;
+    } finally {
+      clearTimeout(backstop);
+      if (meter) meter.caps = INTERNAL_CAPS;
+      // a reader that stopped early leaves the cursor open: the rollback closes it
+      let clean = !destroy;
+      if (clean) {
+        try {
+          await client.query('ROLLBACK');
+          await client.query(this.opts.resetSql ?? 'DISCARD ALL');
+        } catch {
+          clean = false;
+        }
+      }
+      client.release(clean ? undefined : new Error('connection dropped after an export'));
+    }
+  }
+
+  /**
    * The statement in a read-only transaction of its own, with its own statement_timeout, rolled
    * back, then the session reset: four messages written at once (pipeline mode), answered in
    * order, one round trip. The ROLLBACK and the reset run whatever the statement did (each

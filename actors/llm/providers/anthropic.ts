@@ -7,7 +7,7 @@
  */
 import Anthropic from '@anthropic-ai/sdk';
 import type { Config } from '../../../config/schema.js';
-import { keepAliveFetch } from './keepalive-fetch.js';
+import { createKeepAliveFetch } from './keepalive-fetch.js';
 import { LlmAttemptError, retryAfterMs, retryableStatus, type Completion, type CompletionRequest, type LlmProvider } from './provider.js';
 
 export function createAnthropicProvider(section: Config['llm']['anthropic']): LlmProvider {
@@ -17,7 +17,13 @@ export function createAnthropicProvider(section: Config['llm']['anthropic']): Ll
         ...(section.base_url ? { baseURL: section.base_url } : {}),
         maxRetries: 0, // ../call.ts retries, the same way for every provider
         timeout: section.timeout * 1000,
-        fetch: keepAliveFetch, // node:http keep-alive: a third of the CPU of the built-in fetch per call
+        // undici keep-alive: a third of the CPU of the built-in fetch per call; a socket per slot of
+        // the provider's max_concurrency (../limiter.ts), so no call waits for one unseen
+        fetch: createKeepAliveFetch(section.max_concurrency !== undefined ? { connections: section.max_concurrency } : {}),
+        // the SDK's own spans would come from OpenTelemetry's global tracer, which Cortado never
+        // registers (protocol/tracing.ts: the model call's span is ours, actors/llm/observe.ts):
+        // they could only ever be no-ops, made and checked on every call
+        openTelemetry: false,
       })
     : undefined;
 

@@ -21,7 +21,12 @@
 import { STATUS_CODES } from 'node:http';
 import { Agent, request } from 'undici';
 
-const dispatcher = new Agent({ keepAliveTimeout: 4_000, keepAliveMaxTimeout: 60_000, connections: 128, pipelining: 1 });
+/** sockets per origin of the shared fetch below; a provider builds its own with its llm max_concurrency */
+const DEFAULT_CONNECTIONS = 2048;
+
+function agent(connections: number): Agent {
+  return new Agent({ keepAliveTimeout: 4_000, keepAliveMaxTimeout: 60_000, connections, pipelining: 1 });
+}
 
 const NULL_BODY_STATUS = new Set([101, 103, 204, 205, 304]);
 
@@ -185,7 +190,24 @@ class BufferedResponse {
 
 type Method = 'GET' | 'HEAD' | 'POST' | 'PUT' | 'DELETE' | 'CONNECT' | 'OPTIONS' | 'TRACE' | 'PATCH';
 
-export async function keepAliveFetch(input: string | URL | Request, init: RequestInit = {}): Promise<Response> {
+/**
+ * A fetch with its own dispatcher of `connections` sockets per origin. Each provider gets one
+ * sized to its llm max_concurrency (../limiter.ts keeps the calls within it), so no call ever
+ * waits unseen in undici's queue for a socket: that wait, at a hard-coded 128 sockets, was what
+ * held a process to ~80 questions a second at a real model's latency.
+ */
+export function createKeepAliveFetch(opts: { connections?: number } = {}): typeof keepAliveFetch {
+  const dispatcher = agent(opts.connections ?? DEFAULT_CONNECTIONS);
+  return (input, init) => fetchWith(dispatcher, input, init);
+}
+
+const shared = agent(DEFAULT_CONNECTIONS);
+
+export function keepAliveFetch(input: string | URL | Request, init: RequestInit = {}): Promise<Response> {
+  return fetchWith(shared, input, init);
+}
+
+async function fetchWith(dispatcher: Agent, input: string | URL | Request, init: RequestInit = {}): Promise<Response> {
   const body = simpleBody(init.body);
   if (input instanceof Request || body === false) return fetch(input, init);
   const url = input instanceof URL ? input : new URL(input);

@@ -13,7 +13,7 @@
  * Prompt caching is automatic on OpenAI's side for long prompts with a stable prefix (the
  * system prompt comes first for that reason); hits are reported as cached_tokens.
  */
-import { keepAliveFetch } from './keepalive-fetch.js';
+import { createKeepAliveFetch } from './keepalive-fetch.js';
 import OpenAI from 'openai';
 import type { Config } from '../../../config/schema.js';
 import { LlmAttemptError, retryAfterMs, retryableStatus, type Completion, type CompletionRequest, type LlmProvider } from './provider.js';
@@ -56,7 +56,7 @@ export function createOpenAiProvider(section: Config['llm']['openai'], opts: Ope
         baseURL: baseUrl || OPENAI_BASE_URL,
         maxRetries: 0, // ../call.ts retries, the same way for every provider
         timeout: section.timeout * 1000,
-        fetch: opts.fetch ?? keepAliveFetch,
+        fetch: opts.fetch ?? createKeepAliveFetch(section.max_concurrency !== undefined ? { connections: section.max_concurrency } : {}),
       })
     : undefined;
 

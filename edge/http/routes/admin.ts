@@ -18,7 +18,7 @@ import { goldenFrom, parseGolden, runEval, type EvalReport } from '../../eval/go
 import { toCsv } from '../csv.js';
 import { checkText } from '../json.js';
 import { readJson, SECURITY_HEADERS, sendJson } from '../reply.js';
-import type { Router, RouteContext } from '../router.js';
+import type { Router, RouteContext, RouteDoc } from '../router.js';
 import type { HttpRequest, HttpResponse } from '../server.js';
 import { clearCookie, clientAddress, overTls, sessionCookie } from '../session.js';
 
@@ -68,7 +68,7 @@ async function readLogin(req: HttpRequest): Promise<LoginBody & { form: boolean 
 
 function loginRoutes(router: Router, deps: AdminRouteDeps, kind: 'admin' | 'assistant', base: string): void {
   const { bus, config } = deps;
-  router.post(`${base}/login`, { auth: 'none' }, async (req, res, ctx) => {
+  router.post(`${base}/login`, { auth: 'none', summary: `Sign in to the ${kind === 'admin' ? 'admin panel' : 'assistant'} (JSON, or a form post)`, body: LoginBody }, async (req, res, ctx) => {
     const { username, password, form } = await readLogin(req);
     const secure = overTls(req, config);
     try {
@@ -80,7 +80,8 @@ function loginRoutes(router: Router, deps: AdminRouteDeps, kind: 'admin' | 'assi
         return;
       }
       const { csrf, ...rest } = r.session;
-      sendJson(res, 200, { ...rest, csrf_token: csrf }, ctx.rid, { 'set-cookie': cookie });
+      // the assistant gate's secret also in the body: an embedded widget on another site sends it as X-Session-ID (cookies do not cross sites)
+      sendJson(res, 200, { ...rest, csrf_token: csrf, ...(kind === 'assistant' ? { session_id: r.token } : {}) }, ctx.rid, { 'set-cookie': cookie });
     } catch (err) {
       if (form && err instanceof CortadoError && err.httpStatus < 500) {
         res.send(303, { location: `${base || '/'}?error=${encodeURIComponent(err.code)}`, 'cache-control': 'no-store', [HTTP_REQUEST_ID]: ctx.rid, ...SECURITY_HEADERS });
@@ -90,13 +91,13 @@ function loginRoutes(router: Router, deps: AdminRouteDeps, kind: 'admin' | 'assi
     }
   });
 
-  router.post(`${base}/logout`, { auth: kind }, async (req, res, ctx) => {
+  router.post(`${base}/logout`, { auth: kind, summary: 'End the session' }, async (req, res, ctx) => {
     const { secret } = await ctx.caller();
     await bus.request(S.IdentityLogout, { token: secret }, { requestId: ctx.rid });
     sendJson(res, 200, { ok: true }, ctx.rid, { 'set-cookie': clearCookie(kind, overTls(req, config)) });
   });
 
-  router.get(`${base}/session`, { auth: kind }, async (_req, res, ctx) => {
+  router.get(`${base}/session`, { auth: kind, summary: 'The session, with its CSRF token' }, async (_req, res, ctx) => {
     const { session } = await ctx.caller();
     const { csrf, ...rest } = session;
     sendJson(res, 200, { ...rest, csrf_token: csrf }, ctx.rid);
@@ -131,68 +132,74 @@ export function adminRoutes(router: Router, deps: AdminRouteDeps): void {
   loginRoutes(router, deps, 'assistant', '/assistant');
 
   /** An admin route: the session first; the handler gets the bus context with the admin as user. */
-  const admin = (method: string, path: string, fn: (req: HttpRequest, res: HttpResponse, ctx: RouteContext<'admin'>, bctx: Ctx & { user: string }) => Promise<void>) => {
-    router.add(method, path, { auth: 'admin' }, async (req, res, ctx) => {
+  type AdminFn = (req: HttpRequest, res: HttpResponse, ctx: RouteContext<'admin'>, bctx: Ctx & { user: string }) => Promise<void>;
+  /** what it publishes of itself (/openapi.json) may come before the handler */
+  function admin(method: string, path: string, fn: AdminFn): void;
+  function admin(method: string, path: string, doc: RouteDoc, fn: AdminFn): void;
+  function admin(method: string, path: string, docOrFn: RouteDoc | AdminFn, last?: AdminFn): void {
+    const fn = typeof docOrFn === 'function' ? docOrFn : last!;
+    const doc = typeof docOrFn === 'function' ? {} : docOrFn;
+    router.add(method, path, { ...doc, auth: 'admin' }, async (req, res, ctx) => {
       const { user } = await ctx.caller();
       await fn(req, res, ctx, { requestId: ctx.rid, user });
     });
-  };
+  }
 
-  admin('GET', '/admin/config', async (_req, res, ctx, b) => sendJson(res, 200, await bus.request(S.ConfigView, {}, b), ctx.rid));
-  admin('PUT', '/admin/config/:key', async (req, res, ctx, b) => {
+  admin('GET', '/admin/config', { summary: 'The effective configuration, secrets hidden', reply: S.ConfigView.reply }, async (_req, res, ctx, b) => sendJson(res, 200, await bus.request(S.ConfigView, {}, b), ctx.rid));
+  admin('PUT', '/admin/config/:key', { summary: 'Override one configuration key at runtime', body: ConfigValueBody, reply: S.ConfigUpdate.reply }, async (req, res, ctx, b) => {
     const key = configKey(req.params.key ?? '');
     const { value } = await readJson(req, checkValue, { text: BODY_TEXT.config });
     sendJson(res, 200, await bus.request(S.ConfigUpdate, { key, value, by: b.user }, b), ctx.rid);
   });
-  admin('DELETE', '/admin/config/:key', async (req, res, ctx, b) => {
+  admin('DELETE', '/admin/config/:key', { summary: 'Drop a runtime override', reply: S.ConfigReset.reply }, async (req, res, ctx, b) => {
     sendJson(res, 200, await bus.request(S.ConfigReset, { key: configKey(req.params.key ?? ''), by: b.user }, b), ctx.rid);
   });
-  admin('GET', '/admin/config-history', async (req, res, ctx, b) => {
+  admin('GET', '/admin/config-history', { summary: 'Configuration changes, newest first', reply: S.ConfigHistory.reply }, async (req, res, ctx, b) => {
     const f = auditFilter(req);
     const key = req.query.get('key');
     if (key) configKey(key);
     sendJson(res, 200, await bus.request(S.ConfigHistory, { ...(key ? { key } : {}), ...(f.limit ? { limit: f.limit } : {}), ...(f.offset ? { offset: f.offset } : {}) }, b), ctx.rid);
   });
 
-  admin('GET', '/admin/prompts', async (_req, res, ctx, b) => sendJson(res, 200, await bus.request(S.PromptsList, {}, b), ctx.rid));
-  admin('PUT', '/admin/prompts/:key', async (req, res, ctx, b) => {
+  admin('GET', '/admin/prompts', { summary: 'The prompts in effect', reply: S.PromptsList.reply }, async (_req, res, ctx, b) => sendJson(res, 200, await bus.request(S.PromptsList, {}, b), ctx.rid));
+  admin('PUT', '/admin/prompts/:key', { summary: 'Override one prompt', body: PromptBody, reply: S.ConfigUpdate.reply }, async (req, res, ctx, b) => {
     const key = configKey(`prompts.${req.params.key ?? ''}`, 'the prompt name');
     const { text } = await readJson(req, checkPrompt, { text: BODY_TEXT.prompt });
     sendJson(res, 200, await bus.request(S.ConfigUpdate, { key, value: text, by: b.user }, b), ctx.rid);
   });
-  admin('DELETE', '/admin/prompts/:key', async (req, res, ctx, b) => {
+  admin('DELETE', '/admin/prompts/:key', { summary: 'Back to the shipped prompt', reply: S.ConfigReset.reply }, async (req, res, ctx, b) => {
     sendJson(res, 200, await bus.request(S.ConfigReset, { key: configKey(`prompts.${req.params.key ?? ''}`, 'the prompt name'), by: b.user }, b), ctx.rid);
   });
   // a golden set as configured and with candidate prompts (this run only, never saved): the difference
-  admin('POST', '/admin/eval', async (req, res, ctx, b) => {
+  admin('POST', '/admin/eval', { summary: 'Run a golden set as configured and with candidate prompts (nothing saved)', body: EvalBody }, async (req, res, ctx, b) => {
     const body = await readJson(req, checkEval, { text: BODY_TEXT.eval });
     sendJson(res, 200, await evalPrompts(bus, body, b), ctx.rid);
   });
 
-  admin('GET', '/admin/tokens', async (req, res, ctx, b) => {
+  admin('GET', '/admin/tokens', { summary: 'API tokens', reply: S.TokenList.reply }, async (req, res, ctx, b) => {
     const username = req.query.get('username');
     sendJson(res, 200, await bus.request(S.TokenList, username ? { username } : {}, b), ctx.rid);
   });
-  admin('POST', '/admin/tokens', async (req, res, ctx, b) => {
+  admin('POST', '/admin/tokens', { summary: 'Mint an API token (shown once)', body: AdminTokenBody, status: 201, reply: S.TokenIssue.reply }, async (req, res, ctx, b) => {
     const body = await readJson(req, checkToken);
     sendJson(res, 201, await bus.request(S.TokenIssue, { ...body, username: body.username ?? b.user }, b), ctx.rid);
   });
-  admin('POST', '/admin/tokens/:id/revoke', async (req, res, ctx, b) => sendJson(res, 200, await bus.request(S.TokenRevoke, { id: req.params.id ?? '' }, b), ctx.rid));
-  admin('DELETE', '/admin/tokens/:id', async (req, res, ctx, b) => sendJson(res, 200, await bus.request(S.TokenDelete, { id: req.params.id ?? '' }, b), ctx.rid));
+  admin('POST', '/admin/tokens/:id/revoke', { summary: 'Revoke an API token', reply: S.TokenRevoke.reply }, async (req, res, ctx, b) => sendJson(res, 200, await bus.request(S.TokenRevoke, { id: req.params.id ?? '' }, b), ctx.rid));
+  admin('DELETE', '/admin/tokens/:id', { summary: 'Delete an API token', reply: S.TokenDelete.reply }, async (req, res, ctx, b) => sendJson(res, 200, await bus.request(S.TokenDelete, { id: req.params.id ?? '' }, b), ctx.rid));
 
-  admin('GET', '/admin/mask-rules', async (_req, res, ctx, b) => sendJson(res, 200, await bus.request(S.MaskRulesList, {}, b), ctx.rid));
-  admin('POST', '/admin/mask-rules', async (req, res, ctx, b) => {
+  admin('GET', '/admin/mask-rules', { summary: 'Mask rules', reply: S.MaskRulesList.reply }, async (_req, res, ctx, b) => sendJson(res, 200, await bus.request(S.MaskRulesList, {}, b), ctx.rid));
+  admin('POST', '/admin/mask-rules', { summary: 'Add a mask rule', body: MaskRuleBody, status: 201, reply: S.MaskRuleCreate.reply }, async (req, res, ctx, b) => {
     const body = await readJson(req, checkMask, { text: BODY_TEXT.mask });
     sendJson(res, 201, await bus.request(S.MaskRuleCreate, body, b), ctx.rid);
   });
-  admin('PUT', '/admin/mask-rules/:id', async (req, res, ctx, b) => {
+  admin('PUT', '/admin/mask-rules/:id', { summary: 'Change a mask rule', body: MaskRulePatchBody, reply: S.MaskRuleUpdate.reply }, async (req, res, ctx, b) => {
     const body = await readJson(req, checkMaskPatch, { text: BODY_TEXT.mask });
     sendJson(res, 200, await bus.request(S.MaskRuleUpdate, { ...body, id: req.params.id ?? '' }, b), ctx.rid);
   });
-  admin('DELETE', '/admin/mask-rules/:id', async (req, res, ctx, b) => sendJson(res, 200, await bus.request(S.MaskRuleDelete, { id: req.params.id ?? '' }, b), ctx.rid));
+  admin('DELETE', '/admin/mask-rules/:id', { summary: 'Delete a mask rule', reply: S.MaskRuleDelete.reply }, async (req, res, ctx, b) => sendJson(res, 200, await bus.request(S.MaskRuleDelete, { id: req.params.id ?? '' }, b), ctx.rid));
 
-  admin('GET', '/admin/audit', async (req, res, ctx, b) => sendJson(res, 200, await bus.request(S.AuditQuery, auditFilter(req), b), ctx.rid));
-  admin('GET', '/admin/audit.csv', async (req, res, ctx, b) => {
+  admin('GET', '/admin/audit', { summary: 'The audit trail, filtered', reply: S.AuditQuery.reply }, async (req, res, ctx, b) => sendJson(res, 200, await bus.request(S.AuditQuery, auditFilter(req), b), ctx.rid));
+  admin('GET', '/admin/audit.csv', { summary: 'The audit trail as CSV', produces: 'text/csv' }, async (req, res, ctx, b) => {
     const { limit: _l, offset: _o, ...filter } = auditFilter(req);
     const entries = [];
     for (let offset = 0; offset < CSV_MAX; offset += 1000) {
@@ -209,19 +216,19 @@ export function adminRoutes(router: Router, deps: AdminRouteDeps): void {
     }, toCsv(entries));
   });
 
-  admin('GET', '/admin/ldap', async (_req, res, ctx, b) => sendJson(res, 200, await bus.request(S.LdapView, {}, b), ctx.rid));
-  admin('PUT', '/admin/ldap', async (req, res, ctx, b) => {
+  admin('GET', '/admin/ldap', { summary: 'LDAP settings, the bind password hidden', reply: S.LdapView.reply }, async (_req, res, ctx, b) => sendJson(res, 200, await bus.request(S.LdapView, {}, b), ctx.rid));
+  admin('PUT', '/admin/ldap', { summary: 'Change LDAP settings', body: LdapBody, reply: S.LdapUpdate.reply }, async (req, res, ctx, b) => {
     const { settings } = await readJson(req, checkLdap);
     sendJson(res, 200, await bus.request(S.LdapUpdate, { settings, by: b.user }, b), ctx.rid);
   });
-  admin('POST', '/admin/ldap/test', async (req, res, ctx, b) => {
+  admin('POST', '/admin/ldap/test', { summary: 'Try LDAP settings', body: LdapTestBody, reply: S.LdapTest.reply }, async (req, res, ctx, b) => {
     const body = await readJson(req, checkLdapTest);
     sendJson(res, 200, await bus.request(S.LdapTest, body, b), ctx.rid);
   });
 
   // one e-mail through the configured SMTP server: the answer says whether it went, and if the
   // server would not take it, why (login refused, connection refused, TLS) — a test that ran
-  admin('POST', '/admin/test-email', async (req, res, ctx, b) => {
+  admin('POST', '/admin/test-email', { summary: 'Send one e-mail through the configured SMTP server', body: TestEmailBody }, async (req, res, ctx, b) => {
     const { to, subject, body } = await readJson(req, checkTestEmail, { text: BODY_TEXT.testEmail });
     try {
       const r = await bus.request(S.MailSend, { to: [to], subject, text: body }, b);

@@ -15,7 +15,7 @@ import { Compile } from 'typebox/compile';
 import type { Bus } from '../../../protocol/bus.js';
 import { describeErrors } from '../../../protocol/define.js';
 import { CortadoError } from '../../../protocol/errors.js';
-import { ReportFilter, type AnalyticsReport } from '../../../protocol/schemas/analytics.js';
+import { AnalyticsReport, ReportFilter } from '../../../protocol/schemas/analytics.js';
 import { BODY_TEXT, FeedbackBody } from '../../../protocol/schemas/http.js';
 import { AnalyticsFeedback, AnalyticsReportGet } from '../../../protocol/subjects.js';
 import type { Config } from '../../../config/schema.js';
@@ -85,7 +85,7 @@ export function analyticsRoutes(router: Router, deps: { bus: Bus; config: Config
 
   /** A report route under analytics.access: the caller first, then the query's filter, then the report. */
   const reportRoute = (path: string, render: (report: AnalyticsReport) => unknown): void => {
-    router.get(path, { auth }, async (req, res, ctx) => {
+    router.get(path, { auth, summary: `Analytics: ${path === '/api/analytics/report' ? 'the whole report' : path.slice('/api/analytics/'.length)}`, query: ReportFilter, ...(path === '/api/analytics/report' ? { reply: AnalyticsReport } : {}) }, async (req, res, ctx) => {
       const caller = auth === 'none' ? undefined : await ctx.caller();
       const filter = reportFilter(req);
       const report = await bus.request(AnalyticsReportGet, filter, caller ? callerCtx(ctx.rid, caller) : { requestId: ctx.rid });
@@ -96,7 +96,7 @@ export function analyticsRoutes(router: Router, deps: { bus: Bus; config: Config
   reportRoute('/api/analytics/report', (r) => r);
   for (const part of PARTS) reportRoute(`/api/analytics/${part}`, (r) => ({ range: r.range, [part]: r[part] }));
 
-  router.post('/api/feedback', { auth: 'any' }, async (req, res, ctx) => {
+  router.post('/api/feedback', { auth: 'any', summary: 'Thumbs up or down on one answer', body: FeedbackBody }, async (req, res, ctx) => {
     const body = await readJson(req, checkFeedback, { text: BODY_TEXT.feedback });
     const caller = await ctx.caller();
     const user = 'user' in caller ? caller.user : undefined;

@@ -16,7 +16,8 @@ import type { Bus } from '../../../protocol/bus.js';
 import { CortadoError } from '../../../protocol/errors.js';
 import type { AskRequest } from '../../../protocol/schemas/ask.js';
 import { AuthConfirmBody, AuthLoginBody, AuthQueryBody, AuthTokenBody, BODY_TEXT } from '../../../protocol/schemas/http.js';
-import type { SessionInfo } from '../../../protocol/schemas/identity.js';
+import { TokenIssueReply, type SessionInfo } from '../../../protocol/schemas/identity.js';
+import { SchemaDescribeReply } from '../../../protocol/schemas/catalog.js';
 import {
   Ask, AskConfirm, AuthAutoSession, AuthLogin, AuthLogout, AuthToken, SchemaDescribe, SchemaDiscover, SchemaTables,
 } from '../../../protocol/subjects.js';
@@ -74,9 +75,9 @@ function sessionCatalog(config: Config, s: SessionInfo): string {
 export function authRoutes(router: Router, deps: AuthRouteDeps): void {
   const { bus, config } = deps;
 
-  router.get('/auth/config', { auth: 'none' }, (_req, res, ctx) => sendJson(res, 200, authConfigView(config), ctx.rid));
+  router.get('/auth/config', { auth: 'none', summary: 'Which sign-ins plugins.auth offers' }, (_req, res, ctx) => sendJson(res, 200, authConfigView(config), ctx.rid));
 
-  router.post('/auth/login', { auth: 'none' }, async (req, res, ctx) => {
+  router.post('/auth/login', { auth: 'none', summary: 'Sign in with your own database credentials (plugins.auth)', body: AuthLoginBody }, async (req, res, ctx) => {
     on(config);
     const body = await readJson(req, checkLogin);
     const dbType = body.db_type ?? body.database_type;
@@ -94,7 +95,7 @@ export function authRoutes(router: Router, deps: AuthRouteDeps): void {
     sendJson(res, 200, { ...sessionView(r.session), session_id: r.token }, ctx.rid, { 'set-cookie': sessionCookie('auth', r.token, maxAge, overTls(req, config)) });
   });
 
-  router.post('/auth/auto-session', { auth: 'none' }, async (req, res, ctx) => {
+  router.post('/auth/auto-session', { auth: 'none', summary: 'A session on the server\'s own database connection' }, async (req, res, ctx) => {
     on(config);
     const origin = req.headers.origin;
     const r = await bus.request(AuthAutoSession, { client: clientAddress(req, config), ...(origin ? { origin } : {}) }, { requestId: ctx.rid });
@@ -104,23 +105,23 @@ export function authRoutes(router: Router, deps: AuthRouteDeps): void {
     });
   });
 
-  router.post('/auth/logout', { auth: 'auth' }, async (req, res, ctx) => {
+  router.post('/auth/logout', { auth: 'auth', summary: 'End the session' }, async (req, res, ctx) => {
     const caller = await ctx.caller();
     await bus.request(AuthLogout, { token: caller.secret }, { requestId: ctx.rid, user: caller.user });
     sendJson(res, 200, { ok: true }, ctx.rid, { 'set-cookie': clearCookie('auth', overTls(req, config)) });
   });
 
-  router.get('/auth/session', { auth: 'auth' }, async (_req, res, ctx) => {
+  router.get('/auth/session', { auth: 'auth', summary: 'The session' }, async (_req, res, ctx) => {
     const caller = await ctx.caller();
     sendJson(res, 200, sessionView(caller.session), ctx.rid);
   });
 
-  router.post('/auth/query', { auth: 'auth' }, async (req, res, ctx) => {
+  router.post('/auth/query', { auth: 'auth', summary: 'Ask one question on the session\'s database', body: AuthQueryBody }, async (req, res, ctx) => {
     const caller = await ctx.caller();
     const body = await readJson(req, checkQuery, { text: BODY_TEXT.legacy });
     // a conversation belongs to its session (the assistant keeps it under the owner): another
     // session cannot read it by guessing its id
-    const ask: AskRequest = { question: body.question, channel: 'auth', owner: caller.owner, widget: 'auth' };
+    const ask: AskRequest = { question: body.question, channel: 'auth', owner: caller.owner, widget: 'agent' };
     if (body.tables?.length) ask.tables = body.tables;
     if (body.conversation_id) ask.conversation_id = body.conversation_id;
     const reply = await bus.request(Ask, ask, callerCtx(ctx.rid, caller));
@@ -129,28 +130,28 @@ export function authRoutes(router: Router, deps: AuthRouteDeps): void {
   });
 
   // run exactly the SQL an /auth/query answer held for confirmation, for the session that asked only
-  router.post('/auth/query/confirm', { auth: 'auth' }, async (req, res, ctx) => {
+  router.post('/auth/query/confirm', { auth: 'auth', summary: 'Run SQL held for confirmation', body: AuthConfirmBody }, async (req, res, ctx) => {
     const caller = await ctx.caller();
     const body = await readJson(req, checkConfirm);
-    const reply = await bus.request(AskConfirm, { confirmation_id: body.confirmation_id, owner: caller.owner, channel: 'auth', widget: 'auth' }, callerCtx(ctx.rid, caller));
+    const reply = await bus.request(AskConfirm, { confirmation_id: body.confirmation_id, owner: caller.owner, channel: 'auth', widget: 'agent' }, callerCtx(ctx.rid, caller));
     sendJson(res, 200, legacyShape(reply, undefined), ctx.rid);
   });
 
-  router.get('/auth/tables', { auth: 'auth' }, async (req, res, ctx) => {
+  router.get('/auth/tables', { auth: 'auth', summary: 'The tables of the session\'s database' }, async (req, res, ctx) => {
     const caller = await ctx.caller();
     const refresh = req.query.get('refresh') === 'true';
     const reply = await bus.request(SchemaTables, refresh ? { refresh } : {}, callerCtx(ctx.rid, caller));
     sendJson(res, 200, { tables: reply.tables.map((t) => t.name), details: reply.tables }, ctx.rid);
   });
 
-  router.get('/auth/schema/:table', { auth: 'auth' }, async (req, res, ctx) => {
+  router.get('/auth/schema/:table', { auth: 'auth', summary: 'One table\'s columns', reply: SchemaDescribeReply }, async (req, res, ctx) => {
     const caller = await ctx.caller();
     const table = req.params.table ?? '';
     if (!/^[A-Za-z0-9_][A-Za-z0-9_.$-]{0,255}$/.test(table)) throw new CortadoError('VALIDATION_FAILED', 'table: letters, digits, _, $, - and dots');
     sendJson(res, 200, await bus.request(SchemaDescribe, { table }, callerCtx(ctx.rid, caller)), ctx.rid);
   });
 
-  router.get('/auth/discover', { auth: 'auth' }, async (req, res, ctx) => {
+  router.get('/auth/discover', { auth: 'auth', summary: 'Databases and schemas the session may switch to' }, async (req, res, ctx) => {
     const caller = await ctx.caller();
     if (!discoveryEnabled(config)) throw new CortadoError('NOT_FOUND', 'table discovery is off (plugins.auth.enable_discovery_tokens)');
     const q = (req.query.get('q') ?? req.query.get('search_term') ?? '').trim();
@@ -162,7 +163,7 @@ export function authRoutes(router: Router, deps: AuthRouteDeps): void {
     sendJson(res, 200, found, ctx.rid);
   });
 
-  router.post('/auth/tokens', { auth: 'auth' }, async (req, res, ctx) => {
+  router.post('/auth/tokens', { auth: 'auth', summary: 'Mint an API token for this session\'s user', body: AuthTokenBody, status: 201, reply: TokenIssueReply }, async (req, res, ctx) => {
     const caller = await ctx.caller();
     const body = await readJson(req, checkToken);
     const r = await bus.request(AuthToken, { token: caller.secret, ...body }, { requestId: ctx.rid, user: caller.user });

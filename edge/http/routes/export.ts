@@ -45,7 +45,7 @@ export function exportRoutes(router: Router, deps: ExportRouteDeps): void {
     return opening;
   };
 
-  router.post('/api/export', { auth: 'signed_in' }, async (req, res, ctx) => {
+  router.post('/api/export', { auth: 'signed_in', summary: 'A result as a file (csv, excel, html), masked', body: ExportBody, produces: 'application/octet-stream' }, async (req, res, ctx) => {
     const caller = await ctx.caller();
     const body = await readJson(req, checkExport, { text: BODY_TEXT.export });
     const bctx = callerCtx(ctx.rid, caller);

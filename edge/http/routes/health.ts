@@ -9,7 +9,7 @@ import { sendJson } from '../reply.js';
 import type { Router } from '../router.js';
 
 export function healthRoutes(router: Router, deps: { bus: Bus; version: string; closing: () => boolean }): void {
-  router.get('/health', { auth: 'none' }, async (_req, res, ctx) => {
+  router.get('/health', { auth: 'none', summary: 'Liveness and readiness: the bus, the database and the model (503 while closing)' }, async (_req, res, ctx) => {
     const c = { requestId: ctx.rid };
     const [db, llm] = await Promise.allSettled([
       deps.bus.request(SqlPing, {}, c, { timeoutMs: 2_000 }),

@@ -86,13 +86,21 @@ export function pageRoutes(router: Router, opts: { appName: string; config?: Con
       res.send(200, { 'content-type': TYPES['.html']!, 'cache-control': 'no-cache', 'content-security-policy': PAGE_CSP, [HTTP_REQUEST_ID]: ctx.rid, ...SECURITY_HEADERS }, html);
     };
   };
-  router.get('/', { auth: 'none' }, page('index.html'));
+  router.get('/', { auth: 'none', summary: 'The assistant page', produces: 'text/html' }, page('index.html'));
   const { config } = opts;
-  if (config) router.get('/ui/config', { auth: 'none' }, (_req, res, ctx) => sendJson(res, 200, uiConfigView(config), ctx.rid));
-  router.get('/admin', { auth: 'none' }, page('admin.html'));
+  if (config) router.get('/ui/config', { auth: 'none', summary: 'What the pages show (sections, sign-ins); no secret' }, (_req, res, ctx) => sendJson(res, 200, uiConfigView(config), ctx.rid));
+  router.get('/admin', { auth: 'none', summary: 'The admin panel page', produces: 'text/html' }, page('admin.html'));
   // the page signs in through /admin/login itself; its data (/api/analytics/*) is what is guarded
-  router.get('/analytics', { auth: 'none' }, page('analytics.html'));
-  router.get('/static/*', { auth: 'none' }, (req, res, ctx) => {
+  router.get('/analytics', { auth: 'none', summary: 'The analytics page', produces: 'text/html' }, page('analytics.html'));
+  // the warehouse operations console (the dashboard's bigquery_ops tab); its data (/api/ops/*) is what is guarded
+  router.get('/ops', { auth: 'none', summary: 'The warehouse operations console page', produces: 'text/html' }, page('ops.html'));
+  // the widgets embedded in a sample host page (docs/ui.md "Widgets"); ui.sections.demo off: no such page
+  const demo = page('demo.html');
+  router.get('/demo', { auth: 'none' }, (req, res, ctx) => {
+    if (config && !config.ui.sections.demo) throw new CortadoError('NOT_FOUND', 'the demo page is off (ui.sections.demo is false)');
+    return demo(req, res, ctx);
+  });
+  router.get('/static/*', { auth: 'none', summary: 'The pages\' scripts, styles and images', produces: 'application/octet-stream' }, (req, res, ctx) => {
     const rel = req.params['*'] ?? '';
     const body = rel.includes('..') ? undefined : files.get(`static/${rel}`);
     if (!body) throw new CortadoError('NOT_FOUND', `no static file ${rel}`);
@@ -104,7 +112,7 @@ export function pageRoutes(router: Router, opts: { appName: string; config?: Con
     }, body);
   });
   const vendor = loadVendor();
-  router.get('/vendor/:file', { auth: 'none' }, (req, res, ctx) => {
+  router.get('/vendor/:file', { auth: 'none', summary: 'Browser libraries served from their npm packages', produces: 'text/javascript' }, (req, res, ctx) => {
     const body = vendor.get(req.params.file ?? '');
     if (!body) throw new CortadoError('NOT_FOUND', `no vendor file ${req.params.file ?? ''}`);
     res.send(200, {

@@ -11,8 +11,8 @@ import { Ask, AskConfirm, Bucket, InsightsGenerate } from '../../../protocol/sub
 import { CortadoError } from '../../../protocol/errors.js';
 import type { Kv } from '../../../protocol/kv.js';
 import type { ProgressEvent } from '../../../protocol/schemas/progress.js';
-import { INSIGHTS_FOLLOW_UP_TTL_MS, type InsightsFollowUp } from '../../../protocol/schemas/insights.js';
-import { ASK_LIMITS, type AskReply, type AskRequest } from '../../../protocol/schemas/ask.js';
+import { INSIGHTS_FOLLOW_UP_TTL_MS, InsightsFollowUp } from '../../../protocol/schemas/insights.js';
+import { ASK_LIMITS, AskReply, type AskRequest } from '../../../protocol/schemas/ask.js';
 import { ApiQueryBody, BODY_TEXT, LegacyConfirmBody, LegacyQueryBody } from '../../../protocol/schemas/http.js';
 import { callerCtx } from '../../caller.js';
 import { openSse } from '../../sse/stream.js';
@@ -30,13 +30,22 @@ export interface QueryRouteDeps {
   config: Config;
 }
 
+/** The widget types a page of Cortado's own may name in /api/query's `widget` field. */
+const PAGE_WIDGETS: ReadonlySet<string> = new Set(['dashboard', 'api']);
+
 /**
- * Which client asked /api/query (analytics): the page at `/` is a same-origin browser fetch
- * (`Sec-Fetch-Site: same-origin`, which browsers set and pages cannot); anything else is `api`.
- * Any other client could send the header too: it only labels the question in analytics.
+ * Which client asked /api/query (analytics, `mcp.security_alerts.apply_to`): a same-origin
+ * browser fetch (`Sec-Fetch-Site: same-origin`, which browsers set and pages cannot) is the
+ * dashboard, or what its `widget` field says when that is on the allow-list; anything else is
+ * `api`, whatever its body says. Any other client could send the header too: it only labels the
+ * question.
  */
-function apiWidget(req: HttpRequest): string {
-  return (req.headers['sec-fetch-site'] ?? '').toLowerCase() === 'same-origin' ? 'dashboard' : 'api';
+function apiWidget(req: HttpRequest, said: string | undefined): string {
+  if (said !== undefined && !PAGE_WIDGETS.has(said)) {
+    throw new CortadoError('VALIDATION_FAILED', `widget: one of ${[...PAGE_WIDGETS].join(', ')} (the other types are set by their own routes)`, { errors: [{ path: '/widget', message: 'not an allowed widget type' }] });
+  }
+  if ((req.headers['sec-fetch-site'] ?? '').toLowerCase() !== 'same-origin') return 'api';
+  return said ?? 'dashboard';
 }
 
 function wantsStream(req: HttpRequest): boolean {
@@ -156,15 +165,15 @@ export function legacyShape(reply: AskReply, sessionId: string | undefined): Rec
 export function queryRoutes(router: Router, deps: QueryRouteDeps): void {
   const { bus } = deps;
 
-  router.post('/api/query', { auth: 'none' }, async (req, res, ctx) => {
+  router.post('/api/query', { auth: 'none', summary: 'Ask one question: the answer as JSON, or its steps as SSE (Accept: text/event-stream)', body: ApiQueryBody, reply: AskReply, sse: true }, async (req, res, ctx) => {
     const body = await readJson(req, checkApi, { text: BODY_TEXT.api });
-    const ask: AskRequest = { question: body.question.trim() || body.question, channel: 'api', widget: apiWidget(req) };
+    const ask: AskRequest = { question: body.question.trim() || body.question, channel: 'api', widget: apiWidget(req, body.widget) };
     if (body.tables?.length) ask.tables = body.tables;
     if (body.conversation_id) ask.conversation_id = body.conversation_id;
     await runAsk(bus, req, res, ctx, ask, (r) => r);
   });
 
-  router.post('/query', { auth: 'any' }, async (req, res, ctx) => {
+  router.post('/query', { auth: 'any', summary: 'Ask one question, SQLatte-compatible (the legacy widget\'s shape)', body: LegacyQueryBody, sse: true }, async (req, res, ctx) => {
     const body = await readJson(req, checkLegacy, { text: BODY_TEXT.legacy });
     const sessionId = body.session_id ?? undefined;
     const caller = await ctx.caller({ widgetSession: sessionId });
@@ -176,7 +185,7 @@ export function queryRoutes(router: Router, deps: QueryRouteDeps): void {
   });
 
   // run exactly the SQL a /query answer held for confirmation (query.confirm_before_execute)
-  router.post('/query/confirm-execute', { auth: 'any' }, async (req, res, ctx) => {
+  router.post('/query/confirm-execute', { auth: 'any', summary: 'Run the SQL a /query answer held for confirmation', body: LegacyConfirmBody }, async (req, res, ctx) => {
     const body = await readJson(req, checkConfirm);
     const sessionId = body.session_id ?? undefined;
     const caller = await ctx.caller({ widgetSession: sessionId });
@@ -186,7 +195,7 @@ export function queryRoutes(router: Router, deps: QueryRouteDeps): void {
 
   // the model's insights of a hybrid JSON answer, once ready (the answer's insights_id; kept 10 minutes)
   let followUps: Promise<Kv<InsightsFollowUp>> | undefined;
-  router.get('/api/insights/:id', { auth: 'none' }, async (req, res, ctx) => {
+  router.get('/api/insights/:id', { auth: 'none', summary: 'The model\'s insights of a hybrid answer, once ready (kept 10 minutes)', reply: InsightsFollowUp }, async (req, res, ctx) => {
     const id = req.params.id ?? '';
     followUps ??= bus.bucket<InsightsFollowUp>(Bucket.Insights, { ttlMs: INSIGHTS_FOLLOW_UP_TTL_MS, maxBytes: 64 * 1024 * 1024 })
       .catch((err: unknown) => {

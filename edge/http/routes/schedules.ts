@@ -38,7 +38,7 @@ import { ownerOf } from '../../../protocol/scope.js';
 import * as S from '../../../protocol/subjects.js';
 import { callerCtx, type CallerFor } from '../../caller.js';
 import { readJson, sendJson } from '../reply.js';
-import type { Router, RouteContext } from '../router.js';
+import type { Router, RouteContext, RouteDoc } from '../router.js';
 import type { HttpRequest, HttpResponse } from '../server.js';
 
 const checkBody = Compile(ScheduleBody);
@@ -102,50 +102,54 @@ export function scheduleRoutes(router: Router, deps: ScheduleRouteDeps): void {
   const { bus } = deps;
 
   /** The caller first (a stranger is refused before the body is read), then the route. */
-  const route = (method: string, path: string, fn: Handler): void => {
-    router.add(method, `${BASE}${path}`, { auth: 'signed_in' }, async (req, res, ctx) => {
+  function route(method: string, path: string, fn: Handler): void;
+  function route(method: string, path: string, doc: RouteDoc, fn: Handler): void;
+  function route(method: string, path: string, docOrFn: RouteDoc | Handler, last?: Handler): void {
+    const fn = typeof docOrFn === 'function' ? docOrFn : last!;
+    const doc = typeof docOrFn === 'function' ? {} : docOrFn;
+    router.add(method, `${BASE}${path}`, { ...doc, auth: 'signed_in' }, async (req, res, ctx) => {
       const caller = await ctx.caller();
       await fn(req, res, ctx, { asker: askerOf(caller), b: callerCtx(ctx.rid, caller) });
     });
-  };
+  }
 
   // before /:id, so that it is never read as an id
-  route('POST', '/cron-preview', async (req, res, ctx, { b }) => {
+  route('POST', '/cron-preview', { summary: 'The next runs of a cron expression', body: CronPreviewBody, reply: S.CronPreview.reply }, async (req, res, ctx, { b }) => {
     const body = known(CronPreviewBody, await readJson(req, checkPreview));
     sendJson(res, 200, await bus.request(S.CronPreview, body, b), ctx.rid);
   });
-  route('POST', '', async (req, res, ctx, { asker, b }) => {
+  route('POST', '', { summary: 'Create a scheduled report', body: ScheduleBody, status: 201, reply: S.ScheduleCreate.reply }, async (req, res, ctx, { asker, b }) => {
     const body = known(ScheduleBody, await readJson(req, checkBody, TEXT));
     sendJson(res, 201, await bus.request(S.ScheduleCreate, { ...body, asker }, b), ctx.rid);
   });
-  route('GET', '', async (_req, res, ctx, { asker, b }) => {
+  route('GET', '', { summary: 'Your scheduled reports (all of them for the admin)', reply: S.ScheduleList.reply }, async (_req, res, ctx, { asker, b }) => {
     sendJson(res, 200, await bus.request(S.ScheduleList, { asker }, b), ctx.rid);
   });
-  route('GET', '/:id', async (req, res, ctx, { asker, b }) => {
+  route('GET', '/:id', { summary: 'One scheduled report', reply: S.ScheduleGet.reply }, async (req, res, ctx, { asker, b }) => {
     sendJson(res, 200, await bus.request(S.ScheduleGet, { id: pathId(req), asker }, b), ctx.rid);
   });
-  route('PUT', '/:id', async (req, res, ctx, { asker, b }) => {
+  route('PUT', '/:id', { summary: 'Change a scheduled report', body: SchedulePutBody, reply: S.ScheduleUpdate.reply }, async (req, res, ctx, { asker, b }) => {
     const id = pathId(req);
     const body = known(SchedulePutBody, await readJson(req, checkPut, TEXT));
     sendJson(res, 200, await bus.request(S.ScheduleUpdate, { ...body, id, asker }, b), ctx.rid);
   });
-  route('PATCH', '/:id', async (req, res, ctx, { asker, b }) => {
+  route('PATCH', '/:id', { summary: 'Change some fields of a scheduled report', body: SchedulePatchBody, reply: S.ScheduleUpdate.reply }, async (req, res, ctx, { asker, b }) => {
     const id = pathId(req);
     const body = known(SchedulePatchBody, await readJson(req, checkPatch, TEXT));
     sendJson(res, 200, await bus.request(S.ScheduleUpdate, { ...body, id, asker }, b), ctx.rid);
   });
-  route('DELETE', '/:id', async (req, res, ctx, { asker, b }) => {
+  route('DELETE', '/:id', { summary: 'Delete a scheduled report', reply: S.ScheduleDelete.reply }, async (req, res, ctx, { asker, b }) => {
     sendJson(res, 200, await bus.request(S.ScheduleDelete, { id: pathId(req), asker }, b), ctx.rid);
   });
   for (const [verb, enabled] of [['pause', false], ['resume', true]] as const) {
-    route('POST', `/:id/${verb}`, async (req, res, ctx, { asker, b }) => {
+    route('POST', `/:id/${verb}`, { summary: `${verb === 'pause' ? 'Pause' : 'Resume'} a scheduled report`, reply: S.ScheduleUpdate.reply }, async (req, res, ctx, { asker, b }) => {
       sendJson(res, 200, await bus.request(S.ScheduleUpdate, { id: pathId(req), enabled, asker }, b), ctx.rid);
     });
   }
-  route('POST', '/:id/run', async (req, res, ctx, { asker, b }) => {
+  route('POST', '/:id/run', { summary: 'Run a scheduled report now', status: 202, reply: S.ScheduleRunNow.reply }, async (req, res, ctx, { asker, b }) => {
     sendJson(res, 202, await bus.request(S.ScheduleRunNow, { id: pathId(req), asker }, b), ctx.rid);
   });
-  route('GET', '/:id/history', async (req, res, ctx, { asker, b }) => {
+  route('GET', '/:id/history', { summary: 'Runs of a scheduled report, newest first', reply: S.ScheduleHistory.reply }, async (req, res, ctx, { asker, b }) => {
     const limit = queryInt(req, 'limit', 1, 1000);
     const offset = queryInt(req, 'offset', 0, 1_000_000_000);
     sendJson(res, 200, await bus.request(S.ScheduleHistory, {

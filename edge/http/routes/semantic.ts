@@ -25,7 +25,7 @@ import { textProblem } from '../../../protocol/schemas/text.js';
 import * as S from '../../../protocol/subjects.js';
 import { callerCtx } from '../../caller.js';
 import { readJson, sendJson } from '../reply.js';
-import type { Router, RouteContext } from '../router.js';
+import type { Router, RouteContext, RouteDoc } from '../router.js';
 import type { HttpRequest, HttpResponse } from '../server.js';
 
 const checkEntity = Compile(SemanticEntityBody);
@@ -99,21 +99,29 @@ export function semanticRoutes(router: Router, deps: SemanticRouteDeps): void {
   const { bus } = deps;
 
   /** A read: the admin session or the legacy callers; the bus context carries the caller's user and scope. */
-  const read = (path: string, fn: Read): void => {
-    router.add('GET', `${BASE}${path}`, { auth: 'admin_or_any' }, async (req, res, ctx) => {
+  function read(path: string, fn: Read): void;
+  function read(path: string, doc: RouteDoc, fn: Read): void;
+  function read(path: string, docOrFn: RouteDoc | Read, last?: Read): void {
+    const fn = typeof docOrFn === 'function' ? docOrFn : last!;
+    const doc = typeof docOrFn === 'function' ? {} : docOrFn;
+    router.add('GET', `${BASE}${path}`, { ...doc, auth: 'admin_or_any' }, async (req, res, ctx) => {
       await fn(req, res, ctx, callerCtx(ctx.rid, await ctx.caller()));
     });
-  };
+  }
   /** A write: the admin session (CSRF-checked); `by` of the bus request is the admin. */
-  const write = (method: string, path: string, fn: Write): void => {
-    router.add(method, `${BASE}${path}`, { auth: 'admin' }, async (req, res, ctx) => {
+  function write(method: string, path: string, fn: Write): void;
+  function write(method: string, path: string, doc: RouteDoc, fn: Write): void;
+  function write(method: string, path: string, docOrFn: RouteDoc | Write, last?: Write): void {
+    const fn = typeof docOrFn === 'function' ? docOrFn : last!;
+    const doc = typeof docOrFn === 'function' ? {} : docOrFn;
+    router.add(method, `${BASE}${path}`, { ...doc, auth: 'admin' }, async (req, res, ctx) => {
       const { user } = await ctx.caller();
       await fn(req, res, ctx, { requestId: ctx.rid, user });
     });
-  };
+  }
 
   // ---- entities ----
-  read('/entities', async (req, res, ctx, b) => {
+  read('/entities', { summary: 'Semantic entities', reply: S.SemanticEntityList.reply }, async (req, res, ctx, b) => {
     const filter: EntityListRequest = {};
     const catalog = queryName(req, 'catalog', MAX_NAME);
     const schema = queryName(req, 'schema_name', MAX_NAME);
@@ -121,29 +129,29 @@ export function semanticRoutes(router: Router, deps: SemanticRouteDeps): void {
     if (schema !== undefined) filter.schema_name = schema;
     sendJson(res, 200, await bus.request(S.SemanticEntityList, filter, b), ctx.rid);
   });
-  write('POST', '/entities', async (req, res, ctx, b) => {
+  write('POST', '/entities', { summary: 'Create an entity (with its columns)', body: SemanticEntityBody, status: 201, reply: S.SemanticEntityCreate.reply }, async (req, res, ctx, b) => {
     const body = known(SemanticEntityBody, await readJson(req, checkEntity, { text: BODY_TEXT.semanticEntity }));
     sendJson(res, 201, await bus.request(S.SemanticEntityCreate, { ...body, by: b.user }, b), ctx.rid);
   });
-  read('/entities/:id', async (req, res, ctx, b) => {
+  read('/entities/:id', { summary: 'One entity', reply: S.SemanticEntityGet.reply }, async (req, res, ctx, b) => {
     sendJson(res, 200, await bus.request(S.SemanticEntityGet, { id: pathId(req, 'id') }, b), ctx.rid);
   });
-  write('PUT', '/entities/:id', async (req, res, ctx, b) => {
+  write('PUT', '/entities/:id', { summary: 'Change an entity', body: SemanticEntityPutBody, reply: S.SemanticEntityUpdate.reply }, async (req, res, ctx, b) => {
     const id = pathId(req, 'id');
     const body = known(SemanticEntityPutBody, await readJson(req, checkEntityPut, { text: BODY_TEXT.semanticEntity }));
     sendJson(res, 200, await bus.request(S.SemanticEntityUpdate, { ...body, id, by: b.user }, b), ctx.rid);
   });
-  write('PATCH', '/entities/:id', async (req, res, ctx, b) => {
+  write('PATCH', '/entities/:id', { summary: 'Change some fields of an entity', body: SemanticEntityPatchBody, reply: S.SemanticEntityUpdate.reply }, async (req, res, ctx, b) => {
     const id = pathId(req, 'id');
     const body = known(SemanticEntityPatchBody, await readJson(req, checkEntityPatch, { text: BODY_TEXT.semanticEntity }));
     sendJson(res, 200, await bus.request(S.SemanticEntityUpdate, { ...body, id, by: b.user }, b), ctx.rid);
   });
-  write('DELETE', '/entities/:id', async (req, res, ctx, b) => {
+  write('DELETE', '/entities/:id', { summary: 'Delete an entity', reply: S.SemanticEntityDelete.reply }, async (req, res, ctx, b) => {
     sendJson(res, 200, await bus.request(S.SemanticEntityDelete, { id: pathId(req, 'id'), by: b.user }, b), ctx.rid);
   });
 
   // ---- columns of an entity ----
-  write('POST', '/entities/:id/columns', async (req, res, ctx, b) => {
+  write('POST', '/entities/:id/columns', { summary: 'Add a column to an entity', body: SemanticColumnBody, status: 201, reply: S.SemanticColumnAdd.reply }, async (req, res, ctx, b) => {
     const entityId = pathId(req, 'id');
     const body = known(SemanticColumnBody, await readJson(req, checkColumn, { text: BODY_TEXT.semanticColumn }));
     sendJson(res, 201, await bus.request(S.SemanticColumnAdd, { ...body, entity_id: entityId, by: b.user }, b), ctx.rid);
@@ -158,21 +166,21 @@ export function semanticRoutes(router: Router, deps: SemanticRouteDeps): void {
       sendJson(res, 200, await bus.request(S.SemanticColumnUpdate, { ...body, entity_id: entityId, id, by: b.user }, b), ctx.rid);
     });
   }
-  write('DELETE', '/entities/:id/columns/:column_id', async (req, res, ctx, b) => {
+  write('DELETE', '/entities/:id/columns/:column_id', { summary: 'Delete a column', reply: S.SemanticColumnDelete.reply }, async (req, res, ctx, b) => {
     const entityId = pathId(req, 'id');
     const id = pathId(req, 'column_id');
     sendJson(res, 200, await bus.request(S.SemanticColumnDelete, { entity_id: entityId, id, by: b.user }, b), ctx.rid);
   });
 
   // ---- relationships ----
-  read('/relationships', async (_req, res, ctx, b) => {
+  read('/relationships', { summary: 'Relationships', reply: S.SemanticRelationshipList.reply }, async (_req, res, ctx, b) => {
     sendJson(res, 200, await bus.request(S.SemanticRelationshipList, {}, b), ctx.rid);
   });
-  write('POST', '/relationships', async (req, res, ctx, b) => {
+  write('POST', '/relationships', { summary: 'Create a relationship', body: SemanticRelationshipBody, status: 201, reply: S.SemanticRelationshipCreate.reply }, async (req, res, ctx, b) => {
     const body = known(SemanticRelationshipBody, await readJson(req, checkRelationship, { text: BODY_TEXT.semanticRelationship }));
     sendJson(res, 201, await bus.request(S.SemanticRelationshipCreate, { ...body, by: b.user }, b), ctx.rid);
   });
-  read('/relationships/:id', async (req, res, ctx, b) => {
+  read('/relationships/:id', { summary: 'One relationship', reply: S.SemanticRelationshipGet.reply }, async (req, res, ctx, b) => {
     sendJson(res, 200, await bus.request(S.SemanticRelationshipGet, { id: pathId(req, 'id') }, b), ctx.rid);
   });
   for (const method of ['PUT', 'PATCH'] as const) {
@@ -184,19 +192,19 @@ export function semanticRoutes(router: Router, deps: SemanticRouteDeps): void {
       sendJson(res, 200, await bus.request(S.SemanticRelationshipUpdate, { ...body, id, by: b.user }, b), ctx.rid);
     });
   }
-  write('DELETE', '/relationships/:id', async (req, res, ctx, b) => {
+  write('DELETE', '/relationships/:id', { summary: 'Delete a relationship', reply: S.SemanticRelationshipDelete.reply }, async (req, res, ctx, b) => {
     sendJson(res, 200, await bus.request(S.SemanticRelationshipDelete, { id: pathId(req, 'id'), by: b.user }, b), ctx.rid);
   });
 
   // ---- metrics ----
-  read('/metrics', async (req, res, ctx, b) => {
+  read('/metrics', { summary: 'Metrics', reply: S.SemanticMetricList.reply }, async (req, res, ctx, b) => {
     sendJson(res, 200, await bus.request(S.SemanticMetricList, { active_only: activeOnly(req) }, b), ctx.rid);
   });
-  write('POST', '/metrics', async (req, res, ctx, b) => {
+  write('POST', '/metrics', { summary: 'Create a metric', body: SemanticMetricBody, status: 201, reply: S.SemanticMetricCreate.reply }, async (req, res, ctx, b) => {
     const body = known(SemanticMetricBody, await readJson(req, checkMetric, { text: BODY_TEXT.semanticMetric }));
     sendJson(res, 201, await bus.request(S.SemanticMetricCreate, { ...body, by: b.user }, b), ctx.rid);
   });
-  read('/metrics/:id', async (req, res, ctx, b) => {
+  read('/metrics/:id', { summary: 'One metric', reply: S.SemanticMetricGet.reply }, async (req, res, ctx, b) => {
     sendJson(res, 200, await bus.request(S.SemanticMetricGet, { id: pathId(req, 'id') }, b), ctx.rid);
   });
   for (const method of ['PUT', 'PATCH'] as const) {
@@ -213,17 +221,17 @@ export function semanticRoutes(router: Router, deps: SemanticRouteDeps): void {
       sendJson(res, 200, await bus.request(S.SemanticMetricUpdate, { id: pathId(req, 'id'), active, by: b.user }, b), ctx.rid);
     });
   }
-  write('DELETE', '/metrics/:id', async (req, res, ctx, b) => {
+  write('DELETE', '/metrics/:id', { summary: 'Delete a metric', reply: S.SemanticMetricDelete.reply }, async (req, res, ctx, b) => {
     sendJson(res, 200, await bus.request(S.SemanticMetricDelete, { id: pathId(req, 'id'), by: b.user }, b), ctx.rid);
   });
 
   // ---- the context as the model reads it, and discovery ----
-  read('/context', async (req, res, ctx, b) => {
+  read('/context', { summary: 'The semantic context a question gets', reply: S.SemanticContext.reply }, async (req, res, ctx, b) => {
     const question = queryName(req, 'question', MAX_QUESTION, 'text');
     const request: ContextRequest = question === undefined ? {} : { question };
     sendJson(res, 200, await bus.request(S.SemanticContext, request, b), ctx.rid);
   });
-  write('POST', '/discover', async (req, res, ctx, b) => {
+  write('POST', '/discover', { summary: 'Propose entities, columns and relationships from the schema', body: SemanticDiscoverBody, reply: S.SemanticDiscover.reply }, async (req, res, ctx, b) => {
     const body = known(SemanticDiscoverBody, await readJson(req, checkDiscover));
     sendJson(res, 200, await bus.request(S.SemanticDiscover, body, b), ctx.rid);
   });

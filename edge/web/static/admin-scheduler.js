@@ -132,8 +132,8 @@ export function emailTab({ $, el, api, flash }) {
   const fields = el('div', { id: 'email-fields', class: 'grid-form' });
   const provider = el('p', { class: 'muted', id: 'email-provider' });
   const to = el('input', { id: 'test-to', type: 'email', required: '', placeholder: 'to, e.g. you@example.com' });
-  const subject = el('input', { id: 'test-subject', required: '', value: 'Cortado test e-mail' });
-  const text = el('textarea', { id: 'test-body', rows: '3' });
+  const subject = el('input', { id: 'test-subject', required: '', value: 'Cortado test e-mail', 'aria-label': 'Subject' });
+  const text = el('textarea', { id: 'test-body', rows: '3', 'aria-label': 'Body' });
   text.value = 'This is a test e-mail from Cortado: the SMTP settings work.';
   const result = el('div', { id: 'test-email-result', 'aria-live': 'polite' });
   const send = el('button', { type: 'submit', id: 'test-send', text: 'Send test e-mail' });

@@ -111,7 +111,7 @@ function goldenEditor() {
   const text = el('textarea', { id: 'golden', rows: '6', placeholder: '- question: How many orders are there?\n  expected_sql: SELECT count(*) FROM orders\n  expected_tables: [orders]' });
   text.value = localStorage.getItem(GOLDEN_KEY) ?? '';
   text.addEventListener('change', () => localStorage.setItem(GOLDEN_KEY, text.value));
-  const file = el('input', { type: 'file', accept: '.yaml,.yml,.json,application/json,text/yaml' });
+  const file = el('input', { type: 'file', accept: '.yaml,.yml,.json,application/json,text/yaml', 'aria-label': 'Load golden questions from a file' });
   file.addEventListener('change', run(async () => {
     const f = file.files?.[0];
     if (!f) return;
@@ -165,7 +165,7 @@ const LOADERS = {
   async prompts() {
     const { prompts } = await api('GET', '/admin/prompts');
     $('#prompts').replaceChildren(goldenEditor(), ...prompts.map((p) => {
-      const text = el('textarea', { rows: '8' });
+      const text = el('textarea', { rows: '8', 'aria-label': `Prompt ${p.key}` });
       text.value = p.text;
       const result = el('div', { class: 'eval-result' });
       return el('div', { class: 'prompt' },
@@ -204,7 +204,10 @@ const LOADERS = {
   async ldap() {
     const { settings } = await api('GET', '/admin/ldap');
     $('#ldap-fields').replaceChildren(...Object.entries(settings).map(([k, v]) => {
-      const input = typeof v === 'boolean' ? el('input', { type: 'checkbox', name: k, ...(v ? { checked: '' } : {}) }) : el('input', { name: k, value: String(v), ...(k.includes('password') ? { type: 'password' } : {}) });
+      const choices = LDAP_CHOICES[k];
+      const input = typeof v === 'boolean' ? el('input', { type: 'checkbox', name: k, ...(v ? { checked: '' } : {}) })
+        : choices ? el('select', { name: k }, ...choices.map((c) => el('option', { value: c, text: c, ...(c === v ? { selected: '' } : {}) })))
+          : el('input', { name: k, value: String(v), ...(k.includes('password') ? { type: 'password', autocomplete: 'new-password' } : typeof v === 'number' ? { type: 'number', min: '1' } : {}) });
       return el('label', {}, k, input);
     }));
   },
@@ -216,9 +219,12 @@ const semantic = semanticTab({ $, el, api, flash });
 const scheduler = schedulerTab({ $, el, api, flash });
 const email = emailTab({ $, el, api, flash });
 
+/** LDAP settings with a fixed set of values (config/schema.ts), shown as a select */
+const LDAP_CHOICES = { group_member_attr: ['member', 'memberOf', 'memberUid'] };
+
 function ldapSettings() {
   const out = {};
-  for (const input of document.querySelectorAll('#ldap-fields input')) {
+  for (const input of document.querySelectorAll('#ldap-fields input, #ldap-fields select')) {
     out[input.name] = input.type === 'checkbox' ? input.checked : input.type === 'number' || /timeout/.test(input.name) ? Number(input.value) : input.value;
   }
   return out;

@@ -1,0 +1,416 @@
+// The answer view (docs/ui.md, "Answers"): a question box and the answers list, mountable in any
+// Element or ShadowRoot. Every answer shows its steps as they stream, the SQL highlighted with
+// Copy, the explanation, a chart when the shape suits one, a sortable paged table, insight cards,
+// downloads, thumbs up/down and a favourite star; chat answers are safe markdown; errors show
+// their code and request id; clarifying questions offer their choices as buttons.
+// ES module, no global side effects until mountAsk or renderAnswer is called.
+import { renderChart } from './chart.js';
+import { el, icon, randomId } from './dom.js';
+import { renderMarkdown } from './markdown.js';
+import { highlight } from './sql.js';
+import { postSse, sendWs } from './stream.js';
+import { ANSWER_CSS } from './styles.js';
+import { renderTable } from './table.js';
+
+export { ANSWER_CSS } from './styles.js';
+export { chooseChart } from './chart.js';
+
+const STEP_LABELS = { started: 'Question received', context: 'Schema', intent: 'Understood', sql: 'SQL written', rows: 'Query ran', insights: 'Insights', clarify: 'Which one?' };
+const INSIGHT_ICONS = { trend: 'trend', change: 'trend', outlier: 'outlier', total: 'sum', summary: 'sum', top: 'chart', correlation: 'link', partial: 'warning', empty: 'info', llm: 'sparkle' };
+const SEVERITY_LABEL = { info: 'Note', success: 'Good', warning: 'Warning', critical: 'Critical' };
+/** headers a WebSocket frame may carry (edge/ws/endpoint.ts) */
+const WS_HEADERS = new Set(['x-session-id', 'x-csrf-token', 'authorization']);
+
+/** Legacy replies (/query, /auth/query: response_type, column names, data) in the shape of /api/query's. */
+export function normaliseReply(r) {
+  if (!r || typeof r !== 'object' || !('response_type' in r)) return r ?? {};
+  const out = { ...r, intent: r.response_type };
+  if (r.response_type === 'sql') {
+    out.columns = (r.columns ?? []).map((name, i) => (typeof name === 'string' ? { name, type: r.column_types?.[i] ?? '' } : name));
+    out.rows = r.data ?? [];
+    if (r.requires_confirmation) {
+      out.confirmation = { id: r.confirmation_id, expires_at: r.confirmation_expires_at, bytes_processed: r.bytes_processed, estimated_cost_usd: r.estimated_cost_usd };
+    }
+  }
+  return out;
+}
+
+function formatBytes(n) {
+  const units = ['bytes', 'KB', 'MB', 'GB', 'TB', 'PB'];
+  let v = n;
+  let u = 0;
+  while (v >= 1024 && u < units.length - 1) { v /= 1024; u++; }
+  return `${u ? v.toFixed(v < 10 ? 2 : 1) : v} ${units[u]}`;
+}
+
+function renderError(err) {
+  const e = err?.error ?? err ?? {};
+  return el('div', { class: 'error', role: 'alert' },
+    el('code', { text: e.code ?? 'ERROR' }), ` ${e.message ?? 'something went wrong'}`,
+    e.request_id ? el('div', { class: 'muted rid', text: `request id ${e.request_id}` }) : null);
+}
+
+function renderSql(sql) {
+  const copy = el('button', { type: 'button', class: 'copy', title: 'Copy the SQL' }, icon('copy'), el('span', { text: 'Copy' }));
+  copy.addEventListener('click', async () => {
+    try {
+      await navigator.clipboard.writeText(sql);
+      copy.lastChild.textContent = 'Copied';
+    } catch {
+      copy.lastChild.textContent = 'Select and copy';
+    }
+  });
+  const code = el('code');
+  code.append(highlight(sql));
+  return el('div', { class: 'sql-block' }, el('pre', { class: 'sql', tabindex: '0', 'aria-label': 'SQL' }, code), copy);
+}
+
+function renderInsights(list) {
+  return el('ul', { class: 'insights', 'aria-label': 'Insights' }, ...list.map((i) => el('li', { class: i.severity ?? 'info', 'data-type': i.type ?? '' },
+    icon(INSIGHT_ICONS[i.type] ?? (i.severity === 'warning' || i.severity === 'critical' ? 'alert' : 'info'), SEVERITY_LABEL[i.severity] ?? 'Note'),
+    el('span', { text: i.message ?? '' }))));
+}
+
+/** fetch with the host's headers and credentials; {ok, status, body | blob} */
+async function post(opts, path, payload, { blob = false } = {}) {
+  const res = await fetch(`${opts.base ?? ''}${path}`, {
+    method: 'POST',
+    credentials: opts.credentials ?? 'same-origin',
+    headers: { 'content-type': 'application/json', ...(opts.headers?.() ?? {}) },
+    body: JSON.stringify(payload),
+  });
+  if (blob && res.ok) return { ok: true, status: res.status, res, blob: await res.blob() };
+  const body = await res.json().catch(() => ({}));
+  return { ok: res.ok, status: res.status, body };
+}
+
+function renderDownloads(reply, opts) {
+  const status = el('span', { class: 'muted dl-status', 'aria-live': 'polite' });
+  const buttons = [['csv', 'CSV'], ['excel', 'Excel'], ['html', 'HTML']].map(([format, label]) => {
+    const b = el('button', { type: 'button', class: 'ghost small', 'data-format': format, title: `Download the result as ${label}` }, icon('download'), el('span', { text: label }));
+    b.addEventListener('click', async () => {
+      status.textContent = 'Preparing the file…';
+      try {
+        const r = await post(opts, '/api/export', { sql: reply.sql, format, title: (opts.question ?? 'Cortado export').slice(0, 200) }, { blob: true });
+        if (!r.ok) {
+          if (r.status === 401) {
+            status.textContent = 'Downloads are for signed-in users: sign in to download this result.';
+            for (const x of buttons) x.disabled = true;
+            opts.onAuthRequired?.(r.body?.error ?? {});
+          } else status.textContent = `No file: ${r.body?.error?.code ?? r.status} ${r.body?.error?.message ?? ''}`.trim();
+          return;
+        }
+        const name = /filename="([^"]+)"/.exec(r.res.headers.get('content-disposition') ?? '')?.[1] ?? `cortado.${format === 'excel' ? 'xlsx' : format}`;
+        const url = URL.createObjectURL(r.blob);
+        const a = el('a', { href: url, download: name, hidden: true });
+        status.after(a);
+        a.click();
+        a.remove();
+        setTimeout(() => URL.revokeObjectURL(url), 30_000);
+        status.textContent = `Downloaded ${name}`;
+      } catch (e) {
+        status.textContent = `No file: ${e.message}`;
+      }
+    });
+    return b;
+  });
+  return el('div', { class: 'downloads', role: 'group', 'aria-label': 'Download the result' }, el('span', { class: 'muted', text: 'Download' }), ...buttons, status);
+}
+
+// Thumbs up or down on one answer, with an optional comment (POST /api/feedback, by request id).
+function renderFeedback(requestId, opts) {
+  const status = el('span', { class: 'status muted', 'aria-live': 'polite' });
+  const comment = el('input', { class: 'comment', type: 'text', maxlength: '2000', placeholder: 'What was wrong or right? (optional)', 'aria-label': 'Comment on this answer', hidden: true });
+  const send = el('button', { type: 'button', class: 'send ghost small', text: 'Send comment', hidden: true });
+  const up = el('button', { type: 'button', class: 'up ghost small', 'aria-pressed': 'false', title: 'A useful answer' }, icon('up'), el('span', { text: 'Useful' }));
+  const down = el('button', { type: 'button', class: 'down ghost small', 'aria-pressed': 'false', title: 'Not a useful answer' }, icon('down'), el('span', { text: 'Not useful' }));
+  let rating;
+  const send1 = async (withComment) => {
+    const payload = { request_id: requestId, rating };
+    if (withComment && comment.value.trim()) payload.comment = comment.value.trim();
+    status.textContent = 'Sending…';
+    try {
+      const r = await post(opts, '/api/feedback', payload);
+      const saved = r.ok && r.body.ok !== false;
+      status.textContent = saved ? (payload.comment ? 'Thanks for the comment.' : 'Thanks for the feedback.')
+        : r.ok ? 'Not recorded: analytics are off on this server.' : `Not saved: ${r.body.error?.message ?? r.status}`;
+      status.className = `status ${saved ? 'muted' : 'error-text'}`;
+    } catch (e) {
+      status.textContent = `Not saved: ${e.message}`;
+    }
+  };
+  const choose = (value) => {
+    rating = value;
+    up.setAttribute('aria-pressed', String(value === 'up'));
+    down.setAttribute('aria-pressed', String(value === 'down'));
+    comment.hidden = false;
+    send.hidden = false;
+    void send1(false);
+  };
+  up.addEventListener('click', () => choose('up'));
+  down.addEventListener('click', () => choose('down'));
+  send.addEventListener('click', () => { if (rating) void send1(true); });
+  comment.addEventListener('keydown', (e) => { if (e.key === 'Enter') { e.preventDefault(); send.click(); } });
+  return el('div', { class: 'feedback', role: 'group', 'aria-label': 'Was this answer useful?' }, el('span', { class: 'muted', text: 'Was this useful?' }), up, down, comment, send, status);
+}
+
+function renderFavourite(opts) {
+  const star = el('button', { type: 'button', class: 'fav ghost small', 'aria-pressed': 'false', title: 'Keep this question in your favourites', disabled: true }, icon('star'), el('span', { text: 'Favourite' }));
+  const status = el('span', { class: 'muted', 'aria-live': 'polite' });
+  let entry;
+  star.addEventListener('click', async () => {
+    if (!entry) return;
+    const on = star.getAttribute('aria-pressed') !== 'true';
+    try {
+      await opts.history.setFavourite(entry.id, on);
+      star.setAttribute('aria-pressed', String(on));
+      status.textContent = on ? 'Saved to favourites.' : 'Removed from favourites.';
+    } catch (e) {
+      status.textContent = `Not saved: ${e.message}`;
+    }
+  });
+  return {
+    node: el('span', { class: 'fav-wrap' }, star, status),
+    set(e) { entry = e; star.disabled = !e; },
+  };
+}
+
+/**
+ * Render one finished reply (an /api/query reply, or a legacy /query one) into `container`.
+ * opts: {base, headers, credentials, question, onChoice(text), onConfirm(reply) → Promise,
+ *        feedback (default true), downloads (default true), history, onAuthRequired}
+ * Returns {node, setInsights(list), destroy()}.
+ */
+export function renderAnswer(container, reply, opts = {}) {
+  const r = normaliseReply(reply);
+  const parts = [];
+  let charts = [];
+  if (r.intent === 'chat') {
+    const msg = el('div', { class: 'message' });
+    msg.append(renderMarkdown(r.message ?? ''));
+    parts.push(msg);
+  } else if (r.intent === 'clarify') {
+    parts.push(el('div', { class: 'message clarify', text: r.message ?? '' }));
+    const choices = (r.clarification?.choices ?? []).map((c) => {
+      const b = el('button', { type: 'button', class: 'chip choice', text: c.label, title: c.kind ? `${c.kind}: ${c.value}` : undefined });
+      b.addEventListener('click', () => opts.onChoice?.(c.label));
+      return b;
+    });
+    if (choices.length) parts.push(el('div', { class: 'choices', role: 'group', 'aria-label': 'Choose a meaning' }, ...choices));
+  } else {
+    if (r.explanation) parts.push(el('div', { class: 'explanation', text: r.explanation }));
+    if (r.sql) parts.push(renderSql(r.sql));
+    if (r.confirmation?.id) parts.push(renderConfirm(r, opts));
+    else if (r.executed === false) parts.push(el('p', { class: 'muted not-run', text: 'The SQL was written but not run (this server shows generated SQL only).' }));
+    if (r.columns && r.executed !== false) {
+      const rows = r.rows ?? [];
+      if (rows.length) {
+        const chart = renderChart(r.columns, rows, { base: opts.base });
+        if (chart) { parts.push(chart); charts.push(chart); }
+        parts.push(renderTable(r.columns, rows));
+      } else parts.push(el('p', { class: 'muted', text: 'No rows.' }));
+      const count = r.row_count ?? rows.length;
+      parts.push(el('div', { class: 'meta muted', text: `${count.toLocaleString()} row${count === 1 ? '' : 's'}${r.truncated ? ' (cut at the row limit)' : ''}${r.masked?.length ? ` · masked: ${r.masked.map((m) => m.column).join(', ')}` : ''}` }));
+    }
+    if (r.insights?.length) parts.push(renderInsights(r.insights));
+    if (r.sql && r.executed !== false && opts.downloads !== false) parts.push(renderDownloads(r, opts));
+  }
+  const t = r.timing_ms?.total;
+  const tokens = r.usage ? (r.usage.input_tokens ?? 0) + (r.usage.output_tokens ?? 0) : 0;
+  const timing = `${t !== undefined ? `${Math.round(t)} ms` : ''}${tokens ? ` · ${tokens} tokens` : ''}${r.corrections ? ` · corrected ${r.corrections}×` : ''}`;
+  if (timing) parts.push(el('div', { class: 'meta muted timing', text: timing }));
+  let fav;
+  const actions = [];
+  if (r.request_id && opts.feedback !== false) actions.push(renderFeedback(r.request_id, opts));
+  if (opts.history && r.intent !== 'clarify') {
+    fav = renderFavourite(opts);
+    actions.push(fav.node);
+  }
+  if (actions.length) parts.push(el('div', { class: 'actions' }, ...actions));
+  container.replaceChildren(...parts);
+  for (const c of charts) void c.drawChart();
+  return {
+    reply: r,
+    setFavouriteEntry: (e) => fav?.set(e),
+    setInsights(list) {
+      if (!list?.length) return;
+      const next = renderInsights(list);
+      const old = container.querySelector('ul.insights');
+      if (old) old.replaceWith(next);
+      else (container.querySelector('.downloads') ?? container.querySelector('.meta'))?.before(next);
+    },
+    destroy() { for (const c of charts) c.destroyChart(); charts = []; },
+  };
+}
+
+/** The confirm dialog of SQL held for confirmation (query.confirm_before_execute). */
+function renderConfirm(r, opts) {
+  const c = r.confirmation;
+  const cost = [];
+  if (c.bytes_processed !== undefined && c.bytes_processed !== null) cost.push(`It will read ${formatBytes(c.bytes_processed)}`);
+  if (c.estimated_cost_usd !== undefined && c.estimated_cost_usd !== null) cost.push(`estimated cost $${Number(c.estimated_cost_usd).toFixed(c.estimated_cost_usd < 0.01 ? 4 : 2)}`);
+  const id = `ctd-confirm-${randomId().slice(0, 8)}`;
+  const run = el('button', { type: 'button', class: 'run' }, icon('play'), el('span', { text: 'Run' }));
+  const cancel = el('button', { type: 'button', class: 'ghost cancel' }, icon('x'), el('span', { text: 'Cancel' }));
+  const status = el('p', { class: 'muted', 'aria-live': 'polite' });
+  const box = el('div', { class: 'confirm', role: 'dialog', 'aria-modal': 'false', 'aria-labelledby': id },
+    el('h3', { id, text: 'Run this SQL?' }),
+    el('p', { class: 'muted', text: `The SQL above was checked but not run.${cost.length ? ` ${cost.join(', ')}.` : ''}${c.expires_at ? ` The offer stands until ${new Date(c.expires_at).toLocaleTimeString()}.` : ''}` }),
+    cost.length ? el('p', { class: 'cost', text: cost.join(' · ') }) : null,
+    el('div', { class: 'row' }, run, cancel), status);
+  cancel.addEventListener('click', () => { box.replaceChildren(el('p', { class: 'muted cancelled', text: 'Not run.' })); });
+  run.addEventListener('click', async () => {
+    if (!opts.onConfirm) { status.textContent = 'This view cannot run held SQL.'; return; }
+    run.disabled = true;
+    cancel.disabled = true;
+    status.textContent = 'Running…';
+    try {
+      await opts.onConfirm(r);
+    } catch (e) {
+      status.textContent = `Not run: ${e.message}`;
+      run.disabled = false;
+      cancel.disabled = false;
+    }
+  });
+  queueMicrotask(() => run.focus());
+  return box;
+}
+
+/**
+ * Mount the question box and the answers list into `root` (an Element or a ShadowRoot).
+ * opts as in docs/ui.md ("Answers"): {base, endpoint, confirmEndpoint, widget, headers,
+ * credentials, transport, tables, history, onAuthRequired, examples}.
+ */
+export function mountAsk(root, opts) {
+  const o = { base: '', endpoint: '/api/query', widget: 'dashboard', transport: 'sse', credentials: 'same-origin', ...opts };
+  const legacy = o.endpoint === '/query';
+  if (typeof ShadowRoot !== 'undefined' && root instanceof ShadowRoot) {
+    root.append(el('style', { text: ANSWER_CSS }));
+  } else if (!document.getElementById('ctd-answer-css')) {
+    document.head.append(el('style', { id: 'ctd-answer-css', text: ANSWER_CSS }));
+  }
+  const uid = randomId().slice(0, 8);
+  const question = el('textarea', { id: `ctd-q-${uid}`, class: 'question', name: 'question', rows: '2', maxlength: '4000', required: true, placeholder: 'Ask about your data, e.g. which store sold the most last month?' });
+  const go = el('button', { type: 'submit', class: 'go', text: 'Ask' });
+  const fresh = el('button', { type: 'button', class: 'ghost new-conv', title: 'Forget the earlier questions', text: 'New conversation' });
+  const examples = (o.examples ?? []).map((x) => el('button', { type: 'button', class: 'chip', text: x }));
+  const form = el('form', { class: 'ask-form', autocomplete: 'off', 'aria-label': 'Ask a question' },
+    el('label', { for: question.id, class: 'sr', text: 'Your question' }), question,
+    el('div', { class: 'row' }, el('span', { class: 'spacer' }), fresh, go),
+    examples.length ? el('div', { class: 'examples' }, ...examples) : null);
+  const answers = el('section', { class: 'answers', 'aria-live': 'polite', 'aria-label': 'Answers' });
+  const panel = el('div', { class: 'ctd-ask' }, form, answers);
+  root.append(panel);
+
+  let conversation = randomId();
+  const views = new Set();
+  const headers = () => o.headers?.() ?? {};
+  const wsHeaders = () => Object.fromEntries(Object.entries(headers()).filter(([k]) => WS_HEADERS.has(k.toLowerCase())));
+
+  /** send one request (ask or confirm) over the chosen transport; events to onEvent */
+  const exchange = (kind, path, body, onEvent) => (o.transport === 'ws'
+    ? sendWs(o.base, kind, path, body, { headers: wsHeaders(), onEvent })
+    : postSse(o.base, path, body, { headers: headers(), credentials: o.credentials, onEvent, stream: kind === 'ask' }));
+
+  function card(text) {
+    const steps = el('ol', { class: 'steps', 'aria-label': 'Steps' });
+    const body = el('div', { class: 'body' }, el('span', { class: 'muted', text: 'Thinking…' }));
+    const node = el('article', { class: 'answer', 'aria-busy': 'true' }, el('div', { class: 'q', text: text }), steps, body);
+    answers.prepend(node);
+    return { node, steps, body };
+  }
+
+  /** run one exchange into a card: steps, the SQL early, the result, late insights, errors */
+  async function run(c, text, kind, path, payload) {
+    let view;
+    let lastError;
+    const renderOpts = {
+      ...o, question: text,
+      onChoice: (label) => void panelApi.ask(label),
+      onConfirm: (reply) => confirm(reply, text),
+    };
+    await exchange(kind, path, payload, (event, data) => {
+      if (STEP_LABELS[event]) c.steps.append(el('li', { class: 'done' }, icon('check'), STEP_LABELS[event]));
+      if (event === 'sql') {
+        c.body.replaceChildren(...(data.explanation ? [el('div', { class: 'explanation', text: data.explanation })] : []), renderSql(data.sql), el('span', { class: 'muted', text: 'Running…' }));
+      } else if (event === 'result') {
+        const r = normaliseReply(data);
+        if (r.conversation_id && !legacy) conversation = r.conversation_id;
+        view?.destroy();
+        view = renderAnswer(c.body, r, renderOpts);
+        views.add(view);
+        if (o.history && r.intent !== 'clarify') {
+          o.history.add({ question: text, ...(r.sql ? { sql: r.sql } : {}), ...(r.row_count !== undefined ? { row_count: r.row_count } : {}), ...(r.request_id ? { request_id: r.request_id } : {}), at: new Date().toISOString() })
+            .then((entry) => view.setFavouriteEntry(entry), () => undefined);
+        }
+      } else if (event === 'model_insights') {
+        if (data.status === 'ready') view?.setInsights(data.insights);
+      } else if (event === 'error') {
+        lastError = data;
+        c.body.replaceChildren(renderError(data));
+        if ((data.status === 401 || data.error?.code === 'UNAUTHORIZED') && o.onAuthRequired) o.onAuthRequired(data.error ?? data);
+      }
+    });
+    return { view, error: lastError };
+  }
+
+  async function confirm(reply, text) {
+    if (!o.confirmEndpoint) throw new Error('no confirmation route for this panel');
+    const c = card(text);
+    c.steps.append(el('li', { class: 'done' }, icon('check'), 'Confirmed'));
+    const body = { confirmation_id: reply.confirmation.id, ...(legacy ? { session_id: conversation } : {}) };
+    try {
+      await run(c, text, 'confirm', o.confirmEndpoint, body);
+    } finally {
+      c.node.removeAttribute('aria-busy');
+    }
+  }
+
+  const panelApi = {
+    async ask(text) {
+      const q = String(text ?? '').trim();
+      if (!q) return;
+      const c = card(q);
+      go.disabled = true;
+      const payload = { question: q, widget: o.widget, ...(legacy ? { session_id: conversation } : { conversation_id: conversation }) };
+      const tables = o.tables?.() ?? [];
+      if (tables.length) payload.tables = tables;
+      try {
+        await run(c, q, 'ask', o.endpoint, payload);
+      } catch (e) {
+        c.body.replaceChildren(renderError({ code: 'NETWORK', message: e.message }));
+      } finally {
+        go.disabled = false;
+        c.node.removeAttribute('aria-busy');
+      }
+    },
+    clear() {
+      for (const v of views) v.destroy();
+      views.clear();
+      answers.replaceChildren();
+    },
+    newConversation() {
+      conversation = randomId();
+      panelApi.clear();
+      question.focus();
+    },
+    destroy() {
+      panelApi.clear();
+      panel.remove();
+    },
+    /** the conversation id the next question is sent with */
+    get conversation() { return conversation; },
+  };
+
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    const text = question.value;
+    if (text.trim()) void panelApi.ask(text);
+  });
+  question.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter' && !e.shiftKey) { e.preventDefault(); form.requestSubmit(); }
+  });
+  for (const chip of examples) chip.addEventListener('click', () => { question.value = chip.textContent; form.requestSubmit(); });
+  fresh.addEventListener('click', () => panelApi.newConversation());
+  return panelApi;
+}

@@ -1,0 +1,110 @@
+// Each person's questions and favourites (ui-contract.md): on the server for a signed-in person
+// (GET/POST /api/history, PUT/DELETE /api/history/{id}), in this browser's localStorage for
+// everyone else. One shape for both, so the answer view and the dashboard never ask which.
+// An ES module without global side effects.
+
+const KEY = 'cortado.history';
+/** what the browser keeps, as the server does: the newest plain entries and every favourite */
+export const LOCAL_KEEP = 200;
+const QUESTION_MAX = 4000;
+
+function readLocal() {
+  try {
+    const list = JSON.parse(localStorage.getItem(KEY) ?? '[]');
+    return Array.isArray(list) ? list.filter((e) => e && typeof e.id === 'string' && typeof e.question === 'string') : [];
+  } catch {
+    return [];
+  }
+}
+
+function writeLocal(list) {
+  let plain = 0;
+  const kept = list.filter((e) => e.favourite || ++plain <= LOCAL_KEEP);
+  localStorage.setItem(KEY, JSON.stringify(kept));
+}
+
+function newestFirst(a, b) {
+  return a.at < b.at ? 1 : a.at > b.at ? -1 : 0;
+}
+
+function localHistory() {
+  return {
+    stored: 'browser',
+    async add({ question, sql, row_count, request_id, at } = {}) {
+      const q = String(question ?? '').trim().slice(0, QUESTION_MAX);
+      if (!q) throw new Error('a history entry needs a question');
+      const entry = {
+        id: (crypto.randomUUID?.() ?? `${Date.now()}-${Math.random().toString(16).slice(2)}`),
+        question: q, favourite: false, at: at ?? new Date().toISOString(),
+        ...(sql ? { sql } : {}), ...(Number.isInteger(row_count) ? { row_count } : {}), ...(request_id ? { request_id } : {}),
+      };
+      writeLocal([entry, ...readLocal()].sort(newestFirst));
+      return entry;
+    },
+    async list({ limit = 50 } = {}) {
+      return readLocal().sort(newestFirst).slice(0, limit);
+    },
+    async favourites() {
+      return readLocal().filter((e) => e.favourite).sort(newestFirst);
+    },
+    async setFavourite(id, on) {
+      const list = readLocal();
+      const e = list.find((x) => x.id === id);
+      if (!e) throw new Error('there is no such history entry');
+      e.favourite = Boolean(on);
+      writeLocal(list);
+    },
+    async remove(id) {
+      writeLocal(readLocal().filter((x) => x.id !== id));
+    },
+  };
+}
+
+function serverHistory(base, headers) {
+  const send = async (method, path, body) => {
+    const res = await fetch(`${base}${path}`, {
+      method,
+      credentials: base ? 'include' : 'same-origin',
+      headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...(headers?.() ?? {}) },
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    });
+    const json = await res.json().catch(() => ({}));
+    if (!res.ok) {
+      const err = new Error(json.error?.message ?? res.statusText);
+      err.code = json.error?.code;
+      err.request_id = json.error?.request_id;
+      throw err;
+    }
+    return json;
+  };
+  return {
+    stored: 'server',
+    async add({ question, sql, row_count, request_id, at } = {}) {
+      const q = String(question ?? '').trim().slice(0, QUESTION_MAX);
+      return send('POST', '/api/history', {
+        question: q, ...(sql ? { sql } : {}), ...(Number.isInteger(row_count) ? { row_count } : {}),
+        ...(request_id ? { request_id: String(request_id).slice(0, 64) } : {}), ...(at ? { at } : {}),
+      });
+    },
+    async list({ limit = 50 } = {}) {
+      return (await send('GET', `/api/history?limit=${encodeURIComponent(limit)}`)).entries;
+    },
+    async favourites() {
+      return (await send('GET', '/api/history?favourites=true&limit=500')).entries;
+    },
+    async setFavourite(id, on) {
+      await send('PUT', `/api/history/${encodeURIComponent(id)}`, { favourite: Boolean(on) });
+    },
+    async remove(id) {
+      await send('DELETE', `/api/history/${encodeURIComponent(id)}`);
+    },
+  };
+}
+
+/**
+ * The History store: `signedIn` → the server's (headers: e.g. the CSRF token of a cookie
+ * session, or X-Session-ID), else this browser's.
+ */
+export function createHistory({ base = '', signedIn = false, headers } = {}) {
+  return signedIn ? serverHistory(base, headers) : localHistory();
+}

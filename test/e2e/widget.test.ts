@@ -1,0 +1,264 @@
+/**
+ * The Assistant widget embedded with one tag in a foreign page (another site: http://localhost:N
+ * beside Cortado's http://127.0.0.1:M) whose CSS is hostile: ask → the answer with its table and
+ * a sized chart; the confirm flow; query.require_session bringing the login form; auto sessions
+ * from an allowed origin and refused from another; questions typed `assistant` on the bus. Also
+ * /widget.js itself (one script, its gzipped size) and /demo (both widgets, the snippet copies,
+ * no serious accessibility violation, off with ui.sections.demo).
+ */
+import { mkdirSync, readFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createRequire } from 'node:module';
+import { gzipSync } from 'node:zlib';
+import t from 'tap';
+import type { Page } from 'playwright-core';
+import { generateFernetKey } from '../../actors/lib/fernet.js';
+import { Bus } from '../../protocol/bus.js';
+import { createLogger } from '../../protocol/log.js';
+import { QueryGeneratedEvt } from '../../protocol/subjects.js';
+import { launchBrowser } from '../helpers/browser.js';
+import { testConfig } from '../helpers/config.js';
+import { sqlAnswer, startFakeLlm } from '../helpers/fake-llm.js';
+import { startNats } from '../helpers/nats.js';
+import { ADMIN_URL, createTestDb } from '../helpers/pg.js';
+import { call, startStack } from '../helpers/stack.js';
+
+const ARTIFACTS = 'test-artifacts';
+mkdirSync(ARTIFACTS, { recursive: true });
+
+const nats = await startNats();
+const db = await createTestDb('widget');
+const role = `widget_u_${process.pid}_${Date.now().toString(36)}`;
+const PASS = 'wu-Secret-9';
+await db.pool.query(`
+  CREATE TABLE monthly_sales (month date PRIMARY KEY, revenue numeric(12,2) NOT NULL);
+  INSERT INTO monthly_sales SELECT d::date, 1000 + extract(month FROM d) * 37 FROM generate_series('2025-01-01'::date, '2025-12-01', '1 month') d;
+  CREATE ROLE ${role} LOGIN PASSWORD '${PASS}';
+  GRANT CONNECT ON DATABASE ${db.name} TO ${role};
+  GRANT USAGE ON SCHEMA public TO ${role};
+  GRANT SELECT ON monthly_sales TO ${role};
+`);
+const fake = await startFakeLlm();
+fake.fallback(() => ({ text: sqlAnswer('SELECT month, revenue FROM monthly_sales ORDER BY month', 'Revenue per month of 2025.') }));
+
+/** Pages on other origins than Cortado's: the host page with its hostile CSS and the widget tag. */
+function hostPage(cortado: string, widget = 'assistant'): string {
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>A shop</title>
+<style>* { font-size: 2px !important; display: block !important; } button { display: none !important; } div { background: lime !important; }</style>
+</head><body><h1>Some shop</h1><p>Hostile CSS everywhere.</p>
+<script src="${cortado}/widget.js" data-cortado-widget="${widget}" data-cortado-title="Ask the shop data"></script></body></html>`;
+}
+async function foreignServer(html: () => string): Promise<{ origin: string; close(): Promise<void> }> {
+  const server = http.createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+    res.end(html());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  // localhost and 127.0.0.1 are different sites: no cookie of Cortado's goes along
+  return { origin: `http://localhost:${(server.address() as AddressInfo).port}`, close: () => new Promise((r) => server.close(() => r())) };
+}
+
+const config = testConfig({
+  natsUrl: nats.url, db: { host: db.host, port: db.port, name: db.name, user: db.user }, llmUrl: fake.url,
+  extra: {
+    config_db: { encryption_key: generateFernetKey() },
+    plugins: { auth: { enabled: true, allowed_db_types: ['postgresql'], allowed_catalogs: [{ name: db.name, allowed_schemas: ['public'] }], auto_session: { enabled: false, label: 'Shop visitor' } } },
+  },
+});
+const stack = await startStack(config);
+const shop = await foreignServer(() => hostPage(stack.url));
+const other = await foreignServer(() => hostPage(stack.url));
+const watcher = await Bus.connect({ url: nats.url, prefix: 'cortado', name: 'widget-watcher', log: createLogger({ svc: 'w', level: 'silent' }) });
+const generated: Array<{ request_id: string; widget?: string; channel?: string }> = [];
+const unlisten = watcher.listen(QueryGeneratedEvt.subject, (d) => generated.push(d as never));
+await watcher.flush();
+const browser = await launchBrowser();
+
+/** The widget's session secret, as the host page keeps it (sessionStorage). */
+function storedSession(page: Page, kind: string): Promise<string | undefined> {
+  return page.evaluate(`Object.entries(sessionStorage).find(([k]) => k.endsWith(':${kind}'))?.[1]`) as Promise<string | undefined>;
+}
+
+t.teardown(async () => {
+  unlisten();
+  await browser.close();
+  await watcher.close();
+  await shop.close();
+  await other.close();
+  await stack.stop();
+  await fake.close();
+  await db.drop();
+  const { default: pg } = await import('pg');
+  const admin = new pg.Client({ connectionString: ADMIN_URL });
+  await admin.connect();
+  await admin.query(`DROP ROLE IF EXISTS ${role}`).catch(() => undefined);
+  await admin.end();
+  await nats.stop();
+});
+
+async function openWidget(origin: string): Promise<{ page: Page; errors: string[] }> {
+  const page = await browser.newPage({ viewport: { width: 1000, height: 800 } });
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  await page.goto(origin);
+  await page.click('[data-cortado-widget] .ctd-launch');
+  await page.waitForSelector('[data-cortado-widget] .ctd-panel:not([hidden])');
+  return { page, errors };
+}
+
+async function ask(page: Page, question: string): Promise<void> {
+  await page.fill('[data-cortado-widget] textarea.question', question);
+  await page.click('[data-cortado-widget] button.go');
+}
+
+t.test('/widget.js: one script, within the 150 KB gzipped budget', async (t) => {
+  const res = await fetch(`${stack.url}/widget.js`);
+  t.equal(res.status, 200);
+  t.match(res.headers.get('content-type') ?? '', /text\/javascript/);
+  const body = Buffer.from(await res.arrayBuffer());
+  const gz = gzipSync(body, { level: 9 }).length;
+  t.comment(`widget.js: ${body.length} bytes, ${gz} bytes gzipped`);
+  t.ok(gz <= 150 * 1024, `gzipped ${gz} bytes`);
+  t.notMatch(body.toString('utf8'), /^\s*(import|export)\s/m, 'no module syntax left: a classic script');
+  const chart = readFileSync(createRequire(import.meta.url).resolve('chart.js').replace(/[^/]*$/, 'chart.umd.min.js'));
+  t.ok(body.length < chart.length, 'Chart.js is not bundled in (it is loaded when a chart is drawn)');
+});
+
+t.test('embedded in a foreign page with hostile CSS: ask, table, a sized chart, typed assistant', async (t) => {
+  const { page, errors } = await openWidget(shop.origin);
+  const launcher = await page.locator('[data-cortado-widget] .ctd-launch').boundingBox();
+  t.ok(launcher && launcher.width >= 40 && launcher.height >= 40, `the launcher keeps its size (${JSON.stringify(launcher)})`);
+  await ask(page, 'Revenue per month in 2025?');
+  await page.waitForSelector('[data-cortado-widget] .answer table tbody tr');
+  const answer = page.locator('[data-cortado-widget] .answer').first();
+  t.equal(await answer.locator('.explanation').textContent(), 'Revenue per month of 2025.');
+  t.ok((await answer.locator('tbody tr').count()) >= 10, 'the rows are shown');
+  const canvas = answer.locator('canvas').first();
+  await canvas.waitFor();
+  await page.waitForFunction('!!window.Chart');
+  const box = await canvas.boundingBox();
+  t.ok(box && box.width > 100 && box.height > 50, `the chart is drawn and sized (${JSON.stringify(box)})`);
+  const fontSize = await page.locator('[data-cortado-widget] textarea.question').evaluate((e) => (globalThis as unknown as { getComputedStyle(x: unknown): { fontSize: string } }).getComputedStyle(e).fontSize);
+  t.not(fontSize, '2px', 'the host page\'s font-size does not reach the widget');
+  t.ok(await page.locator('[data-cortado-widget] button.go').isVisible(), 'nor does its button { display: none }');
+  await page.screenshot({ path: `${ARTIFACTS}/widget-embedded.png` });
+
+  const rid = (await answer.locator('.rid').count()) ? '' : undefined;
+  void rid;
+  const mine = generated.filter((g) => g.channel === 'legacy');
+  t.ok(mine.length > 0 && mine.every((g) => g.widget === 'assistant'), `the question's events are typed assistant: ${JSON.stringify(mine.map((g) => g.widget))}`);
+  t.same(errors, [], 'no script errors');
+  await page.close();
+});
+
+t.test('confirm_before_execute: the SQL first, Run runs it', async (t) => {
+  config.query.confirm_before_execute = true;
+  t.teardown(() => { config.query.confirm_before_execute = false; });
+  const { page } = await openWidget(shop.origin);
+  await ask(page, 'Revenue per month, but ask me first');
+  const dialog = page.locator('[data-cortado-widget] .answer .confirm').first();
+  await dialog.waitFor();
+  t.match(await page.locator('[data-cortado-widget] .answer pre.sql').first().textContent(), /FROM monthly_sales/);
+  t.equal(await page.locator('[data-cortado-widget] .answer tbody tr').count(), 0, 'nothing ran yet');
+  await dialog.locator('button.run').click();
+  await page.waitForSelector('[data-cortado-widget] .answer table tbody tr');
+  t.ok((await page.locator('[data-cortado-widget] .answer').first().locator('tbody tr').count()) >= 10, 'confirmed: the rows');
+  await page.close();
+});
+
+t.test('require_session: the login form, a database login, then the question kept and answered', async (t) => {
+  config.query.require_session = true;
+  t.teardown(() => { config.query.require_session = false; });
+  const { page, errors } = await openWidget(shop.origin);
+  await ask(page, 'Revenue per month please');
+  const form = page.locator('[data-cortado-widget] form.ctd-login');
+  await form.waitFor();
+  t.match(await form.textContent(), /Sign in with your database account/);
+  t.same(await form.locator('select[name=catalog] option').allTextContents(), [db.name], 'the database picker from /auth/config');
+  await form.locator('input[name=username]').fill(role);
+  // (this machine's PostgreSQL trusts loopback logins, so a wrong password is not tested here:
+  // test/e2e/auth-sessions.test.ts covers refused logins)
+  await form.locator('input[name=password]').fill(PASS);
+  await form.locator('button[type=submit]').click();
+  await page.waitForSelector('[data-cortado-widget] .answer table tbody tr');
+  t.equal(await page.locator('[data-cortado-widget] .answer .q').first().textContent(), 'Revenue per month please', 'the question was kept and asked again');
+  const sid = await storedSession(page, 'assistant');
+  t.ok(sid, 'the session is kept in the host page\'s sessionStorage');
+  const direct = await call(`${stack.url}/query`, { body: { question: 'Revenue per month' }, headers: { 'x-session-id': `${sid}x` } });
+  t.equal(direct.status, 401, 'an X-Session-ID that holds no session is refused, not ignored');
+  t.same(errors, []);
+  await page.close();
+});
+
+t.test('auto_session: an allowed origin gets one; another origin is refused with a clear message', async (t) => {
+  config.query.require_session = true;
+  config.plugins.auth.auto_session.enabled = true;
+  config.plugins.auth.auto_session.allowed_origins = [shop.origin];
+  t.teardown(() => {
+    config.query.require_session = false;
+    config.plugins.auth.auto_session.enabled = false;
+    config.plugins.auth.auto_session.allowed_origins = [];
+  });
+  const { page } = await openWidget(shop.origin);
+  await page.waitForFunction("Object.keys(sessionStorage).some((k) => k.endsWith(':assistant'))");
+  await ask(page, 'Revenue per month, anonymously');
+  await page.waitForSelector('[data-cortado-widget] .answer table tbody tr');
+  t.match(await page.locator('[data-cortado-widget] .ctd-who').first().textContent(), /Shop visitor/);
+  const sid = await storedSession(page, 'assistant');
+  await page.close();
+
+  const refused = await openWidget(other.origin);
+  const note = refused.page.locator('[data-cortado-widget] .ctd-note.ctd-error');
+  await note.waitFor();
+  t.match(await note.textContent(), /FORBIDDEN.*allowed_origins/);
+  await refused.page.screenshot({ path: `${ARTIFACTS}/widget-origin-refused.png` });
+  await refused.page.close();
+
+  const elsewhere = await call(`${stack.url}/query`, { body: { question: 'Revenue per month' }, headers: { 'x-session-id': sid!, origin: other.origin } });
+  t.equal(elsewhere.status, 403, 'the session taken to another origin is refused there');
+  t.match(elsewhere.body.error.message, /allowed_origins/);
+});
+
+t.test('/demo: both widgets, the snippet copies, no serious accessibility violation; off by ui.sections', async (t) => {
+  // bypassCSP: only so that the test can inject axe-core (an inline script the page's CSP refuses)
+  const context = await browser.newContext({ viewport: { width: 1100, height: 900 }, bypassCSP: true });
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: stack.url });
+  const page = await context.newPage();
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+  const res = await page.goto(`${stack.url}/demo`);
+  t.match(res?.headers()['content-security-policy'] ?? '', /script-src 'self'/);
+  await page.waitForSelector('[data-cortado-widget="assistant"] .ctd-launch');
+  await page.waitForSelector('[data-cortado-widget="agent"] .ctd-launch');
+  const [a, b] = await Promise.all(['assistant', 'agent'].map((k) => page.locator(`[data-cortado-widget="${k}"] .ctd-launch`).boundingBox()));
+  t.ok(a && b && Math.abs(a.y - b.y) > 40, 'two launchers, one above the other');
+  await page.click('#copy-snippet');
+  await page.waitForFunction("document.getElementById('copy-status')?.textContent === 'Copied.'");
+  const copied = String(await page.evaluate('navigator.clipboard.readText()'));
+  t.match(copied, new RegExp(`<script src="${stack.url}/widget.js" data-cortado-widget="assistant" defer></script>`));
+  t.match(copied, /data-cortado-widget="agent"/);
+
+  await page.click('[data-cortado-widget="assistant"] .ctd-launch');
+  await page.waitForSelector('[data-cortado-widget="assistant"] textarea.question');
+  await page.addScriptTag({ content: readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8') });
+  const hasAxe = await page.evaluate("typeof window.axe === 'object'");
+  if (!hasAxe) {
+    await context.close();
+    t.fail('axe-core could not be injected');
+    return;
+  }
+  const result = await page.evaluate(`axe.run().then((r) => r.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.length })))`) as Array<{ id: string; impact: string; nodes: number }>;
+  const bad = result.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  t.same(bad, [], `no serious or critical violations (all: ${JSON.stringify(result)})`);
+  await page.screenshot({ path: `${ARTIFACTS}/demo.png`, fullPage: true });
+  t.same(errors.filter((e) => !/Content Security Policy/.test(e)), [], 'no script errors');
+  await context.close();
+
+  config.ui.sections.demo = false;
+  t.teardown(() => { config.ui.sections.demo = true; });
+  const off = await call(`${stack.url}/demo`);
+  t.equal(off.status, 404);
+  t.match(off.body.error.message, /ui\.sections\.demo/);
+});

@@ -1,0 +1,258 @@
+/**
+ * GET /metrics over a real stack (protocol/metrics.ts): after a question the Prometheus text
+ * parses and holds the series an operator reads — HTTP by route pattern, the bus per subject and
+ * side, the model's calls and tokens, database time and rows, guard rejections, masking hits,
+ * rate-limit refusals, the outbox, event-consumer lag, Node's own. Protected on the edge's port
+ * (metrics.token or the admin session); on its own listener (metrics.listen) unauthenticated, in
+ * an actor-only process too, which shows only what it did itself.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import t from 'tap';
+import YAML from 'yaml';
+import { generateFernetKey } from '../../actors/lib/fernet.js';
+import { ROOT } from '../../config/load.js';
+import { ALL_ACTORS, AUDIT_CONSUMER, MaskRuleCreate } from '../../protocol/subjects.js';
+import { GUARD_SCHEMA_SQL } from '../fixtures/guard-cases.js';
+import { testConfig, testConfigObject } from '../helpers/config.js';
+import { sqlAnswer, startFakeLlm } from '../helpers/fake-llm.js';
+import { startNats } from '../helpers/nats.js';
+import { createTestDb } from '../helpers/pg.js';
+import { call, startStack } from '../helpers/stack.js';
+
+const TOKEN = 'metrics-scrape-token-1';
+const nats = await startNats();
+const db = await createTestDb('metrics');
+await db.pool.query(GUARD_SCHEMA_SQL);
+const fake = await startFakeLlm();
+const dbRef = { host: db.host, port: db.port, name: db.name, user: db.user };
+const dir = mkdtempSync(path.join(tmpdir(), 'cortado-metrics-'));
+const config = testConfig({
+  natsUrl: nats.url,
+  db: dbRef,
+  llmUrl: fake.url,
+  extra: {
+    metrics: { token: TOKEN },
+    admin: { enabled: true, username: 'admin', password: 'metrics-admin-pw' },
+    config_db: { encryption_key: generateFernetKey() },
+    rate_limiting: { enabled: true, protected_paths: ['/tables'], requests_per_window: 1, window_seconds: 60 },
+  },
+});
+const stack = await startStack(config);
+t.teardown(async () => {
+  await stack.stop();
+  await fake.close();
+  await db.drop();
+  await nats.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+// ---- a small reader of the Prometheus text format ----------------------------------------------
+
+interface Sample {
+  name: string;
+  labels: Record<string, string>;
+  value: number;
+}
+
+const SAMPLE = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (-?[0-9.e+-]+|NaN|[+-]Inf)$/;
+const LABEL = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g;
+
+/** Every sample; throws on a line that is neither a comment nor a sample. */
+function parseProm(text: string): { samples: Sample[]; types: Map<string, string> } {
+  const samples: Sample[] = [];
+  const types = new Map<string, string>();
+  for (const line of text.split('\n')) {
+    if (line === '') continue;
+    if (line.startsWith('# TYPE ')) {
+      const [, , name, type] = line.split(' ');
+      types.set(name!, type!);
+      continue;
+    }
+    if (line.startsWith('#')) continue;
+    const m = SAMPLE.exec(line);
+    if (!m) throw new Error(`not Prometheus text: ${line}`);
+    const labels: Record<string, string> = {};
+    for (const l of (m[2] ?? '').matchAll(LABEL)) labels[l[1]!] = l[2]!.replace(/\\(.)/g, '$1');
+    samples.push({ name: m[1]!, labels, value: Number(m[3]) });
+  }
+  return { samples, types };
+}
+
+/** The sum of the samples of `name` whose labels include `labels`. */
+function sum(samples: Sample[], name: string, labels: Record<string, string> = {}): number {
+  return samples
+    .filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))
+    .reduce((a, s) => a + s.value, 0);
+}
+
+function has(samples: Sample[], name: string, labels: Record<string, string> = {}): boolean {
+  return samples.some((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v));
+}
+
+async function scrape(url: string, headers: Record<string, string> = {}): Promise<{ status: number; type: string; samples: Sample[]; types: Map<string, string>; text: string }> {
+  const res = await fetch(url, { headers });
+  const text = await res.text();
+  if (res.status !== 200) return { status: res.status, type: res.headers.get('content-type') ?? '', samples: [], types: new Map(), text };
+  return { status: res.status, type: res.headers.get('content-type') ?? '', text, ...parseProm(text) };
+}
+
+// ---- on the edge's port -------------------------------------------------------------------------
+
+t.test('after a question, /metrics holds what happened, by pattern and subject', async (t) => {
+  await stack.running.bus.request(MaskRuleCreate, { field_pattern: 'customers.name', strategy: 'redact' }, { requestId: 'metrics-setup' });
+  fake.script(
+    { text: sqlAnswer('SELECT name, country FROM customers ORDER BY id'), usage: { input_tokens: 321, output_tokens: 45 } },
+    { text: sqlAnswer('DELETE FROM orders') },
+  );
+  const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+  const ok = await call(`${stack.url}/api/query`, { body: { question: 'who are the customers?' }, headers: { traceparent } });
+  t.equal(ok.status, 200, ok.text);
+  t.ok(ok.body.rows.length > 0);
+  t.equal(ok.headers.get('traceparent'), traceparent, 'tracing off: the caller\'s traceparent is echoed as it came');
+  const refused = await call(`${stack.url}/api/query`, { body: { question: 'remove the orders' } });
+  t.equal(refused.status, 422, refused.text);
+  t.equal(refused.body.error.code, 'SQL_REJECTED');
+  t.match(refused.headers.get('traceparent') ?? '', /^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/, 'no traceparent sent: a new one is made and echoed');
+  t.equal((await call(`${stack.url}/api/tables/customers`)).status, 200);
+  t.equal((await call(`${stack.url}/api/tables/orders`)).status, 200);
+  t.equal((await call(`${stack.url}/tables`)).status, 200);
+  t.equal((await call(`${stack.url}/tables`)).status, 429, 'the second /tables is over the limit');
+  t.equal((await call(`${stack.url}/no/such/page/123`)).status, 404);
+
+  const m = await scrape(`${stack.url}/metrics`, { authorization: `Bearer ${TOKEN}` });
+  t.equal(m.status, 200, m.text);
+  t.match(m.type, /^text\/plain; version=0\.0\.4/);
+  const s = m.samples;
+
+  // HTTP: route patterns, never raw paths
+  t.ok(sum(s, 'cortado_http_requests_total', { route: '/api/query', method: 'POST', status: '200' }) >= 1, 'the question, by its route');
+  t.equal(sum(s, 'cortado_http_requests_total', { route: '/api/tables/:name', method: 'GET', status: '200' }), 2, 'two tables, one pattern');
+  t.equal(sum(s, 'cortado_http_requests_total', { route: '(none)', status: '429' }), 1, 'the refusal came before routing');
+  t.ok(sum(s, 'cortado_http_requests_total', { route: '(unmatched)', status: '404' }) >= 1);
+  t.notOk(s.some((x) => x.labels.route?.includes('customers') || x.labels.route?.includes('123')), 'no raw path is a label');
+  t.ok(sum(s, 'cortado_http_request_duration_seconds_count', { route: '/api/query' }) >= 2);
+  t.equal(m.types.get('cortado_http_request_duration_seconds'), 'histogram');
+
+  // the bus, per subject and side; no subject holds a request id
+  t.ok(sum(s, 'cortado_bus_request_duration_seconds_count', { subject: 'ask', side: 'server' }) >= 2);
+  t.ok(sum(s, 'cortado_bus_request_duration_seconds_count', { subject: 'sql.execute', side: 'client' }) >= 2);
+  t.ok(sum(s, 'cortado_bus_request_duration_seconds_count', { subject: 'llm.complete', side: 'server' }) >= 2);
+  t.ok(has(s, 'cortado_bus_in_flight', { subject: 'sql.execute', side: 'server' }));
+  t.equal(sum(s, 'cortado_bus_in_flight', { subject: 'sql.execute' }), 0, 'nothing in flight once answered');
+  t.ok(sum(s, 'cortado_bus_errors_total', { subject: 'sql.execute', side: 'server', code: 'SQL_REJECTED' }) >= 1);
+  t.notOk(s.some((x) => x.labels.subject?.startsWith('progress.')), 'progress subjects (request ids) are not labels');
+
+  // the model
+  t.ok(sum(s, 'cortado_llm_calls_total', { provider: 'anthropic', model: 'claude-test', outcome: 'ok' }) >= 2);
+  t.ok(sum(s, 'cortado_llm_tokens_total', { provider: 'anthropic', model: 'claude-test', kind: 'input' }) >= 321);
+  t.ok(sum(s, 'cortado_llm_tokens_total', { kind: 'output' }) >= 45);
+  t.ok(sum(s, 'cortado_llm_call_duration_seconds_count', { provider: 'anthropic' }) >= 2);
+  t.ok(has(s, 'cortado_llm_queue_depth') || m.types.has('cortado_llm_queue_depth'), 'the queue depth is declared');
+
+  // the database, the guard, masking, the rate limit
+  t.ok(sum(s, 'cortado_db_query_duration_seconds_count', { engine: 'postgresql' }) >= 1);
+  t.ok(sum(s, 'cortado_db_rows_total', { engine: 'postgresql' }) >= ok.body.rows.length);
+  t.equal(sum(s, 'cortado_guard_rejections_total', { reason: 'not_select' }), 1);
+  t.ok(sum(s, 'cortado_masking_hits_total', { strategy: 'redact' }) >= 1);
+  t.equal(sum(s, 'cortado_rate_limit_refusals_total', { rule: '/tables' }), 1);
+
+  // the outbox, the consumers' lag, Node
+  t.ok(has(s, 'cortado_outbox_depth'));
+  t.ok(has(s, 'cortado_event_consumer_pending', { consumer: AUDIT_CONSUMER }), 'the audit consumer\'s lag');
+  t.ok(has(s, 'nodejs_eventloop_lag_seconds'));
+  t.ok(has(s, 'nodejs_heap_size_used_bytes'));
+
+  // the example dashboard reads only series that exist
+  const dashboard = readFileSync(path.join(ROOT, 'deploy/grafana-dashboard.json'), 'utf8');
+  const used = new Set([...dashboard.matchAll(/\b((?:cortado|nodejs)_[a-z0-9_]+)/g)].map((x) => x[1]!.replace(/_(bucket|sum|count)$/, '')));
+  t.ok(used.size >= 20, `the dashboard reads ${used.size} series`);
+  for (const name of used) t.ok(m.types.has(name), `the dashboard's ${name} is exposed`);
+});
+
+t.test('protected on the edge\'s port: 401 without the token, the token or the admin session let in', async (t) => {
+  const none = await call(`${stack.url}/metrics`);
+  t.equal(none.status, 401);
+  t.equal(none.body.error.code, 'UNAUTHORIZED');
+  t.notMatch(none.text, /cortado_/);
+  const wrong = await call(`${stack.url}/metrics`, { headers: { authorization: 'Bearer not-the-token' } });
+  t.equal(wrong.status, 401);
+  const login = await call(`${stack.url}/admin/login`, { body: { username: 'admin', password: 'metrics-admin-pw' } });
+  t.equal(login.status, 200, login.text);
+  const cookie = (login.headers.get('set-cookie') ?? '').split(';')[0] ?? '';
+  // an e-mail while email.enabled is false: logged, not sent, and counted so
+  const mail = await call(`${stack.url}/admin/test-email`, { body: { to: 'ops@example.com', subject: 'hello', body: 'test' }, headers: { cookie, 'x-csrf-token': login.body.csrf_token } });
+  t.equal(mail.status, 200, mail.text);
+  t.equal(mail.body.sent, false);
+  const admin = await scrape(`${stack.url}/metrics`, { cookie });
+  t.equal(admin.status, 200);
+  t.ok(has(admin.samples, 'cortado_http_requests_total'));
+  t.equal(sum(admin.samples, 'cortado_mail_total', { outcome: 'logged' }), 1);
+  t.equal(sum(admin.samples, 'cortado_mail_total', { outcome: 'sent' }), 0);
+});
+
+// ---- on a listener of its own -------------------------------------------------------------------
+
+async function freePort(): Promise<number> {
+  const srv = net.createServer();
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  const { port } = srv.address() as net.AddressInfo;
+  await new Promise((r) => srv.close(r));
+  return port;
+}
+
+t.test('metrics.listen: a listener of its own, in an actor-only process too', async (t) => {
+  const nats2 = await startNats();
+  t.teardown(() => nats2.stop());
+  const childPort = await freePort();
+  const obj = testConfigObject({ natsUrl: nats2.url, db: dbRef, llmUrl: fake.url, extra: { metrics: { listen: `127.0.0.1:${childPort}` } } });
+  const file = path.join(dir, 'executor.yaml');
+  writeFileSync(file, YAML.stringify(obj));
+  const child = spawn(process.execPath, [path.join(ROOT, 'bin/cortado.js'), '--config', file, '--role', 'actors:executor'], {
+    cwd: ROOT, env: { ...process.env, CORTADO_LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => { out += d.toString(); });
+  child.stderr.on('data', (d: Buffer) => { out += d.toString(); });
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL'); });
+
+  const edgeConfig = testConfig({ natsUrl: nats2.url, db: dbRef, llmUrl: fake.url, extra: { metrics: { listen: '127.0.0.1:0', token: TOKEN } } });
+  const edge = await startStack(edgeConfig, { edge: true, actors: ALL_ACTORS.filter((a) => a !== 'executor') });
+  t.teardown(() => edge.stop());
+  const end = Date.now() + 60_000;
+  while (!/executor ready/.test(out) && Date.now() < end && child.exitCode === null) await new Promise((r) => setTimeout(r, 100));
+  t.match(out, /executor ready/, 'the actor-only process started');
+
+  fake.script({ text: sqlAnswer('SELECT count(*) AS n FROM orders') });
+  const res = await call(`${edge.url}/api/query`, { body: { question: 'how many orders?' } });
+  t.equal(res.status, 200, res.text);
+
+  const onMain = await call(`${edge.url}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } });
+  t.equal(onMain.status, 404, 'not on the main port once it has a listener of its own');
+  const own = await scrape(`http://127.0.0.1:${edge.running.metrics!.port}/metrics`);
+  t.equal(own.status, 200, 'the listener needs no credential');
+  t.ok(sum(own.samples, 'cortado_bus_request_duration_seconds_count', { subject: 'sql.execute', side: 'client' }) >= 1);
+  t.equal((await fetch(`http://127.0.0.1:${edge.running.metrics!.port}/other`)).status, 404, 'only /metrics is served there');
+
+  const actor = await scrape(`http://127.0.0.1:${childPort}/metrics`);
+  t.equal(actor.status, 200, out);
+  t.equal(sum(actor.samples, 'cortado_bus_request_duration_seconds_count', { subject: 'sql.execute', side: 'server' }), 1, 'the executor process counted the query it ran');
+  t.ok(sum(actor.samples, 'cortado_db_rows_total', { engine: 'postgresql' }) >= 1);
+  t.equal(sum(actor.samples, 'cortado_http_requests_total'), 0, 'an actor-only process has no HTTP of its own');
+  t.equal(sum(actor.samples, 'cortado_llm_calls_total'), 0, 'nor the model calls another process made');
+
+  child.kill('SIGTERM');
+  t.equal(await exited, 0);
+});
+
+t.test('metrics.enabled: false: no /metrics at all', async (t) => {
+  const off = await startStack(testConfig({ natsUrl: nats.url, extra: { metrics: { enabled: false, token: TOKEN } } }), { edge: true, actors: [] });
+  t.teardown(() => off.stop());
+  const res = await call(`${off.url}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } });
+  t.equal(res.status, 404);
+  t.match(res.body.error.message, /metrics\.enabled/);
+});
