@@ -1,8 +1,13 @@
 /**
  * `metrics.listen: host:port`: this process's metrics (protocol/metrics.ts) on a listener of its
  * own, in any role — an actor-only process has no edge, and an operator may keep the metrics
- * off the public port. It answers `GET /metrics` (and HEAD) only, without authentication: bind
- * it to an address only Prometheus reaches.
+ * off the public port. It answers `GET /metrics` and `GET /health` (and HEAD), without
+ * authentication: bind it to an address only Prometheus and the orchestrator's probes reach.
+ *
+ * `/health` here is the process's own: 200 while it runs with its bus connection up or
+ * reconnecting (the NATS client reconnects by itself: restarting the process would not help),
+ * 503 once it is stopping or its connection closed for good. The edge's `/health` (database,
+ * model) stays on the edge's port.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -24,16 +29,25 @@ export function parseListen(listen: string): { host: string; port: number } {
   return { host: host || '0.0.0.0', port };
 }
 
-export async function startMetricsListener(listen: string, log: Logger): Promise<MetricsListener> {
+/** What `/health` on the listener reports: `ok` false answers 503. */
+export type ProcessHealth = () => { ok: boolean; [detail: string]: unknown };
+
+export async function startMetricsListener(listen: string, log: Logger, health?: ProcessHealth): Promise<MetricsListener> {
   const { host, port } = parseListen(listen);
   const server = http.createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
-    if (path !== '/metrics') {
-      res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('only /metrics is here\n');
+    if (path !== '/metrics' && path !== '/health') {
+      res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('only /metrics and /health are here\n');
       return;
     }
     if (req.method !== 'GET' && req.method !== 'HEAD') {
-      res.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'text/plain; charset=utf-8' }).end('GET /metrics\n');
+      res.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'text/plain; charset=utf-8' }).end(`GET ${path}\n`);
+      return;
+    }
+    if (path === '/health') {
+      const { ok, ...detail } = health ? health() : { ok: true };
+      const body = JSON.stringify({ status: ok ? 'ok' : 'unavailable', ...detail });
+      res.writeHead(ok ? 200 : 503, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(req.method === 'HEAD' ? undefined : body);
       return;
     }
     metricsText().then(

@@ -60,6 +60,7 @@ export async function runCortado(opts: RunOptions): Promise<Running> {
   let edge: Edge | undefined;
   let metrics: MetricsListener | undefined;
   let stopSync: (() => void) | undefined;
+  let stopping: Promise<void> | undefined;
   try {
     await bus.ensureEventStream({ maxAgeMs: config.bus.events_max_age_days * 24 * 3600_000 });
     stopSync = startConfigSync(bus, config, log);
@@ -71,7 +72,13 @@ export async function runCortado(opts: RunOptions): Promise<Running> {
     if (roles.edge) {
       edge = await startEdge({ bus, config, log, version: VERSION, ...(opts.port !== undefined ? { port: opts.port } : {}), ...(opts.host ? { host: opts.host } : {}) });
     }
-    if (config.metrics.enabled && config.metrics.listen) metrics = await startMetricsListener(config.metrics.listen, log);
+    if (config.metrics.enabled && config.metrics.listen) {
+      const roleList = [...(roles.edge ? ['edge'] : []), ...roles.actors];
+      metrics = await startMetricsListener(config.metrics.listen, log, () => {
+        const b = bus.state();
+        return { ok: stopping === undefined && b.state !== 'closed', roles: roleList, bus: b.state, ...(b.down_for_ms !== undefined ? { bus_down_for_ms: b.down_for_ms } : {}) };
+      });
+    }
   } catch (err) {
     await edge?.stop(Date.now()).catch(() => undefined);
     await actors?.stop(Date.now() + 1_000).catch(() => undefined);
@@ -79,7 +86,6 @@ export async function runCortado(opts: RunOptions): Promise<Running> {
     await stopChild(child);
     throw err;
   }
-  let stopping: Promise<void> | undefined;
   const running: Running = {
     bus,
     ...(edge ? { edge } : {}),

@@ -150,6 +150,13 @@ export class BusConnection {
     }
   }
 
+  /** The connection as a probe sees it: up, reconnecting (since when), or closed. */
+  state(): { state: 'up' | 'reconnecting' | 'closed'; down_for_ms?: number } {
+    if (this.closed || this.nc.isClosed()) return { state: 'closed' };
+    if (this.down) return { state: 'reconnecting', down_for_ms: Date.now() - this.downSince };
+    return { state: 'up' };
+  }
+
   /** Resolves when the connection is closed for good (server gone and no reconnect). */
   closedPromise(): Promise<void | Error> {
     return this.nc.closed();

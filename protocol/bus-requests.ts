@@ -17,6 +17,7 @@ import { describeErrors, type RequestDef, type ReplyOf, type RequestOf } from '.
 import { CortadoError, toCortadoError, type WireError } from './errors.js';
 import { MAX_HOPS } from './headers.js';
 import { ALIVE_HEADERS, ctxFrom, headersFor, type Ctx } from './bus-headers.js';
+import { pace, requestKey } from './pacer.js';
 import { Header } from './headers.js';
 import { BusConnection, type BusOptions, type Pending } from './bus-connection.js';
 import { logHandled, SubjectStats, type ServeStats } from './bus-stats.js';
@@ -204,7 +205,8 @@ export class RequestBus extends BusConnection {
 
   /** A request for an actor served in this process: the handler, directly, with the same rules. */
   protected callLocal(route: LocalRoute, input: unknown, ctx: Ctx, timeoutMs: number): Promise<unknown> {
-    const work = this.handle(route.def, route.handler, input, ctx, route.stats);
+    // a request's first hop is new work arriving (an HTTP request, a schedule): it waits its turn
+    const work = this.handle(route.def, route.handler, input, ctx, route.stats, ctx.hop === 1);
     const tracked = this.inFlight.get(route.owner);
     tracked?.add(work);
     void work.finally(() => tracked?.delete(work));
@@ -253,7 +255,7 @@ export class RequestBus extends BusConnection {
     if (msg.reply) this.working.set(msg, Date.now());
     try {
       input = msg.data.length ? JSON.parse(dec.decode(msg.data)) : {};
-      out = await this.handle(def, handler, input, ctx, stats);
+      out = await this.handle(def, handler, input, ctx, stats, true);
     } catch {
       out = { ok: false, error: new CortadoError('VALIDATION_FAILED', `${def.subject}: the message is not JSON`) };
     } finally {
@@ -284,7 +286,13 @@ export class RequestBus extends BusConnection {
   }
 
   /** Validate, check the deadline, run the handler, normalise what it throws, count and log. Never rejects. */
-  protected async handle(def: RequestDef, handler: LocalRoute['handler'], input: unknown, ctx: Ctx, stats: SubjectStats): Promise<Outcome> {
+  protected async handle(def: RequestDef, handler: LocalRoute['handler'], input: unknown, ctx: Ctx, stats: SubjectStats, paced = false): Promise<Outcome> {
+    // work that arrived (from NATS, or a request's first hop) waits its turn in a burst
+    // (protocol/pacer.ts); a hop within this process goes on with the step that made it
+    if (paced) {
+      const turn = pace(requestKey(ctx.requestId));
+      if (turn) await turn;
+    }
     const started = performance.now();
     stats.begin();
     // a span per handled request, under the sender's (protocol/tracing.ts); none while tracing is off

@@ -16,6 +16,7 @@
  * no-op and leaves the registry empty of Node's default metrics.
  */
 import client from 'prom-client';
+import { pacedWaiting } from './pacer.js';
 
 /** distinct values a label may take before the rest are counted as `other` */
 export const MAX_VALUES = 200;
@@ -258,6 +259,16 @@ new client.Gauge({
     let n = 0;
     for (const s of outboxes) n += s().dropped;
     this.set(n);
+  },
+});
+
+// ---- pacing (protocol/pacer.ts) ----------------------------------------------------------------
+
+new client.Gauge({
+  name: 'cortado_paced_waiting', help: 'steps of work waiting for their turn of the event loop (a burst being spread; steadily high: this process is out of CPU)',
+  registers: reg,
+  collect() {
+    this.set(pacedWaiting());
   },
 });
 

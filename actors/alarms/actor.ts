@@ -18,7 +18,8 @@ import type { Kv } from '../../protocol/kv.js';
 import { Actor, AlarmCreate, AlarmDelete, AlarmGet, AlarmHistory, AlarmList, AlarmTest, AlarmUpdate, Bucket } from '../../protocol/subjects.js';
 import { FileAlarms, openStorage, type AlarmsRepository, type Storage } from '../../store/index.js';
 import type { ActorDeps, RunningActor } from '../runtime/actor.js';
-import { Evaluator, LEASE_TTL_MS, type LeaseValue } from './evaluator.js';
+import { Evaluator } from './evaluator.js';
+import { openLeaseBucket, type LeaseValue } from '../lib/lease.js';
 import * as h from './handle.js';
 import { jiraTracker, type Tracker } from './tracker.js';
 
@@ -83,7 +84,7 @@ export async function startAlarms(deps: ActorDeps, opts: AlarmsOptions = {}): Pr
   let lease: Kv<LeaseValue> | undefined;
   if (opts.lease !== false) {
     try {
-      lease = await bus.bucket<LeaseValue>(Bucket.AlarmsLease, { ttlMs: LEASE_TTL_MS });
+      lease = await openLeaseBucket(bus, Bucket.AlarmsLease);
     } catch (err) {
       log.warn({ err: (err as Error).message }, 'no JetStream: every alarms process evaluates (each tick is still evaluated once: the store claims it)');
     }

@@ -29,6 +29,7 @@ import { guardSql, type GuardLimits, type GuardResult } from './guard/index.js';
 import { sanitizeDbError } from './sanitize.js';
 import { baseLease, type Lease, type ScopeRegistry } from './scopes.js';
 import { countRejection, observedQuery } from './observe.js';
+import { pace, requestKey } from '../../protocol/pacer.js';
 
 export interface ExecutorDeps {
   config: Config;
@@ -93,6 +94,9 @@ export async function execute(input: SqlExecuteRequest, deps: ExecutorDeps, ctx:
       ...capsFromConfig(deps.config.query),
       ...(ctx.user ? { user: ctx.user } : {}),
     })));
+    // hundreds of results can arrive in one poll: what follows waits its turn (protocol/pacer.ts)
+    const turn = pace(requestKey(ctx.requestId));
+    if (turn) await turn;
     const rows = result.rows.slice(0, guarded.limit);
     const reply: SqlExecuteReply = {
       sql: guarded.sql,

@@ -304,3 +304,22 @@ export function describeCron(c: ParsedCron): string {
   if (mon !== '*') on.push(`in ${listOf(months, (n) => MONTH_NAMES[n - 1] as string)}`);
   return `${when}${on.length ? ` ${on.join(' ')}` : ''} (${c.timezone})`;
 }
+
+/** The newest run time in (from, to], looking back in growing windows and walking forward in bounded steps. */
+export function newestRun(c: ParsedCron, from: Date, to: Date): Date | undefined {
+  // a frequent cron has its newest run close to `to`: look back a short window first
+  for (const span of [2 * 3_600_000, 3 * 86_400_000, 40 * 86_400_000, 400 * 86_400_000, Number.POSITIVE_INFINITY]) {
+    const start = new Date(Math.max(from.getTime(), to.getTime() - span));
+    let last: Date | undefined;
+    let cursor = start;
+    for (let i = 0; i < 200; i++) {
+      const batch = runsBetween(c, cursor, to);
+      if (batch.length === 0) break;
+      last = batch[batch.length - 1];
+      cursor = last as Date;
+    }
+    if (last) return last;
+    if (start.getTime() <= from.getTime()) return undefined;
+  }
+  return undefined;
+}

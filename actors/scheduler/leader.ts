@@ -1,12 +1,8 @@
 /**
  * Firing, by one leader among every scheduler process.
  *
- * The lease: one key in the JetStream KV bucket Bucket.SchedulerLease, whose TTL (LEASE_TTL_MS)
- * ends the lease of a leader that stopped renewing it (killed, cut off). Every process tries
- * every RENEW_MS to write the key by compare-and-set when it is absent or its own; the one whose
- * write wins is the leader until its key is gone. A leader that cannot renew (the broker away)
- * stops firing at once; one that stops cleanly deletes its key so another takes over within
- * RENEW_MS. No clock is compared between processes: the broker's TTL decides.
+ * The lease is actors/lib/lease.ts's, in the JetStream KV bucket Bucket.SchedulerLease: one
+ * leader at a time, the broker's TTL ending a dead leader's lease, a clean stop giving it back.
  *
  * While leader, every TICK_MS: for each enabled schedule, the newest cron tick in
  * (fired_through, now] — fired_through being the newest tick fired before, else when the schedule
@@ -34,26 +30,18 @@ import type { Logger } from '../../protocol/log.js';
 import { Bucket } from '../../protocol/subjects.js';
 import type { Config } from '../../config/schema.js';
 import type { Execution, ExecutionsRepository, ScheduleRecord, SchedulesRepository } from '../../store/schedules.js';
-import { parseCron, runsBetween, type ParsedCron } from './cron.js';
+import { newestRun, parseCron, type ParsedCron } from '../lib/cron.js';
+import { LeaderLease, openLeaseBucket, type LeaseValue } from '../lib/lease.js';
 import type { JobQueue } from './queue.js';
 
-/** a leader's key lives this long after its last renewal */
-export const LEASE_TTL_MS = 10_000;
-/** how often the lease is renewed (leader) or tried (the others) */
-const RENEW_MS = 2_000;
 /** how often the leader looks for due ticks */
 const TICK_MS = 1_000;
 /** a tick older than this when found was missed (every scheduler was down) */
 export const MISSED_AFTER_MS = 60_000;
 /** how often old executions are pruned */
 const RETENTION_MS = 10 * 60_000;
-const LEASE_KEY = 'leader';
 
-export interface LeaseValue {
-  holder: string;
-  /** renewals, so that each write is a new revision */
-  n: number;
-}
+export { LEASE_TTL_MS, type LeaseValue } from '../lib/lease.js';
 
 export interface LeaderDeps {
   bus: Bus;
@@ -68,89 +56,49 @@ export interface LeaderDeps {
   lease?: Kv<LeaseValue>;
 }
 
-export async function openLease(bus: Bus): Promise<Kv<LeaseValue>> {
-  return bus.bucket<LeaseValue>(Bucket.SchedulerLease, { ttlMs: LEASE_TTL_MS });
+export function openLease(bus: Bus): Promise<Kv<LeaseValue>> {
+  return openLeaseBucket(bus, Bucket.SchedulerLease);
 }
 
-/** The newest run time in (from, to], walking forward in bounded steps. */
-export function newestRun(c: ParsedCron, from: Date, to: Date): Date | undefined {
-  // look back a growing window first: a frequent cron has its newest run close to `to`
-  for (const span of [2 * 3_600_000, 3 * 86_400_000, 40 * 86_400_000, 400 * 86_400_000, Number.POSITIVE_INFINITY]) {
-    const start = new Date(Math.max(from.getTime(), to.getTime() - span));
-    let last: Date | undefined;
-    let cursor = start;
-    for (let i = 0; i < 200; i++) {
-      const batch = runsBetween(c, cursor, to);
-      if (batch.length === 0) break;
-      last = batch[batch.length - 1];
-      cursor = last as Date;
-    }
-    if (last) return last;
-    if (start.getTime() <= from.getTime()) return undefined;
-  }
-  return undefined;
-}
+export { newestRun };
 
 export class Leader {
-  readonly id = randomUUID();
-  private leading = false;
-  /** when the lease was last renewed (this process's monotonic clock) */
-  private renewedAt = 0;
-  private n = 0;
-  private timers: NodeJS.Timeout[] = [];
+  private readonly lease: LeaderLease;
+  private timer: NodeJS.Timeout | undefined;
   private pass: Promise<void> | undefined;
   private lastPrune = 0;
   private stopped = false;
   private readonly badCron = new Set<string>();
 
-  constructor(private readonly deps: LeaderDeps) {}
+  constructor(private readonly deps: LeaderDeps) {
+    this.lease = new LeaderLease(deps.lease, deps.log, { role: 'scheduler leader', leading: 'this process fires the schedules', paused: 'firing paused' });
+  }
+
+  get id(): string {
+    return this.lease.id;
+  }
 
   get isLeader(): boolean {
-    return this.leading && (!this.deps.lease || performance.now() - this.renewedAt < LEASE_TTL_MS / 2);
+    return this.lease.isLeader;
   }
 
   start(): void {
-    const { lease } = this.deps;
-    if (lease) {
-      void this.renew();
-      this.timers.push(setInterval(() => void this.renew(), RENEW_MS));
-    } else {
-      this.leading = true;
-      this.deps.log.info('scheduler leader: this process alone (no shared lease)');
-    }
-    this.timers.push(setInterval(() => {
+    this.lease.start();
+    this.timer = setInterval(() => {
       if (this.pass || !this.isLeader || this.stopped) return;
       this.pass = this.fire().catch((err: unknown) => {
         this.deps.log.warn({ err: (err as Error).message }, 'a scheduler pass failed: trying again');
       }).finally(() => { this.pass = undefined; });
-    }, TICK_MS));
-  }
-
-  private async renew(): Promise<void> {
-    const lease = this.deps.lease;
-    if (!lease || this.stopped) return;
-    try {
-      const after = await lease.update(LEASE_KEY, (cur) => (cur === undefined || cur.holder === this.id ? { holder: this.id, n: ++this.n } : undefined), { tries: 3 });
-      const mine = after?.holder === this.id;
-      if (mine) this.renewedAt = performance.now();
-      if (mine !== this.leading && !this.stopped) {
-        this.leading = mine;
-        this.deps.log.info({ leader: this.id }, mine ? 'scheduler leader: this process fires the schedules' : 'scheduler leader: another process took over');
-      }
-    } catch (err) {
-      if (this.leading) this.deps.log.warn({ err: (err as Error).message }, 'scheduler leader: cannot renew the lease, firing paused');
-      this.leading = false;
-    }
+    }, TICK_MS);
   }
 
   /** Stop firing; give the lease back so another process takes over at once. */
   async stop(): Promise<void> {
     this.stopped = true;
-    for (const t of this.timers) clearInterval(t);
-    this.timers = [];
+    clearInterval(this.timer);
+    this.lease.halt();
     await this.pass;
-    if (this.leading && this.deps.lease) await this.deps.lease.take(LEASE_KEY, (v) => v.holder === this.id).catch(() => undefined);
-    this.leading = false;
+    await this.lease.release();
   }
 
   /** One pass: fire what is due, prune now and then. */

@@ -38,6 +38,8 @@ const HEADERS: Json = {
     [Header.Deadline]: { type: 'string', description: 'absolute deadline (epoch ms) after which nobody waits for the answer' },
     [Header.Hop]: { type: 'string', description: 'incremented per forward' },
     [Header.Scope]: { type: 'string', description: 'the database scope of the request (s:<auth session id>, t:<token id>); absent: the server\'s own' },
+    [Header.TraceParent]: { type: 'string', description: 'W3C Trace Context of the span the work runs under (00-<trace id>-<span id>-<flags>): one question is one trace across every hop' },
+    [Header.Alive]: { type: 'string', const: '1', description: 'a reply message carrying only this header and no body is a sign of life, not the answer: the serving actor is still working (sent every second once a request has run for a second); a requester that hears nothing for 6 s gives up with the retryable ACTOR_UNAVAILABLE' },
   },
 };
 
@@ -48,6 +50,7 @@ const EVENT_HEADERS: Json = {
     [Header.MsgId]: { type: 'string', description: 'the event id: JetStream drops a second copy by it (durable events)' },
   },
 };
+delete (EVENT_HEADERS.properties as Json)[Header.Alive];
 
 /** A JSON pointer token (RFC 6901). */
 function ptr(s: string): string {

@@ -132,8 +132,8 @@ t.test('Kubernetes: whole objects, matching selectors, probes on /health, secret
       const get = c![probe]?.httpGet;
       t.ok(get, `${name}: ${probe}`);
       t.ok(ports.has(get.port) || [...ports.values()].includes(get.port), `${name}: ${probe} asks a port the container declares`);
-      // an edge answers /health; an actor pod has only its metrics listener (docs/deployment.md)
-      t.equal(get.path, name === 'cortado-edge' ? '/health' : '/metrics', `${name}: ${probe} path`);
+      // an edge answers /health on its port; an actor pod on its metrics listener (docs/deployment.md)
+      t.equal(get.path, '/health', `${name}: ${probe} path`);
     }
     t.ok(c!.resources?.requests?.cpu && c!.resources?.requests?.memory, `${name}: resource requests`);
     t.ok(c!.resources?.limits?.memory, `${name}: a memory limit`);

@@ -120,8 +120,14 @@ t.test('one question, one trace, across the edge, the assistant, the model and t
   t.equal(quiet.status, 200);
   t.match(quiet.headers.get('traceparent') ?? '', new RegExp(`^00-${UNSAMPLED}-[0-9a-f]{16}-00$`));
 
-  // both processes export what they hold: this one on demand, the child as it stops
+  // both processes export what they hold: this one on demand, the child as it stops; the event
+  // readers take what is pending every 100 ms, so the executed event's reader may come a moment
+  // after the answer: export again until its span is in
   await flushTracing();
+  for (let i = 0; i < 50 && !spans.some((s) => s.traceId === TRACE && s.name === 'evt.query.executed'); i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    await flushTracing();
+  }
   child.kill('SIGTERM');
   t.equal(await exited, 0, 'the actor process stopped cleanly');
 

@@ -108,6 +108,10 @@ async function openWidget(origin: string): Promise<{ page: Page; errors: string[
 }
 
 async function ask(page: Page, question: string): Promise<void> {
+  // the question box, or what the widget says instead (a refused session, say): fail with its words
+  await page.waitForSelector('[data-cortado-widget] textarea.question, [data-cortado-widget] .ctd-note.ctd-error:not([hidden])');
+  const refused = page.locator('[data-cortado-widget] .ctd-note.ctd-error:not([hidden])');
+  if (await refused.count()) throw new Error(`the widget shows no question box but: ${await refused.first().textContent()}`);
   await page.fill('[data-cortado-widget] textarea.question', question);
   await page.click('[data-cortado-widget] button.go');
 }

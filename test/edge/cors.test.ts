@@ -66,6 +66,7 @@ for (const kind of kinds) {
       t.equal(ok.headers.get('vary'), 'Origin');
       t.match(ok.headers.get('access-control-expose-headers'), /x-request-id/);
       t.match(ok.headers.get('access-control-expose-headers'), /ratelimit-reset/);
+      t.match(ok.headers.get('access-control-expose-headers'), /traceparent/, 'a page can read the trace it is part of');
       t.equal(ok.headers.get('access-control-allow-methods'), null, 'methods and headers belong to preflights only');
       const refused = await fetch(page, { headers: { origin: OTHER } });
       t.same(acHeaders(refused), {}, 'a refused origin gets no CORS header at all');

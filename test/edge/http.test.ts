@@ -156,7 +156,7 @@ t.test('edge', async (t) => {
         t.equal(page.status, 200);
         t.match(page.headers.get('content-type'), /text\/html/);
         t.match(await page.text(), /Cortado test/);
-        const js = await fetch(`${stack.url}/static/app.js`);
+        const js = await fetch(`${stack.url}/static/dashboard.js`);
         t.equal(js.status, 200);
         t.match(js.headers.get('content-type'), /javascript/);
         const escape = await fetch(`${stack.url}/static/..%2f..%2fpackage.json`);

@@ -162,6 +162,7 @@ t.test('after a question, /metrics holds what happened, by pattern and subject',
 
   // the outbox, the consumers' lag, Node
   t.ok(has(s, 'cortado_outbox_depth'));
+  t.ok(has(s, 'cortado_paced_waiting'));
   t.ok(has(s, 'cortado_event_consumer_pending', { consumer: AUDIT_CONSUMER }), 'the audit consumer\'s lag');
   t.ok(has(s, 'nodejs_eventloop_lag_seconds'));
   t.ok(has(s, 'nodejs_heap_size_used_bytes'));
@@ -204,27 +205,37 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-t.test('metrics.listen: a listener of its own, in an actor-only process too', async (t) => {
-  const nats2 = await startNats();
-  t.teardown(() => nats2.stop());
-  const childPort = await freePort();
-  const obj = testConfigObject({ natsUrl: nats2.url, db: dbRef, llmUrl: fake.url, extra: { metrics: { listen: `127.0.0.1:${childPort}` } } });
-  const file = path.join(dir, 'executor.yaml');
+/** A cortado process of one role with its metrics on a listener of its own, on the given NATS. */
+async function spawnRole(t: { teardown(fn: () => unknown): void }, natsUrl: string, role: string): Promise<{ port: number; child: ReturnType<typeof spawn>; out: () => string; exited: Promise<number | null>; ready: (re: RegExp) => Promise<void> }> {
+  const port = await freePort();
+  const obj = testConfigObject({ natsUrl, db: dbRef, llmUrl: fake.url, extra: { metrics: { listen: `127.0.0.1:${port}` } } });
+  const file = path.join(dir, `${role.replace(/\W/g, '-')}.yaml`);
   writeFileSync(file, YAML.stringify(obj));
-  const child = spawn(process.execPath, [path.join(ROOT, 'bin/cortado.js'), '--config', file, '--role', 'actors:executor'], {
+  const child = spawn(process.execPath, [path.join(ROOT, 'bin/cortado.js'), '--config', file, '--role', role], {
     cwd: ROOT, env: { ...process.env, CORTADO_LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
-  child.stdout.on('data', (d: Buffer) => { out += d.toString(); });
-  child.stderr.on('data', (d: Buffer) => { out += d.toString(); });
+  child.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
+  child.stderr!.on('data', (d: Buffer) => { out += d.toString(); });
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
   t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL'); });
+  const ready = async (re: RegExp) => {
+    const end = Date.now() + 60_000;
+    while (!re.test(out) && Date.now() < end && child.exitCode === null) await new Promise((r) => setTimeout(r, 100));
+  };
+  return { port, child, out: () => out, exited, ready };
+}
+
+t.test('metrics.listen: a listener of its own, in an actor-only process too', async (t) => {
+  const nats2 = await startNats();
+  t.teardown(() => nats2.stop());
+  const { port: childPort, child, out: output, exited, ready } = await spawnRole(t, nats2.url, 'actors:executor');
 
   const edgeConfig = testConfig({ natsUrl: nats2.url, db: dbRef, llmUrl: fake.url, extra: { metrics: { listen: '127.0.0.1:0', token: TOKEN } } });
   const edge = await startStack(edgeConfig, { edge: true, actors: ALL_ACTORS.filter((a) => a !== 'executor') });
   t.teardown(() => edge.stop());
-  const end = Date.now() + 60_000;
-  while (!/executor ready/.test(out) && Date.now() < end && child.exitCode === null) await new Promise((r) => setTimeout(r, 100));
+  await ready(/executor ready/);
+  const out = output();
   t.match(out, /executor ready/, 'the actor-only process started');
 
   fake.script({ text: sqlAnswer('SELECT count(*) AS n FROM orders') });
@@ -236,7 +247,7 @@ t.test('metrics.listen: a listener of its own, in an actor-only process too', as
   const own = await scrape(`http://127.0.0.1:${edge.running.metrics!.port}/metrics`);
   t.equal(own.status, 200, 'the listener needs no credential');
   t.ok(sum(own.samples, 'cortado_bus_request_duration_seconds_count', { subject: 'sql.execute', side: 'client' }) >= 1);
-  t.equal((await fetch(`http://127.0.0.1:${edge.running.metrics!.port}/other`)).status, 404, 'only /metrics is served there');
+  t.equal((await fetch(`http://127.0.0.1:${edge.running.metrics!.port}/other`)).status, 404, 'only /metrics and /health are served there');
 
   const actor = await scrape(`http://127.0.0.1:${childPort}/metrics`);
   t.equal(actor.status, 200, out);
@@ -245,8 +256,36 @@ t.test('metrics.listen: a listener of its own, in an actor-only process too', as
   t.equal(sum(actor.samples, 'cortado_http_requests_total'), 0, 'an actor-only process has no HTTP of its own');
   t.equal(sum(actor.samples, 'cortado_llm_calls_total'), 0, 'nor the model calls another process made');
 
+  // the actor pod's probe: the process's own health on the same listener
+  const health = await fetch(`http://127.0.0.1:${childPort}/health`);
+  t.equal(health.status, 200);
+  t.same(await health.json(), { status: 'ok', roles: ['executor'], bus: 'up' });
+  t.equal((await fetch(`http://127.0.0.1:${childPort}/health`, { method: 'POST' })).status, 405);
+
   child.kill('SIGTERM');
   t.equal(await exited, 0);
+});
+
+t.test('metrics.listen /health: the process itself, alive while NATS is away (the client reconnects)', async (t) => {
+  const nats3 = await startNats();
+  t.teardown(() => nats3.stop());
+  const { port, child, out, ready } = await spawnRole(t, nats3.url, 'actors:llm');
+  await ready(/llm ready/);
+  const up = await fetch(`http://127.0.0.1:${port}/health`);
+  t.equal(up.status, 200, out());
+  t.same(await up.json(), { status: 'ok', roles: ['llm'], bus: 'up' });
+
+  await nats3.stop();
+  let away: { status?: string; bus?: string; bus_down_for_ms?: number } = {};
+  for (let i = 0; i < 100 && away.bus !== 'reconnecting'; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    const r = await fetch(`http://127.0.0.1:${port}/health`);
+    t.equal(r.status, 200, 'a broker away is no reason to restart the pod');
+    away = await r.json() as typeof away;
+  }
+  t.equal(away.bus, 'reconnecting', 'the probe says the bus is reconnecting');
+  t.type(away.bus_down_for_ms, 'number');
+  child.kill('SIGKILL');
 });
 
 t.test('metrics.enabled: false: no /metrics at all', async (t) => {

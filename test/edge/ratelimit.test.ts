@@ -148,7 +148,7 @@ t.test('path rules: override > exclude > protected; segment prefixes and * globs
   t.equal(at('/admin/login'), '/admin/login 3/300', 'an override wins inside an excluded prefix');
   t.equal(at('/admin/config'), 'none', 'the rest of /admin stays excluded');
   t.equal(at('/health'), 'none');
-  t.equal(at('/static/app.js'), 'none');
+  t.equal(at('/static/dashboard.js'), 'none');
   t.equal(at('/auth/schema/customers'), '/auth/schema/* 7/60', 'a glob segment');
   t.equal(at('/auth/schema/orders'), '/auth/schema/orders 2/60', 'the most specific override wins');
   t.equal(at('/api/sales/export'), '/api/*/export 30/60', 'a glob in a protected path');

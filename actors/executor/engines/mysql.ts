@@ -72,6 +72,17 @@ interface CoreConnection extends NodeJS.EventEmitter {
   resume(): void;
 }
 
+/**
+ * Out of the pool, and its socket closed at once. mysql2's destroy() only half-closes (FIN):
+ * a server thread still sending a result (a reader that stopped early, a query killed while its
+ * rows were on the way) would then block on a full socket, holding its table's metadata lock,
+ * until net_write_timeout (60 s); with the socket gone its next write fails and it ends.
+ */
+function dropConnection(conn: { destroy(): void; connection: unknown }): void {
+  conn.destroy();
+  (conn.connection as { stream?: { destroy?: () => void } }).stream?.destroy?.();
+}
+
 const BACKSTOP_GRACE_MS = 1_000;
 const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 const KILL_CONNECT_TIMEOUT_MS = 2_000;
@@ -227,10 +238,10 @@ export class MysqlEngine implements DbEngine {
       clearTimeout(backstop);
       // Nothing the question did stays on the connection: it is reset (after the caller has its
       // answer) before it goes back to the pool, or dropped.
-      if (destroy) conn.destroy();
+      if (destroy) dropConnection(conn);
       else {
         void this.reset(conn)
-          .then((clean) => (clean ? conn.release() : conn.destroy()))
+          .then((clean) => (clean ? conn.release() : dropConnection(conn)))
           .catch((err: unknown) => this.log.warn({ err: (err as Error).message }, 'cannot give a connection back to the pool'));
       }
     }
@@ -339,10 +350,10 @@ export class MysqlEngine implements DbEngine {
       // the query is ended on the server and the half-read connection dropped
       const cut = !ended && !failure;
       if (cut && !destroy) await this.killQuery(threadId);
-      if (cut || destroy) conn.destroy();
+      if (cut || destroy) dropConnection(conn);
       else {
         void this.reset(conn)
-          .then((clean) => (clean ? conn.release() : conn.destroy()))
+          .then((clean) => (clean ? conn.release() : dropConnection(conn)))
           .catch((err: unknown) => this.log.warn({ err: (err as Error).message }, 'cannot give a connection back to the pool'));
       }
     }

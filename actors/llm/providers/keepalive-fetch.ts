@@ -20,6 +20,7 @@
  */
 import { STATUS_CODES } from 'node:http';
 import { Agent, request } from 'undici';
+import { pace } from '../../../protocol/pacer.js';
 
 /** sockets per origin of the shared fetch below; a provider builds its own with its llm max_concurrency */
 const DEFAULT_CONNECTIONS = 2048;
@@ -241,6 +242,9 @@ async function fetchWith(dispatcher: Agent, input: string | URL | Request, init:
     if (signal?.aborted) throw abortError(signal);
     throw new TypeError('fetch failed: the answer broke off', { cause: err });
   }
+  // hundreds of model answers can arrive in one poll: the SDK's reading of each waits its turn (protocol/pacer.ts)
+  const turn = pace();
+  if (turn) await turn;
   return new BufferedResponse(Buffer.from(bytes), res.statusCode, answerHeaders, where) as unknown as Response;
 }
 

@@ -1,8 +1,8 @@
 // The admin panel: sign in, then config, prompts, API tokens, mask rules, audit log, LDAP, semantic layer, scheduler, e-mail.
 import { semanticTab } from './semantic.js';
 import { emailTab, schedulerTab } from './admin-scheduler.js';
+import { $, wireSignIn } from './admin-signin.js';
 
-const $ = (s, r = document) => r.querySelector(s);
 let csrf = '';
 
 function el(tag, attrs = {}, ...children) {
@@ -72,17 +72,7 @@ async function start() {
   }
 }
 
-$('#login-form').addEventListener('submit', run(async (e) => {
-  const res = await fetch('/admin/login', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: $('#username').value, password: $('#password').value }) });
-  if (!res.ok) {
-    const body = await res.json().catch(() => ({}));
-    $('#login-error').hidden = false;
-    $('#login-error').textContent = body.error?.message ?? 'Sign-in failed.';
-    return;
-  }
-  $('#password').value = '';
-  await start();
-}));
+wireSignIn(run(start));
 
 $('#sign-out').addEventListener('click', run(async () => {
   await api('POST', '/admin/logout', {});

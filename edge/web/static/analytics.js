@@ -2,7 +2,8 @@
 // by Cortado from its npm package at /vendor/), each readable without colour: series differ
 // by fill pattern, line dash and marker too, axes and legends are labelled, every chart has an
 // aria label and a data table beside it.
-const $ = (s, r = document) => r.querySelector(s);
+import { $, getJson, showOnly, wireSignIn } from './admin-signin.js';
+
 const Chart = window.Chart;
 
 const INK = '#2b2118';
@@ -231,18 +232,15 @@ function filtersFromUrl() {
   $('#f-user').value = q.get('user') ?? '';
 }
 
-function show(section) {
-  for (const id of ['login', 'denied', 'board']) $(`#${id}`).hidden = id !== section;
-}
+const show = (section) => showOnly(['login', 'denied', 'board'], section);
 
 let loading = 0;
 async function load() {
   const mine = ++loading;
   const q = filterQuery();
   document.body.dataset.state = 'loading';
-  const res = await fetch(`/api/analytics/report${q.size ? `?${q}` : ''}`, { headers: { accept: 'application/json' } }).catch((e) => ({ ok: false, status: 0, json: async () => ({ error: { code: 'NETWORK', message: e.message } }) }));
+  const { res, body } = await getJson(`/api/analytics/report${q.size ? `?${q}` : ''}`);
   if (mine !== loading) return; // a newer filter change is on its way
-  const body = await res.json().catch(() => ({}));
   if (res.status === 401) {
     show('login');
     document.body.dataset.state = 'login';
@@ -273,19 +271,7 @@ async function load() {
   document.body.dataset.state = 'ready';
 }
 
-$('#login-form').addEventListener('submit', async (e) => {
-  e.preventDefault();
-  const res = await fetch('/admin/login', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: $('#username').value, password: $('#password').value }) });
-  if (!res.ok) {
-    const body = await res.json().catch(() => ({}));
-    $('#login-error').hidden = false;
-    $('#login-error').textContent = body.error?.message ?? 'Sign-in failed.';
-    return;
-  }
-  $('#password').value = '';
-  $('#login-error').hidden = true;
-  await load();
-});
+wireSignIn(load);
 
 for (const id of ['f-from', 'f-to', 'f-channel', 'f-user']) $(`#${id}`).addEventListener('change', () => void load());
 $('#filters').addEventListener('submit', (e) => { e.preventDefault(); void load(); });

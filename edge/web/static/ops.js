@@ -1,7 +1,8 @@
 // /ops: the warehouse operations console, from GET /api/ops/status and GET /api/ops/{operation}.
 // One section per operation; in it, per project, a chart (Chart.js, served at /vendor/) and
 // tables, or that project's error. The alarms panel mounts itself into #alarms (ops-alarms.js).
-const $ = (s, r = document) => r.querySelector(s);
+import { $, getJson, showOnly, wireSignIn } from './admin-signin.js';
+
 const Chart = window.Chart;
 
 const INK = '#2b2118';
@@ -159,14 +160,7 @@ function insightCards(insights) {
 
 // ---- loading ------------------------------------------------------------------------------
 
-function show(section) {
-  for (const id of ['login', 'denied', 'console']) $(`#${id}`).hidden = id !== section;
-}
-
-async function getJson(url) {
-  const res = await fetch(url, { headers: { accept: 'application/json' } }).catch((e) => ({ ok: false, status: 0, json: async () => ({ error: { code: 'NETWORK', message: e.message } }) }));
-  return { res, body: await res.json().catch(() => ({})) };
-}
+const show = (section) => showOnly(['login', 'denied', 'console'], section);
 
 async function runOperation(op, allowed) {
   const section = $(`#op-${op}`);
@@ -218,19 +212,7 @@ async function load() {
   document.body.dataset.state = 'ready';
 }
 
-$('#login-form').addEventListener('submit', async (e) => {
-  e.preventDefault();
-  const res = await fetch('/admin/login', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: $('#username').value, password: $('#password').value }) });
-  if (!res.ok) {
-    const body = await res.json().catch(() => ({}));
-    $('#login-error').hidden = false;
-    $('#login-error').textContent = body.error?.message ?? 'Sign-in failed.';
-    return;
-  }
-  $('#password').value = '';
-  $('#login-error').hidden = true;
-  await load();
-});
+wireSignIn(load);
 $('#controls').addEventListener('submit', (e) => { e.preventDefault(); void load(); });
 
 void load();
