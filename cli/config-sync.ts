@@ -6,7 +6,7 @@
 import type { Bus } from '../protocol/bus.js';
 import type { Logger } from '../protocol/log.js';
 import { ConfigChangedEvt, ConfigStored } from '../protocol/subjects.js';
-import { applyOverride, checkOverride } from '../config/runtime.js';
+import { applyOverride, checkOverride, supersededHere } from '../config/runtime.js';
 import type { Config } from '../config/schema.js';
 import { createSecretBox } from '../actors/lib/secrets.js';
 
@@ -18,6 +18,8 @@ export function startConfigSync(bus: Bus, config: Config, log: Logger): () => vo
     applyOverride(config, key, value);
   };
   return bus.on(ConfigChangedEvt, (e) => {
+    // this process's settings actor applied it already, and a newer change of the key since
+    if (supersededHere(config, e.key, e.id)) return;
     try {
       apply(e.key, e.value, e.reset);
       log.info({ key: e.key, by: e.user, reset: e.reset }, 'config changed at run time');

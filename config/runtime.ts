@@ -77,6 +77,41 @@ export function checkOverride(config: Config, key: string, value: unknown): void
   if (problems.length) throw new CortadoError('VALIDATION_FAILED', problems.join('; '), { problems });
 }
 
+/**
+ * Changes the settings actor applied in this process before announcing them (evt.config.changed),
+ * by key, oldest first. The process's own announcements come back later (events are read every
+ * 100 ms): applying one that a newer change of the same key has overtaken here would undo the
+ * newer one until its own announcement arrived (seen: `set x false`, `reset x`, then the late
+ * "false" switched x off again for a moment).
+ */
+const announced = new WeakMap<Config, Map<string, string[]>>();
+
+/** The settings actor applied a change of `key` here and announces it as event `id`. */
+export function noteLocalChange(config: Config, key: string, id: string): void {
+  let byKey = announced.get(config);
+  if (!byKey) announced.set(config, (byKey = new Map()));
+  const ids = byKey.get(key) ?? [];
+  ids.push(id);
+  byKey.set(key, ids.length > 100 ? ids.slice(-100) : ids);
+}
+
+/**
+ * Whether announced change `id` of `key` was applied here already and a newer local change of
+ * the key followed it: then it must not be applied again. The newest local one is applied again
+ * (the same value; with settings in several processes it puts the key back at its place in the
+ * stream's order); changes from other processes are always applied.
+ */
+export function supersededHere(config: Config, key: string, id: string): boolean {
+  const byKey = announced.get(config);
+  const ids = byKey?.get(key);
+  const at = ids ? ids.indexOf(id) : -1;
+  if (!ids || at < 0) return false;
+  const newest = at === ids.length - 1;
+  ids.splice(0, at + 1);
+  if (ids.length === 0) byKey!.delete(key);
+  return !newest;
+}
+
 /** Apply `key = value` in place; `undefined` resets the key to the file's value. */
 export function applyOverride(config: Config, key: string, value: unknown): void {
   const parts = key.split('.');

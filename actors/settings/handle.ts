@@ -16,7 +16,7 @@ import type * as I from '../../protocol/schemas/identity.js';
 import { ConfigChangedEvt } from '../../protocol/subjects.js';
 import { baselineOf } from '../../config/load.js';
 import { DEFAULT_PROMPTS, PROMPT_KEYS } from '../../config/prompts.js';
-import { applyOverride, checkOverride, configValue, isSecretKey, maskSecrets } from '../../config/runtime.js';
+import { applyOverride, checkOverride, configValue, isSecretKey, maskSecrets, noteLocalChange } from '../../config/runtime.js';
 import type { Config } from '../../config/schema.js';
 import type { MaskRule, Storage } from '../../store/index.js';
 import { testLdapConnection, type LdapConnectionTest, type LdapSettings } from '../lib/ldap.js';
@@ -60,8 +60,10 @@ async function change(
   const secret = isSecretKey(key);
   const stored = sealForRequest(() => deps.box.sealForKey(key, value));
   const { previous } = await write(stored);
+  const announce = { ...event(ctx, deps), user: by, key, value: stored, reset: false };
+  noteLocalChange(deps.config, key, announce.id);
   applyOverride(deps.config, key, value);
-  deps.bus.publish(ConfigChangedEvt, { ...event(ctx, deps), user: by, key, value: stored, reset: false }, ctx);
+  deps.bus.publish(ConfigChangedEvt, announce, ctx);
   deps.log.info({ key, by }, 'config changed');
   const shown = (v: unknown) => (secret ? MASKED : v);
   return { key, value: shown(value), ...(previous !== undefined ? { previous: shown(previous) } : {}) };
@@ -75,8 +77,10 @@ export async function configReset(input: { key: string; by: string }, deps: Sett
   checkOverride(deps.config, input.key, configValue(baselineOf(deps.config) ?? deps.config, input.key));
   const removed = await deps.store.overrides.delete(input.key, input.by);
   if (!removed) throw new CortadoError('NOT_FOUND', `${input.key} has no runtime override`);
+  const announce = { ...event(ctx, deps), user: input.by, key: input.key, reset: true };
+  noteLocalChange(deps.config, input.key, announce.id);
   applyOverride(deps.config, input.key, undefined);
-  deps.bus.publish(ConfigChangedEvt, { ...event(ctx, deps), user: input.by, key: input.key, reset: true }, ctx);
+  deps.bus.publish(ConfigChangedEvt, announce, ctx);
   const value = configValue(deps.config, input.key);
   return { key: input.key, value: isSecretKey(input.key) ? MASKED : value };
 }
