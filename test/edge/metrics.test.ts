@@ -270,7 +270,8 @@ t.test('metrics.listen /health: the process itself, alive while NATS is away (th
   const nats3 = await startNats();
   t.teardown(() => nats3.stop());
   const { port, child, out, ready } = await spawnRole(t, nats3.url, 'actors:llm');
-  await ready(/llm ready/);
+  // the listener is the last thing a process starts (after its actors say they are ready)
+  await ready(/metrics on http/);
   const up = await fetch(`http://127.0.0.1:${port}/health`);
   t.equal(up.status, 200, out());
   t.same(await up.json(), { status: 'ok', roles: ['llm'], bus: 'up' });
