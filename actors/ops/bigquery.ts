@@ -20,7 +20,7 @@ import { gaxios, type AnyAuthClient } from 'google-auth-library';
 import { CortadoError } from '../../protocol/errors.js';
 import { clientAuth, loadKey } from '../lib/bigquery-auth.js';
 import type { OpsOperation, OpsResult, OpsTarget, PublicDataset } from '../../protocol/schemas/ops.js';
-import { bucketSeconds, costUsd, cutQuery, forecast, forecastSince, QUERY_TEXT_CHARS, saturation, timestampLiteral } from './compute.js';
+import { costUsd, cutQuery, forecast, forecastSince, QUERY_TEXT_CHARS, saturation, saturationWindow, timestampLiteral } from './compute.js';
 import { isoTime, num, text, type OpsParams, type OpsTargetRunner } from './target.js';
 
 const PUBLIC_MEMBERS = new Set(['allUsers', 'allAuthenticatedUsers']);
@@ -200,11 +200,11 @@ ORDER BY day`;
   }
 
   private async saturation(p: OpsParams): Promise<OpsResult> {
-    const since = p.now - p.windowHours * 3_600_000;
-    const step = bucketSeconds(p.windowHours);
+    // whole buckets only, ending at the last one the view has all of (compute.ts saturationWindow)
+    const { since, until, bucketSeconds: step } = saturationWindow(p.now, p.windowHours);
     const timeline = `SELECT TIMESTAMP_SECONDS(DIV(UNIX_SECONDS(period_start), ${step}) * ${step}) AS bucket, SUM(period_slot_ms) AS slot_ms
 FROM ${this.view('JOBS_TIMELINE')}
-WHERE period_start >= ${timestampLiteral(since)} AND (statement_type IS NULL OR statement_type != 'SCRIPT')
+WHERE period_start >= ${timestampLiteral(since)} AND period_start < ${timestampLiteral(until)} AND (statement_type IS NULL OR statement_type != 'SCRIPT')
 GROUP BY bucket
 ORDER BY bucket`;
     const reservations = `SELECT COUNT(*) AS reservations, SUM(slot_capacity) AS slots FROM ${this.view('RESERVATIONS')}`;
@@ -227,7 +227,7 @@ ORDER BY bucket`;
     }
     return saturation(
       rows.map((r) => ({ bucket_ms: Date.parse(isoTime(r.bucket) ?? ''), slot_ms: num(r.slot_ms ?? 0) })),
-      { since, until: p.now, bucketSeconds: step, capacity, threshold: p.threshold, windowHours: p.windowHours, ...(note ? { note } : {}) },
+      { since, until, bucketSeconds: step, capacity, threshold: p.threshold, windowHours: p.windowHours, ...(note ? { note } : {}) },
     );
   }
 

@@ -136,9 +136,29 @@ type Point = Static<typeof SaturationPoint>;
 type Saturation = Static<typeof SaturationResult>;
 
 /**
+ * How long JOBS_TIMELINE may take to hold a second that has passed. Google documents the view
+ * as "near real-time" without a bound; a bucket is read once it ended at least this long ago,
+ * so its slot milliseconds are all there.
+ */
+export const TIMELINE_LAG_MS = 60_000;
+
+/**
+ * The complete buckets of a saturation window ending at `now`: `until` is the end of the last
+ * bucket that ended at least `lagMs` before now (floor((now − lag) / step) × step), `since` is
+ * `windowHours` before it. A bucket still under way (or too recent for the view) is never a
+ * point: divided by the whole bucket it would read as nearly idle and break every trailing run.
+ */
+export function saturationWindow(now: number, windowHours: number, lagMs = TIMELINE_LAG_MS): { since: number; until: number; bucketSeconds: number } {
+  const step = bucketSeconds(windowHours) * 1000;
+  const until = Math.floor((now - lagMs) / step) * step;
+  return { since: until - windowHours * 3_600_000, until, bucketSeconds: step / 1000 };
+}
+
+/**
  * Points from slot milliseconds per bucket (a bucket with no row used no slot), each the
  * average slots over its bucket, and the saturated periods: consecutive points at or above the
- * threshold share, merged; a period ends where its last point's bucket ends.
+ * threshold share, merged; a period ends where its last point's bucket ends. Only whole buckets
+ * from `since` to `until` (see saturationWindow) are points.
  */
 export function saturation(
   rows: ReadonlyArray<{ bucket_ms: number; slot_ms: number }>,
@@ -148,8 +168,9 @@ export function saturation(
   const byBucket = new Map<number, number>();
   for (const r of rows) byBucket.set(r.bucket_ms, (byBucket.get(r.bucket_ms) ?? 0) + r.slot_ms);
   const points: Point[] = [];
-  const start = Math.floor(opts.since / step) * step;
-  for (let t = start; t < opts.until; t += step) {
+  const start = Math.ceil(opts.since / step) * step;
+  const end = Math.floor(opts.until / step) * step;
+  for (let t = start; t < end; t += step) {
     const avg = (byBucket.get(t) ?? 0) / step;
     points.push({ period_start: new Date(t).toISOString(), avg_slots: round2(avg), share: opts.capacity ? round4(avg / opts.capacity) : null });
   }

@@ -15,7 +15,10 @@ import { CortadoError } from '../../protocol/errors.js';
 import { createLogger } from '../../protocol/log.js';
 import { OpsRun, OpsStatus } from '../../protocol/subjects.js';
 import type { OpsRunReply } from '../../protocol/schemas/ops.js';
-import { forecast, mergePeriods } from '../../actors/ops/compute.js';
+import { forecast, mergePeriods, TIMELINE_LAG_MS } from '../../actors/ops/compute.js';
+import * as alarms from '../../actors/alarms/handle.js';
+import { jiraTracker } from '../../actors/alarms/tracker.js';
+import { FileAlarms } from '../../store/index.js';
 import { run } from '../../actors/ops/handle.js';
 import { parseOpsInsights } from '../../actors/ops/insights.js';
 import { allowedOperations } from '../../actors/ops/targets.js';
@@ -246,7 +249,9 @@ t.test('saturation: slots per bucket against the reservations, consecutive satur
   const s = prod.result;
   t.equal(s.capacity, 100, 'the reservations\' slots summed');
   t.equal(s.threshold_share, 0.9);
-  t.ok(s.points.length === 288 || s.points.length === 289, '24 h in 5-minute points (both ends partly covered: one more)');
+  t.equal(s.points.length, 288, '24 h in whole 5-minute points');
+  const last = Date.parse(s.points.at(-1)!.period_start);
+  t.ok(last + step <= now - TIMELINE_LAG_MS && last + 2 * step > now - TIMELINE_LAG_MS, 'the newest point is the last bucket that ended a lag ago: none still under way');
   const at = (ms: number) => s.points.find((p) => p.period_start === iso(ms));
   t.same(at(b - 9 * step), { period_start: iso(b - 9 * step), avg_slots: 95, share: 0.95 }, 'two rows in one bucket add up');
   t.same(at(b - 7 * step), { period_start: iso(b - 7 * step), avg_slots: 0, share: 0 }, 'a bucket without rows used nothing');
@@ -263,8 +268,29 @@ t.test('saturation: slots per bucket against the reservations, consecutive satur
   t.ok(onDemand.points.every((p) => p.share === null));
   t.same(onDemand.saturated_periods, []);
   t.match(onDemand.note, /no reservation in region US \(on-demand/);
-  t.ok(onDemand.points.length === 120 || onDemand.points.length === 121, '2 h in 1-minute points');
+  t.equal(onDemand.points.length, 120, '2 h in whole 1-minute points');
   fake.ops.seed({ project: PROD, region: 'US', reservations: [{ reservation_name: 'prod', slot_capacity: 100 }] });
+});
+
+t.test('a saturation alarm through this ops actor fires when "now" is inside a minute', async (t) => {
+  // the real clock, a few seconds into a minute (never on a boundary): the minute under way is
+  // partly over, and must not count as a nearly idle point
+  while (new Date().getUTCSeconds() < 8 || new Date().getUTCSeconds() > 40) await new Promise((r) => setTimeout(r, 500));
+  const t0 = Date.now();
+  const timeline = [];
+  // 95 of 100 reserved slots, one row every 10 s for the last 30 minutes, up to now
+  for (let at = t0 - 30 * 60_000; at <= t0; at += 10_000) timeline.push({ period_start: iso(at), period_slot_ms: 95 * 10_000 });
+  fake.ops.seed({ project: PROD, region: 'US', timeline, reservations: [{ reservation_name: 'prod', slot_capacity: 100 }] });
+  const acfg = testConfig({ natsUrl: nats.url, extra: { alarms: { enabled: true, storage_path: path.join(dir, 'sat-alarms.json'), default_recipients: ['oncall@acme.test'] } } });
+  const d: alarms.AlarmsDeps = { bus: client, config: acfg, log, store: new FileAlarms(path.join(dir, 'sat-alarms.json'), log), tracker: jiraTracker(() => acfg.jira), now: () => t0 };
+  const a = await alarms.create({ name: 'Slots', condition: { kind: 'saturation_above', threshold: 0.9, minutes: 15, project_id: PROD }, cron: '* * * * *', by: 'admin' }, d, ctx());
+  const change = await alarms.evaluate(a.id, new Date(Math.floor(t0 / 60_000) * 60_000).toISOString(), d);
+  t.equal(change, 'fired', `fired at ${iso(t0)}`);
+  const cur = await alarms.get({ id: a.id }, d);
+  t.equal(cur.state, 'firing');
+  t.ok((cur.value ?? 0) >= 15 && (cur.value ?? 0) <= 30, `the whole minutes at 95 % count (${cur.value} min)`);
+  t.match(cur.history.at(-1)?.message, /at or above 90 % of capacity for \d+ min in acme-prod\/US \(peak 95 %\)/);
+  fake.ops.seed({ project: PROD, region: 'US', timeline: [] });
 });
 
 t.test('merging periods by hand', async (t) => {
