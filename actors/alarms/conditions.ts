@@ -191,8 +191,14 @@ export function measure(c: AlarmCondition, reply: OpsRunReply): Measurement {
       for (const p of ok) {
         const r = resultOf(p, 'check_slot_saturation');
         if (!r || r.capacity === null) {
-          unknown.push(p.target.label);
+          unknown.push(`${p.target.label}: no known capacity (on-demand)`);
           targets.push({ label: p.target.label, value: null, error: 'no known capacity (on-demand): no share to compare' });
+          continue;
+        }
+        if (r.points.length < 2) {
+          // one sample (PostgreSQL's backends now) says nothing of how long: never counted as minutes
+          unknown.push(`${p.target.label}: one sample, no history`);
+          targets.push({ label: p.target.label, value: null, error: 'one sample, no history: no duration to measure' });
           continue;
         }
         const s = trailingSaturation(r.points, c.threshold);
@@ -201,7 +207,7 @@ export function measure(c: AlarmCondition, reply: OpsRunReply): Measurement {
       }
       const need = c.minutes ?? DEFAULT_SATURATION_MINUTES;
       if (!best.label) {
-        const error = `no target has a known slot capacity (${unknown.join(', ')}): saturation cannot be measured`;
+        const error = `no target has a known slot capacity over time (${unknown.join('; ')}): saturation cannot be measured`;
         return { value: null, fires: false, message: error, error, targets };
       }
       const what = best.minutes > 0

@@ -27,7 +27,7 @@ import { AlarmFiredEvt, AlarmResolvedEvt, MailSend, OpsRun, OpsStatus } from '..
 import type { Config } from '../../config/schema.js';
 import type { AlarmRecord, AlarmsRepository } from '../../store/index.js';
 import { canonicalZone, parseCron, validZone } from '../lib/cron.js';
-import { checkCondition, describeThreshold, describeValue, measure, OPERATION, opsRequest, type Measurement } from './conditions.js';
+import { checkCondition, DEFAULT_SATURATION_MINUTES, describeThreshold, describeValue, measure, OPERATION, opsRequest, type Measurement } from './conditions.js';
 import { trackerProblem, type Tracker } from './tracker.js';
 
 export interface AlarmsDeps {
@@ -136,7 +136,22 @@ async function checkOperation(c: A.AlarmCondition, deps: AlarmsDeps, ctx: Ctx): 
   if (c.project_id && !status.targets.some((t) => t.project_id === c.project_id || t.label === c.project_id)) {
     throw invalid('condition', `project_id ${c.project_id} is none of the console's targets (${status.targets.map((t) => t.project_id ?? t.label).join(', ') || 'none'})`);
   }
+  if (c.kind === 'saturation_above') {
+    const scope = status.targets.filter((t) => !c.project_id || t.project_id === c.project_id || t.label === c.project_id);
+    if (scope.length > 0 && !scope.some((t) => SERIES_ENGINES.has(t.engine))) {
+      const why = scope.map((t) => `${t.label}: ${NO_SERIES[t.engine] ?? 'no slot use over time'}`).join('; ');
+      throw invalid('condition', `saturation_above needs slot use over time, which only BigQuery targets have (${why}): it could never hold for ${c.minutes ?? DEFAULT_SATURATION_MINUTES} min there`);
+    }
+  }
 }
+
+/** Engines whose saturation is a series over the window (saturation_above can measure a duration there). */
+const SERIES_ENGINES = new Set(['bigquery']);
+const NO_SERIES: Record<string, string> = {
+  postgresql: 'one sample of the active backends now, no history',
+  trino: 'no capacity nor history of concurrency',
+  mysql: 'none of the data',
+};
 
 async function found(id: string, deps: AlarmsDeps): Promise<AlarmRecord> {
   const r = await deps.store.get(id);

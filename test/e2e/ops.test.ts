@@ -162,6 +162,32 @@ t.test('PostgreSQL without pg_stat_statements: the error says how to enable it; 
   await stopStacks();
 });
 
+t.test('PostgreSQL: a saturation alarm is refused when saved (one sample could never hold for minutes); others are kept', async (t) => {
+  const stack = await startStack(testConfig({
+    natsUrl: nats.url,
+    extra: {
+      admin: { enabled: true, ...ADMIN },
+      database: { provider: 'postgresql', postgresql: { host: db.host, port: db.port, database: db.name, user: db.user } },
+      ops_agent: { enabled: true },
+      alarms: { enabled: true, storage_path: path.join(dir, 'pg-alarms.json'), default_recipients: ['oncall@acme.test'] },
+    },
+  }), { edge: true, actors: ['identity', 'ops', 'alarms'] });
+  stacks.push(stack);
+  const login = await call(`${stack.url}/admin/login`, { body: ADMIN });
+  const headers = { cookie: (login.headers.get('set-cookie') ?? '').split(';')[0]!, 'x-csrf-token': login.body.csrf_token as string };
+  const sat = await call(`${stack.url}/api/alarms`, { headers, body: { name: 'Backends', condition: { kind: 'saturation_above', threshold: 0.9, minutes: 15 } } });
+  t.equal(sat.status, 400, sat.text);
+  t.equal(sat.body.error.code, 'VALIDATION_FAILED');
+  t.match(sat.body.error.message, new RegExp(`saturation_above needs slot use over time, which only BigQuery targets have \\(postgresql/${db.name}: one sample of the active backends now, no history\\): it could never hold for 15 min there`));
+  const tested = await call(`${stack.url}/api/alarms/test`, { headers, body: { condition: { kind: 'saturation_above', threshold: 0.01, minutes: 1 } } });
+  t.equal(tested.status, 200, tested.text);
+  t.same([tested.body.fires, tested.body.would], [false, 'nothing'], 'a draft measured on one sample fires nothing');
+  t.match(tested.body.error, /one sample, no history/);
+  const list = await call(`${stack.url}/api/alarms`, { headers });
+  t.same(list.body.alarms, [], 'nothing saved');
+  await stopStacks();
+});
+
 /** A private PostgreSQL cluster with pg_stat_statements preloaded (initdb as the postgres user). */
 async function privateCluster(): Promise<{ port: number; stop(): void } | undefined> {
   const bin = readdirSync('/usr/lib/postgresql').sort().map((v) => `/usr/lib/postgresql/${v}/bin`).filter((b) => existsSync(`${b}/initdb`)).at(-1);
