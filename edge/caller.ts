@@ -12,7 +12,7 @@
  * | `any`       | the legacy assistant's callers, first that applies: the assistant session (required when plugins.assistant_login is on; its cookie, or its secret in `X-Session-ID` for an embedded widget), an API token (`Authorization: Bearer ctd_…`), the assistant cookie, a session in `X-Session-ID` (the assistant gate's, or a plugins.auth session or auto session; an auto session only from an Origin in auto_session.allowed_origins when that list is set), else an anonymous widget (its `session_id` and the client address) unless query.require_session | 401; 403 origin |
  * | `token`     | an API token (MCP): `x-mcp-token`, `Authorization: Bearer`, or `?token=` | 401 |
  * | `admin_or_any` | the admin panel's session when its cookie is sent and valid (reads of the semantic layer), else what `any` takes | as `any` |
- * | `signed_in` | anyone signed in (`analytics.access: signed_in`): an API token when one is sent (as for `token`; a wrong one is refused), else the first session that holds — admin, assistant, plugins.auth | 401 |
+ * | `signed_in` | anyone signed in (`analytics.access: signed_in`): an API token when one is sent (as for `token`; a wrong one is refused), else the first session that holds — the admin cookie, the assistant cookie, a session in `X-Session-ID` (an embedded widget: the assistant gate's, or with plugins.auth on an auth session or auto session, the auto session only from an Origin in auto_session.allowed_origins), the plugins.auth cookie | 401; 403 origin |
  *
  * Writes (POST, PUT, PATCH, DELETE) authenticated by a session cookie must echo the session's
  * CSRF token in `x-csrf-token` (admin, assistant and auth routes; a header-borne session or
@@ -286,7 +286,15 @@ export function createCallerResolver(deps: { bus: Bus; config: Config }): Caller
       const s = sessionToken(req, kind) ? await cookieSession(kind, req, rid).catch(unless401) : undefined;
       if (s) return s;
     }
-    if (config.plugins.auth.enabled && (req.headers[SESSION_HEADER]?.trim() || sessionToken(req, 'auth'))) {
+    // an embedded widget's session (no cookie crosses sites): the assistant gate's, or with
+    // plugins.auth on an auth session or auto session (an auto session only from an allowed
+    // Origin, 403 otherwise) — the sessions whose cookies count here, with the checks `any` makes
+    const header = req.headers[SESSION_HEADER]?.trim();
+    if (header) {
+      const s = await headerSession(req, header, rid, false).catch(unless401);
+      if (s) return s;
+    }
+    if (config.plugins.auth.enabled && sessionToken(req, 'auth')) {
       const s = await authSession(req, rid).catch(unless401);
       if (s) return s;
     }

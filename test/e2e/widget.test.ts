@@ -18,15 +18,18 @@ import { Bus } from '../../protocol/bus.js';
 import { createLogger } from '../../protocol/log.js';
 import { QueryGeneratedEvt } from '../../protocol/subjects.js';
 import { launchBrowser } from '../helpers/browser.js';
+import type { BrowserContext } from 'playwright-core';
 import { testConfig } from '../helpers/config.js';
 import { sqlAnswer, startFakeLlm } from '../helpers/fake-llm.js';
 import { startNats } from '../helpers/nats.js';
 import { ADMIN_URL, createTestDb } from '../helpers/pg.js';
+import { ANALYSTS_DN, PEOPLE_DN, startSlapd, SVC_DN, SVC_PASSWORD } from '../helpers/slapd.js';
 import { call, startStack } from '../helpers/stack.js';
 
 const ARTIFACTS = 'test-artifacts';
 mkdirSync(ARTIFACTS, { recursive: true });
 
+const slapd = await startSlapd();
 const nats = await startNats();
 const db = await createTestDb('widget');
 const role = `widget_u_${process.pid}_${Date.now().toString(36)}`;
@@ -63,6 +66,11 @@ const config = testConfig({
   natsUrl: nats.url, db: { host: db.host, port: db.port, name: db.name, user: db.user }, llmUrl: fake.url,
   extra: {
     config_db: { encryption_key: generateFernetKey() },
+    // the directory of the assistant login gate (plugins.assistant_login, switched on by the tests that use it)
+    ldap: {
+      enabled: true, server: slapd.url, connect_timeout: 1, bind_dn: SVC_DN, bind_password: SVC_PASSWORD,
+      base_dn: PEOPLE_DN, user_search_filter: '(uid={username})', required_group_dn: ANALYSTS_DN, group_member_attr: 'member',
+    },
     plugins: { auth: { enabled: true, allowed_db_types: ['postgresql'], allowed_catalogs: [{ name: db.name, allowed_schemas: ['public'] }], auto_session: { enabled: false, label: 'Shop visitor' } } },
   },
 });
@@ -95,10 +103,11 @@ t.teardown(async () => {
   await admin.query(`DROP ROLE IF EXISTS ${role}`).catch(() => undefined);
   await admin.end();
   await nats.stop();
+  await slapd.stop();
 });
 
-async function openWidget(origin: string): Promise<{ page: Page; errors: string[] }> {
-  const page = await browser.newPage({ viewport: { width: 1000, height: 800 } });
+async function openWidget(origin: string, context?: BrowserContext): Promise<{ page: Page; errors: string[] }> {
+  const page = await (context ?? browser).newPage({ viewport: { width: 1000, height: 800 } });
   const errors: string[] = [];
   page.on('pageerror', (e) => errors.push(e.message));
   await page.goto(origin);
@@ -222,6 +231,152 @@ t.test('auto_session: an allowed origin gets one; another origin is refused with
   const elsewhere = await call(`${stack.url}/query`, { body: { question: 'Revenue per month' }, headers: { 'x-session-id': sid!, origin: other.origin } });
   t.equal(elsewhere.status, 403, 'the session taken to another origin is refused there');
   t.match(elsewhere.body.error.message, /allowed_origins/);
+});
+
+/** Ask and wait for that question's table (the newest answer is first). */
+async function askAndWait(page: Page, question: string): Promise<void> {
+  await ask(page, question);
+  const card = page.locator('[data-cortado-widget] .answer').filter({ has: page.locator('.q', { hasText: question }) });
+  await card.locator('tbody tr').first().waitFor();
+  // the history entry is written: the answer's star is enabled then
+  await card.locator('button.fav:not([disabled])').waitFor();
+}
+
+/** Open the widget's History region; the questions of its two lists. */
+async function openHistory(page: Page): Promise<{ recent: string[]; favourites: string[]; where: string }> {
+  await page.click('[data-cortado-widget] button.ctd-hist');
+  const region = page.locator('[data-cortado-widget] .ctd-history');
+  await region.waitFor();
+  await region.locator('.ctd-h-where:not(:empty)').waitFor();
+  return readHistory(page);
+}
+async function readHistory(page: Page): Promise<{ recent: string[]; favourites: string[]; where: string }> {
+  const region = page.locator('[data-cortado-widget] .ctd-history');
+  return {
+    recent: await region.locator('.ctd-h-recent .ctd-h-q').allTextContents(),
+    favourites: await region.locator('.ctd-h-favs .ctd-h-q').allTextContents(),
+    where: (await region.locator('.ctd-h-where').textContent()) ?? '',
+  };
+}
+
+t.test('history and favourites of an anonymous visitor: in the browser, across a reopened page, by keyboard', async (t) => {
+  const context = await browser.newContext();
+  t.teardown(() => context.close());
+  const first = await openWidget(shop.origin, context);
+  await askAndWait(first.page, 'Revenue per month, first');
+  await askAndWait(first.page, 'Revenue per month, second');
+  t.same(first.errors, []);
+  await first.page.close();
+
+  const { page, errors } = await openWidget(shop.origin, context);
+  await page.waitForSelector('[data-cortado-widget] textarea.question');
+  const seen = await openHistory(page);
+  t.same(seen.recent, ['Revenue per month, second', 'Revenue per month, first'], 'the reopened page shows both questions, newest first');
+  t.same(seen.favourites, []);
+  t.match(seen.where, /this browser/);
+  const kept = JSON.parse(String(await page.evaluate(`localStorage.getItem(${JSON.stringify(`cortado:${stack.url}:history`)})`)));
+  t.equal(kept.length, 2, 'kept in the host page\'s localStorage, under this Cortado\'s key');
+
+  // by keyboard: the History button took the focus to the first entry; Tab to its star, Space
+  const focused = () => page.evaluate(`(() => { let a = document.activeElement; while (a?.shadowRoot?.activeElement) a = a.shadowRoot.activeElement; return a?.className + '|' + (a?.textContent ?? ''); })()`);
+  t.match(await focused(), /ctd-h-q\|Revenue per month, second/, 'the first entry has the focus');
+  await page.keyboard.press('Tab');
+  t.match(await focused(), /ctd-h-star/);
+  await page.keyboard.press('Space');
+  await page.locator('[data-cortado-widget] .ctd-h-favs .ctd-h-q').first().waitFor();
+  const starred = await readHistory(page);
+  t.same(starred.favourites, ['Revenue per month, second'], 'starred: it is in the favourites');
+  t.equal(await page.locator('[data-cortado-widget] .ctd-h-recent .ctd-h-star[aria-pressed=true]').count(), 1);
+  t.match(await focused(), /ctd-h-star/, 'the focus stays on the star');
+
+  // an entry asks again
+  await page.locator('[data-cortado-widget] .ctd-h-recent .ctd-h-q', { hasText: 'first' }).press('Enter');
+  await page.locator('[data-cortado-widget] .answer .q', { hasText: 'Revenue per month, first' }).first().waitFor();
+  t.ok(await page.locator('[data-cortado-widget] .ctd-history').isHidden(), 'the history closes when an entry is asked');
+  await page.screenshot({ path: `${ARTIFACTS}/widget-history.png` });
+  t.same(errors, []);
+});
+
+/** The assistant gate's session of a directory user (POST /assistant/login). */
+async function assistantSession(): Promise<string> {
+  const r = await call(`${stack.url}/assistant/login`, { body: { username: 'alice', password: 'alice-pw' } });
+  if (r.status !== 200) throw new Error(`assistant login: ${r.status} ${r.text}`);
+  return r.body.session_id as string;
+}
+
+t.test('signed_in routes take the session in X-Session-ID as they take its cookie (export, history), with the same checks', async (t) => {
+  config.plugins.assistant_login.enabled = true;
+  t.teardown(() => { config.plugins.assistant_login.enabled = false; });
+  const sid = await assistantSession();
+  const exportBody = { sql: 'SELECT month, revenue FROM monthly_sales ORDER BY month', format: 'csv', title: 'x' };
+  const exp = await call(`${stack.url}/api/export`, { body: exportBody, headers: { 'x-session-id': sid, origin: shop.origin } });
+  t.equal(exp.status, 200, `an assistant session in the header downloads (${exp.status} ${exp.text.slice(0, 200)})`);
+  t.match(exp.text, /^\uFEFF?month,revenue/);
+  const add = await call(`${stack.url}/api/history`, { body: { question: 'from the header' }, headers: { 'x-session-id': sid } });
+  t.equal(add.status, 201, 'a header session writes without a CSRF token (no ambient credential to forge)');
+  const list = await call(`${stack.url}/api/history`, { headers: { 'x-session-id': sid } });
+  t.same(list.body.entries.map((e: { question: string }) => e.question), ['from the header']);
+  t.equal((await call(`${stack.url}/api/workspace`, { headers: { 'x-session-id': sid } })).body.kind, 'assistant');
+  t.equal((await call(`${stack.url}/api/export`, { body: exportBody })).status, 401, 'no session: 401');
+  t.equal((await call(`${stack.url}/api/export`, { body: exportBody, headers: { 'x-session-id': `${sid}x` } })).status, 401, 'a header that holds no session: 401');
+  t.equal((await call(`${stack.url}/auth/session`, { headers: { 'x-session-id': sid } })).status, 401, 'nothing else widened: an assistant session is no plugins.auth session');
+
+  // an auto session: from an Origin in allowed_origins only, as on /query
+  config.plugins.auth.auto_session.enabled = true;
+  config.plugins.auth.auto_session.allowed_origins = [shop.origin];
+  t.teardown(() => { config.plugins.auth.auto_session.enabled = false; config.plugins.auth.auto_session.allowed_origins = []; });
+  config.plugins.assistant_login.enabled = false;
+  const auto = await call(`${stack.url}/auth/auto-session`, { body: {}, headers: { origin: shop.origin } });
+  t.equal(auto.status, 200, auto.text);
+  const autoId = auto.body.session_id as string;
+  const fromShop = await call(`${stack.url}/api/history`, { headers: { 'x-session-id': autoId, origin: shop.origin } });
+  t.equal(fromShop.status, 200, 'an auto session from an allowed origin is signed in');
+  const fromOther = await call(`${stack.url}/api/export`, { body: exportBody, headers: { 'x-session-id': autoId, origin: other.origin } });
+  t.equal(fromOther.status, 403, 'from another origin it is refused');
+  t.match(fromOther.body.error.message, /allowed_origins/);
+  t.equal((await call(`${stack.url}/api/history`, { headers: { 'x-session-id': autoId, origin: other.origin } })).status, 403);
+});
+
+t.test('the directory login form in the widget on another site: a download, and history on the server', async (t) => {
+  config.plugins.assistant_login.enabled = true;
+  t.teardown(() => { config.plugins.assistant_login.enabled = false; });
+  const context = await browser.newContext({ acceptDownloads: true });
+  t.teardown(() => context.close());
+  const { page, errors } = await openWidget(shop.origin, context);
+  const form = page.locator('[data-cortado-widget] form.ctd-login');
+  await form.waitFor();
+  t.match(await form.textContent(), /Sign in to ask questions/);
+  t.equal(await form.locator('select').count(), 0, 'a directory login: no database pickers');
+  await form.locator('input[name=username]').fill('alice');
+  await form.locator('input[name=password]').fill('wrong-pw');
+  await form.locator('button[type=submit]').click();
+  const note = page.locator('[data-cortado-widget] .ctd-note.ctd-error');
+  await note.waitFor();
+  t.match(await note.textContent(), /UNAUTHORIZED/, 'a wrong password: the error, with its code');
+  await form.locator('input[name=password]').fill('alice-pw');
+  await form.locator('button[type=submit]').click();
+  await page.waitForSelector('[data-cortado-widget] textarea.question');
+  t.match(await page.locator('[data-cortado-widget] .ctd-who').first().textContent(), /alice/);
+  await askAndWait(page, 'Revenue per month, signed in');
+
+  const answer = page.locator('[data-cortado-widget] .answer').first();
+  const [download] = await Promise.all([page.waitForEvent('download'), answer.locator('.downloads button[data-format="csv"]').click()]);
+  const csv = readFileSync((await download.path())!, 'utf8').replace(/^\uFEFF/, '').trim().split(/\r?\n/);
+  t.equal(csv[0], 'month,revenue', `the download from ${shop.origin}: ${await answer.locator('.dl-status').textContent()}`);
+  t.equal(csv.length, 13, 'a header and twelve months');
+
+  const sid = await storedSession(page, 'assistant');
+  const server = await call(`${stack.url}/api/history`, { headers: { 'x-session-id': sid! } });
+  t.ok(server.body.entries.some((e: { question: string }) => e.question === 'Revenue per month, signed in'), 'the question is kept on the server');
+  const seen = await openHistory(page);
+  t.match(seen.where, /server/);
+  t.ok(seen.recent.includes('Revenue per month, signed in'));
+  await page.locator('[data-cortado-widget] .ctd-h-recent .ctd-h-star').first().click();
+  await page.locator('[data-cortado-widget] .ctd-h-favs .ctd-h-q').first().waitFor();
+  const favs = await call(`${stack.url}/api/history?favourites=true`, { headers: { 'x-session-id': sid! } });
+  t.same(favs.body.entries.map((e: { question: string }) => e.question), ['Revenue per month, signed in'], 'starred on the server');
+  t.equal(await page.evaluate(`localStorage.getItem(${JSON.stringify(`cortado:${stack.url}:history`)})`), null, 'nothing in the host page\'s storage');
+  t.same(errors, []);
 });
 
 t.test('/demo: both widgets, the snippet copies, no serious accessibility violation; off by ui.sections', async (t) => {

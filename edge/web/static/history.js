@@ -8,26 +8,26 @@ const KEY = 'cortado.history';
 export const LOCAL_KEEP = 200;
 const QUESTION_MAX = 4000;
 
-function readLocal() {
+function readLocal(key) {
   try {
-    const list = JSON.parse(localStorage.getItem(KEY) ?? '[]');
+    const list = JSON.parse(localStorage.getItem(key) ?? '[]');
     return Array.isArray(list) ? list.filter((e) => e && typeof e.id === 'string' && typeof e.question === 'string') : [];
   } catch {
     return [];
   }
 }
 
-function writeLocal(list) {
+function writeLocal(key, list) {
   let plain = 0;
   const kept = list.filter((e) => e.favourite || ++plain <= LOCAL_KEEP);
-  localStorage.setItem(KEY, JSON.stringify(kept));
+  localStorage.setItem(key, JSON.stringify(kept));
 }
 
 function newestFirst(a, b) {
   return a.at < b.at ? 1 : a.at > b.at ? -1 : 0;
 }
 
-function localHistory() {
+function localHistory(key) {
   return {
     stored: 'browser',
     async add({ question, sql, row_count, request_id, at } = {}) {
@@ -38,33 +38,33 @@ function localHistory() {
         question: q, favourite: false, at: at ?? new Date().toISOString(),
         ...(sql ? { sql } : {}), ...(Number.isInteger(row_count) ? { row_count } : {}), ...(request_id ? { request_id } : {}),
       };
-      writeLocal([entry, ...readLocal()].sort(newestFirst));
+      writeLocal(key, [entry, ...readLocal(key)].sort(newestFirst));
       return entry;
     },
     async list({ limit = 50 } = {}) {
-      return readLocal().sort(newestFirst).slice(0, limit);
+      return readLocal(key).sort(newestFirst).slice(0, limit);
     },
     async favourites() {
-      return readLocal().filter((e) => e.favourite).sort(newestFirst);
+      return readLocal(key).filter((e) => e.favourite).sort(newestFirst);
     },
     async setFavourite(id, on) {
-      const list = readLocal();
+      const list = readLocal(key);
       const e = list.find((x) => x.id === id);
       if (!e) throw new Error('there is no such history entry');
       e.favourite = Boolean(on);
-      writeLocal(list);
+      writeLocal(key, list);
     },
     async remove(id) {
-      writeLocal(readLocal().filter((x) => x.id !== id));
+      writeLocal(key, readLocal(key).filter((x) => x.id !== id));
     },
   };
 }
 
-function serverHistory(base, headers) {
+function serverHistory(base, headers, credentials) {
   const send = async (method, path, body) => {
     const res = await fetch(`${base}${path}`, {
       method,
-      credentials: base ? 'include' : 'same-origin',
+      credentials,
       headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...(headers?.() ?? {}) },
       ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
     });
@@ -103,8 +103,10 @@ function serverHistory(base, headers) {
 
 /**
  * The History store: `signedIn` → the server's (headers: e.g. the CSRF token of a cookie
- * session, or X-Session-ID), else this browser's.
+ * session, or X-Session-ID; credentials: 'include' by default when `base` is another origin,
+ * 'same-origin' for a widget whose session travels in a header), else this browser's
+ * (localStorage under `key`).
  */
-export function createHistory({ base = '', signedIn = false, headers } = {}) {
-  return signedIn ? serverHistory(base, headers) : localHistory();
+export function createHistory({ base = '', signedIn = false, headers, credentials, key = KEY } = {}) {
+  return signedIn ? serverHistory(base, headers, credentials ?? (base ? 'include' : 'same-origin')) : localHistory(key);
 }

@@ -4,9 +4,11 @@
 // (GET /auth/tables) with a filter, or, when discovery is on, a search (GET /auth/discover);
 // the tables picked narrow the question. Sign out: POST /auth/logout. A 401 mid-session (the
 // session expired or was ended) brings the login back with a message, the question kept.
+// History and favourites (widget/history.js) are the person's, on the server (/api/history).
 
 import { ANSWER_CSS, mountAsk } from '../answer/index.js';
 import { client, sessionSlot } from './api.js';
+import { historyPanel, widgetHistory } from './history.js';
 import { showLogin } from './login.js';
 import { answerRoot, el } from './shell.js';
 
@@ -24,6 +26,7 @@ export async function startAgent(shell, cfg) {
   const picked = new Set();
   const tablesBox = el('div', { class: 'ctd-tables', hidden: true });
   const answers = el('div', { class: 'ctd-answers' });
+  const history = widgetHistory({ base, headers, signedIn: () => Boolean(sid), key: `cortado:${base || location.origin}:agent-history` });
 
   const forget = () => {
     sid = undefined;
@@ -43,12 +46,14 @@ export async function startAgent(shell, cfg) {
       headers,
       credentials: 'same-origin',
       tables: () => [...picked],
+      history,
       ...(cfg.transport ? { transport: cfg.transport } : {}),
       ...(cfg.examples?.length ? { examples: cfg.examples } : {}),
       onAuthRequired: (error) => { void expired(error); },
     });
     const ask = panel.ask.bind(panel);
     panel.ask = (q) => { lastQuestion = q; return ask(q); };
+    historyPanel(shell, history, { onAsk: (q) => { void panel.ask(q); } });
   }
 
   async function login(message) {

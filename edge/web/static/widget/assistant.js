@@ -8,16 +8,22 @@
 //   (plugins.auth) if there is one, or a message saying sign-in is needed.
 // The session's secret travels in X-Session-ID (cookies do not cross sites) and is kept in the
 // host page's sessionStorage. A 401 mid-conversation brings the login back with the question kept.
+// History and favourites (widget/history.js): on the server for a person who signed in, in the
+// host page's localStorage for anyone else (an auto session included).
 
 import { ANSWER_CSS, mountAsk } from '../answer/index.js';
 import { client, sessionSlot } from './api.js';
+import { historyPanel, widgetHistory } from './history.js';
 import { showLogin } from './login.js';
 import { answerRoot } from './shell.js';
 
 export async function startAssistant(shell, cfg) {
   const { base } = cfg;
   const slot = sessionSlot(`cortado:${base || location.origin}:assistant`);
+  // whether the session is a person's sign-in (server-side history) or an anonymous auto session
+  const personSlot = sessionSlot(`cortado:${base || location.origin}:assistant-person`);
   let sid = slot.get();
+  let person = Boolean(sid) && personSlot.get() === 'true';
   const headers = () => (sid ? { 'X-Session-ID': sid } : {});
   const api = client(base, headers);
   const [ui, auth] = await Promise.all([api.get('/ui/config').catch(() => ({})), api.get('/auth/config').catch(() => ({}))]);
@@ -29,6 +35,7 @@ export async function startAssistant(shell, cfg) {
   let answers;
   let lastQuestion = '';
   let opening;
+  const history = widgetHistory({ base, headers, signedIn: () => Boolean(sid) && person, key: `cortado:${base || location.origin}:history` });
 
   const mount = () => {
     shell.showBody();
@@ -43,27 +50,33 @@ export async function startAssistant(shell, cfg) {
       credentials: 'same-origin',
       ...(cfg.transport ? { transport: cfg.transport } : {}),
       ...(cfg.examples?.length ? { examples: cfg.examples } : {}),
+      history,
       onAuthRequired: (error) => { void authRequired(error); },
     });
     const ask = panel.ask.bind(panel);
     panel.ask = (q) => { lastQuestion = q; return ask(q); };
+    historyPanel(shell, history, { onAsk: (q) => { void panel.ask(q); } });
   };
 
-  const signedIn = (id, name, canLogout) => {
+  const signedIn = (id, name, canLogout, isPerson) => {
     sid = id;
+    person = isPerson;
     slot.set(id);
+    personSlot.set(String(isPerson));
     shell.signedIn(name, canLogout);
   };
   const forget = () => {
     sid = undefined;
+    person = false;
     slot.clear();
+    personSlot.clear();
     shell.signedIn('', false);
   };
 
   async function autoSession() {
     try {
       const r = await api.post('/auth/auto-session', {});
-      signedIn(r.session_id, r.label || r.username || 'Guest', false);
+      signedIn(r.session_id, r.label || r.username || 'Guest', false, false);
       return true;
     } catch (err) {
       forget();
@@ -79,7 +92,7 @@ export async function startAssistant(shell, cfg) {
         kind: 'directory', title: 'Sign in to ask questions', message,
         onSubmit: (body) => api.post('/assistant/login', body),
       });
-      signedIn(r.session_id, r.username, false);
+      signedIn(r.session_id, r.username, false, true);
       return;
     }
     if (dbLogin) {
@@ -87,7 +100,7 @@ export async function startAssistant(shell, cfg) {
         kind: 'database', title: 'Sign in with your database account', message, authConfig: auth,
         onSubmit: (body) => api.post('/auth/login', body),
       });
-      signedIn(r.session_id, r.username, false);
+      signedIn(r.session_id, r.username, false, true);
       return;
     }
     shell.say(message || 'This assistant needs a session, and this server offers no sign-in to embedded widgets (ask its operator).', 'error');

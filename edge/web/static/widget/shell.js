@@ -14,7 +14,7 @@ export const WIDGET_CSS = `
   background: var(--ctd-accent, #8a5a2e); color: var(--ctd-on-accent, #ffffff); box-shadow: 0 4px 14px rgba(0,0,0,.25);
   display: inline-flex; align-items: center; justify-content: center; z-index: 2147483000; }
 .ctd-launch svg { width: 26px; height: 26px; }
-.ctd-launch:focus-visible, .ctd-w button:focus-visible, .ctd-w input:focus-visible, .ctd-w select:focus-visible {
+.ctd-launch:focus-visible, .ctd-w button:focus-visible, .ctd-history:focus-visible, .ctd-w input:focus-visible, .ctd-w select:focus-visible {
   outline: 3px solid var(--ctd-accent, #8a5a2e); outline-offset: 2px; }
 .ctd-right { right: 16px; } .ctd-left { left: 16px; }
 .ctd-launch.ctd-stack { bottom: 84px; }
@@ -52,6 +52,19 @@ export const WIDGET_CSS = `
 .ctd-tables ul { list-style: none; margin: 0; padding: 0; display: flex; flex-wrap: wrap; gap: 4px; max-height: 90px; overflow: auto; }
 .ctd-tables li button { font: 12px ui-monospace, monospace; padding: 2px 6px; border: 1px solid var(--ctd-line, #d9c9b8); border-radius: 10px; background: var(--ctd-soft, #f6f1ea); color: inherit; cursor: pointer; }
 .ctd-tables li button[aria-pressed=true] { background: var(--ctd-accent, #8a5a2e); color: var(--ctd-on-accent, #ffffff); }
+.ctd-history { border: 1px solid var(--ctd-line, #d9c9b8); border-radius: 8px; padding: 8px 10px; margin: 0 0 10px; background: var(--ctd-soft, #f6f1ea); }
+.ctd-history[hidden] { display: none; }
+.ctd-history:focus { outline: none; }
+.ctd-history h3 { margin: 6px 0 4px; font-size: 13px; font-weight: 600; }
+.ctd-history p { margin: 2px 0; }
+.ctd-history p[hidden] { display: none; }
+.ctd-h-list { list-style: none; margin: 0; padding: 0; display: grid; gap: 2px; max-height: 180px; overflow: auto; }
+.ctd-h-list li { display: flex; align-items: center; gap: 2px; }
+.ctd-h-q { flex: 1; min-width: 0; text-align: left; font: inherit; font-size: 13px; padding: 4px 6px; border: 0; border-radius: 6px; background: transparent;
+  color: inherit; cursor: pointer; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+.ctd-h-q:hover { background: var(--ctd-card, #ffffff); }
+.ctd-h-star[aria-pressed=true] svg { fill: currentColor; color: var(--ctd-accent, #8a5a2e); }
+.ctd-h-list .ctd-icon-btn svg { width: 16px; height: 16px; }
 .ctd-sr { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
 `;
 
@@ -129,20 +142,22 @@ export function createShell(opts) {
   const who = el('span', { class: 'ctd-who', hidden: true });
   const logout = el('button', { type: 'button', class: 'ctd-icon-btn', 'aria-label': 'Sign out', title: 'Sign out', hidden: true }, icon('logout'));
   const fresh = el('button', { type: 'button', class: 'ctd-icon-btn', 'aria-label': 'New conversation', title: 'New conversation', hidden: true }, icon('plus'));
+  const hist = el('button', { type: 'button', class: 'ctd-icon-btn ctd-hist', 'aria-label': 'History and favourites', title: 'History and favourites', 'aria-expanded': 'false', hidden: true }, icon('history'));
   const close = el('button', { type: 'button', class: 'ctd-icon-btn', 'aria-label': `Close ${opts.title}`, title: 'Close' }, icon('close'));
   const note = el('p', { class: 'ctd-note', role: 'status', 'aria-live': 'polite', hidden: true });
   const login = el('form', { class: 'ctd-login', hidden: true, novalidate: true });
   const body = el('div', { class: 'ctd-body', hidden: true });
   const panel = el('section', { id, class: `ctd-panel ${side}`, role: 'dialog', 'aria-modal': 'false', 'aria-labelledby': `${id}-title`, hidden: true },
-    el('div', { class: 'ctd-head' }, heading, who, fresh, logout, close), note, login, body);
+    el('div', { class: 'ctd-head' }, heading, who, hist, fresh, logout, close), note, login, body);
   wrap.append(launch, panel);
   root.append(wrap);
   document.body.appendChild(host);
 
   const listeners = [];
   let freshOn = false;
+  let histOn = false;
   const shell = {
-    host, root, panel, login, body, launch,
+    host, root, panel, login, body, launch, historyButton: hist,
     get isOpen() { return !panel.hidden; },
     open() {
       panel.hidden = false;
@@ -178,8 +193,10 @@ export function createShell(opts) {
     },
     onLogout(fn) { logout.addEventListener('click', fn); },
     onNewConversation(fn) { freshOn = true; fresh.hidden = body.hidden; fresh.addEventListener('click', fn); },
-    showLogin() { body.hidden = true; login.hidden = false; fresh.hidden = true; },
-    showBody() { login.hidden = true; body.hidden = false; fresh.hidden = !freshOn; },
+    /** the History button of the header (shown with the body): fn on a click; it controls region `controls` */
+    onHistory(fn, controls) { histOn = true; hist.hidden = body.hidden; hist.setAttribute('aria-controls', controls); hist.addEventListener('click', fn); },
+    showLogin() { body.hidden = true; login.hidden = false; fresh.hidden = true; hist.hidden = true; },
+    showBody() { login.hidden = true; body.hidden = false; fresh.hidden = !freshOn; hist.hidden = !histOn; },
   };
   launch.addEventListener('click', () => (shell.isOpen ? shell.close() : shell.open()));
   close.addEventListener('click', () => shell.close());
