@@ -20,6 +20,7 @@
  *   v3  cortado_schedules, cortado_schedule_executions                  schedules
  *   v4  cortado_history, cortado_dashboards                             workspace
  *   v5  cortado_alarms                                                  alarms
+ *   v6  cortado_schedules.timezone nullable, cortado_schedule_executions.drift  schedules
  *
  * The analytics database (analytics.postgresql, possibly another server) has a list of its own,
  * ANALYTICS_MIGRATIONS in store/analytics.ts, recorded in cortado_analytics_schema_version by the
@@ -264,6 +265,17 @@ CREATE TABLE cortado_alarms (
 );
 -- names are unique regardless of case, as in the alarms file
 CREATE UNIQUE INDEX cortado_alarms_name_key ON cortado_alarms (lower(name));
+`,
+  },
+  {
+    version: 6,
+    name: 'schedules without a zone of their own; drift on executions',
+    sql: `
+-- NULL: the schedule has no zone of its own and follows scheduler.timezone as it is at each run
+-- (a schedule stored before keeps the zone it was given or copied at creation)
+ALTER TABLE cortado_schedules ALTER COLUMN timezone DROP NOT NULL;
+-- true: the run failed because the database changed under the pinned SQL
+ALTER TABLE cortado_schedule_executions ADD COLUMN drift boolean NOT NULL DEFAULT false;
 `,
   },
 ];

@@ -27,18 +27,22 @@ import { copy, isoTime, page } from './values.js';
 
 export type { Execution, Schedule } from '../protocol/schemas/schedules.js';
 
-/** A schedule as stored: the API record without what is computed on read. */
+/**
+ * A schedule as stored: the API record without what is computed on read. `own_timezone` is
+ * what is stored (null: none of its own); `timezone`, the zone in effect, is filled in at every
+ * read: the own zone, else the repository's `defaultZone()` then.
+ */
 export type ScheduleRecord = Omit<Schedule, 'next_runs' | 'last_run'> & {
   /** the newest tick fired (advance); absent: none yet */
   fired_through?: string;
 };
 
-/** What `create` takes: the record without what the repository assigns. */
-export type NewSchedule = Omit<ScheduleRecord, 'id' | 'created_at' | 'updated_at' | 'fired_through'> & { id?: string };
+/** What `create` takes: the record without what the repository assigns (and `timezone`, which follows from `own_timezone`). */
+export type NewSchedule = Omit<ScheduleRecord, 'id' | 'created_at' | 'updated_at' | 'fired_through' | 'timezone'> & { id?: string };
 
-/** What `update` changes (the owner, the scope and the times are not changed here). */
+/** What `update` changes (the owner, the scope and the times are not changed here); `own_timezone: null` drops the schedule's own zone. */
 export type ScheduleChange = Partial<Pick<ScheduleRecord,
-  'name' | 'question' | 'tables' | 'cron' | 'timezone' | 'email_recipients' | 'format' | 'subject' | 'sql' | 'explanation' | 'enabled' | 'missed'>>;
+  'name' | 'question' | 'tables' | 'cron' | 'own_timezone' | 'email_recipients' | 'format' | 'subject' | 'sql' | 'explanation' | 'enabled' | 'missed'>>;
 
 export interface ScheduleFilter {
   /** only the schedules of this owner key (see ownerKey) */
@@ -48,6 +52,12 @@ export interface ScheduleFilter {
 }
 
 export interface SchedulesRepository {
+  /**
+   * The zone of a schedule without its own, asked at every read (so a change of the setting
+   * applies to every such schedule at once). UTC until the owner sets it: the scheduler actor
+   * sets it to read scheduler.timezone.
+   */
+  defaultZone: () => string;
   /** in creation order */
   list(filter?: ScheduleFilter): Promise<ScheduleRecord[]>;
   get(id: string): Promise<ScheduleRecord | undefined>;
@@ -70,7 +80,11 @@ export interface NewExecution {
 
 /** How a run ended (mark done). */
 export type ExecutionOutcome = Pick<Execution, 'success' | 'email_sent' | 'email_error' | 'error_message' | 'rows_returned' | 'duration_ms'>
-  & Partial<Pick<Execution, 'attachment' | 'finished_at'>>;
+  & Partial<Pick<Execution, 'attachment' | 'finished_at' | 'drift'>>;
+
+/** A run's outcome before its e-mail (markMailing). */
+export type MailingOutcome = Pick<Execution, 'success' | 'error_message' | 'rows_returned'> & { duration_ms: number }
+  & Partial<Pick<Execution, 'attachment'>>;
 
 export interface ExecutionsRepository {
   /**
@@ -83,6 +97,14 @@ export interface ExecutionsRepository {
   markRunning(id: string, at?: string): Promise<Execution | undefined>;
   /** → done with its outcome, finished_at (default now); undefined when there is no such execution */
   markDone(id: string, outcome: ExecutionOutcome): Promise<Execution | undefined>;
+  /**
+   * A running execution's outcome before its e-mail (success, error_message, rows_returned,
+   * duration_ms, attachment; email_sent false): kept while it stays `running`, so a run
+   * delivered again after its e-mail went out is finished from it without running the query
+   * again (actors/scheduler/run.ts). A running execution with a duration_ms has one. Undefined
+   * when the execution is not running.
+   */
+  markMailing(id: string, outcome: MailingOutcome): Promise<Execution | undefined>;
   /** newest first (execution_time, then creation) */
   list(scheduleId: string, opts?: { limit?: number; offset?: number }): Promise<Execution[]>;
   /** the newest finished execution of each schedule named, by schedule id (for `last_run`) */
@@ -95,6 +117,14 @@ export interface ExecutionsRepository {
    * ones are kept. How many were deleted.
    */
   prune(keepDays: number, maxPerSchedule: number, now?: Date): Promise<number>;
+  /**
+   * Executions still `queued` that were recorded before `before` (nobody took them: a leader
+   * stopped between recording a tick and queueing it, then `missed: skip` moved past the tick)
+   * → done, failed, with `message` as their error_message and finished_at `now`; from then on
+   * `prune` counts them like any finished run (and a worker that takes one late does nothing:
+   * it is done). How many.
+   */
+  failStale(before: Date, message: string, now?: Date): Promise<number>;
 }
 
 /** The key names are unique under: the owner string, else `~` and the creator's user name. */
@@ -112,13 +142,20 @@ const tick = (t: string): string => isoTime(t, 'execution_time');
 
 // ---- memory -----------------------------------------------------------------------------------
 
+type StoredSchedule = Omit<ScheduleRecord, 'timezone'>;
+
 export class MemorySchedules implements SchedulesRepository {
   /** a Map keeps insertion order: creation order */
-  private readonly byId = new Map<string, ScheduleRecord>();
+  private readonly byId = new Map<string, StoredSchedule>();
   readonly executions: MemoryExecutions;
+  defaultZone: () => string = () => 'UTC';
 
   constructor() {
     this.executions = new MemoryExecutions((id) => this.byId.has(id));
+  }
+
+  private read(s: StoredSchedule): ScheduleRecord {
+    return { ...copy(s), timezone: s.own_timezone ?? this.defaultZone() };
   }
 
   private taken(key: string, name: string, except?: string): boolean {
@@ -129,21 +166,22 @@ export class MemorySchedules implements SchedulesRepository {
   async list(filter: ScheduleFilter = {}): Promise<ScheduleRecord[]> {
     return [...this.byId.values()]
       .filter((s) => (filter.ownerKey === undefined || ownerKey(s) === filter.ownerKey) && (!filter.enabledOnly || s.enabled))
-      .map(copy);
+      .map((s) => this.read(s));
   }
 
   async get(id: string): Promise<ScheduleRecord | undefined> {
     const s = this.byId.get(id);
-    return s && copy(s);
+    return s && this.read(s);
   }
 
   async create(input: NewSchedule): Promise<ScheduleRecord> {
     const { id, ...rest } = copy(input);
-    const s: ScheduleRecord = { ...rest, id: id ?? randomUUID(), created_at: now(), updated_at: now() };
+    const at = now();
+    const s: StoredSchedule = { ...rest, id: id ?? randomUUID(), created_at: at, updated_at: at };
     if (this.byId.has(s.id)) throw new CortadoError('CONFLICT', 'the record exists already');
     if (this.taken(ownerKey(s), s.name)) throw new CortadoError('CONFLICT', NAME_TAKEN);
     this.byId.set(s.id, s);
-    return copy(s);
+    return this.read(s);
   }
 
   async update(id: string, change: ScheduleChange): Promise<ScheduleRecord | undefined> {
@@ -152,7 +190,7 @@ export class MemorySchedules implements SchedulesRepository {
     if (change.name !== undefined && this.taken(ownerKey(s), change.name, id)) throw new CortadoError('CONFLICT', NAME_TAKEN);
     for (const [k, v] of Object.entries(copy(change))) if (v !== undefined) (s as Record<string, unknown>)[k] = v;
     s.updated_at = now();
-    return copy(s);
+    return this.read(s);
   }
 
   async delete(id: string): Promise<boolean> {
@@ -174,6 +212,8 @@ export class MemoryExecutions implements ExecutionsRepository {
   private readonly byId = new Map<string, Execution>();
   /** creation order, for ties of execution_time */
   private readonly seq = new Map<string, number>();
+  /** when each was recorded (ms), for failStale */
+  private readonly created = new Map<string, number>();
   private next = 0;
 
   constructor(private readonly exists: (scheduleId: string) => boolean) {}
@@ -197,6 +237,7 @@ export class MemoryExecutions implements ExecutionsRepository {
     };
     this.byId.set(e.id, e);
     this.seq.set(e.id, ++this.next);
+    this.created.set(e.id, Date.now());
     return copy(e);
   }
 
@@ -216,8 +257,19 @@ export class MemoryExecutions implements ExecutionsRepository {
   async markDone(id: string, outcome: ExecutionOutcome): Promise<Execution | undefined> {
     const e = this.byId.get(id);
     if (!e) return undefined;
-    const { finished_at, attachment, ...rest } = copy(outcome);
+    const { finished_at, attachment, drift, ...rest } = copy(outcome);
     Object.assign(e, rest, { status: 'done', finished_at: finished_at === undefined ? now() : isoTime(finished_at, 'finished_at') });
+    if (attachment !== undefined) e.attachment = attachment;
+    if (drift === true) e.drift = true;
+    else delete e.drift;
+    return copy(e);
+  }
+
+  async markMailing(id: string, outcome: MailingOutcome): Promise<Execution | undefined> {
+    const e = this.byId.get(id);
+    if (!e || e.status !== 'running') return undefined;
+    const { attachment, ...rest } = copy(outcome);
+    Object.assign(e, rest, { email_sent: false, email_error: null });
     if (attachment !== undefined) e.attachment = attachment;
     return copy(e);
   }
@@ -244,8 +296,7 @@ export class MemoryExecutions implements ExecutionsRepository {
     let n = 0;
     for (const e of [...this.byId.values()]) {
       if (e.schedule_id === scheduleId) {
-        this.byId.delete(e.id);
-        this.seq.delete(e.id);
+        this.forget(e.id);
         n++;
       }
     }
@@ -261,12 +312,27 @@ export class MemoryExecutions implements ExecutionsRepository {
       const rank = (kept.get(e.schedule_id) ?? 0) + 1;
       kept.set(e.schedule_id, rank);
       if (e.execution_time < cutoff || rank > maxPerSchedule) {
-        this.byId.delete(e.id);
-        this.seq.delete(e.id);
+        this.forget(e.id);
         n++;
       }
     }
     return n;
+  }
+
+  async failStale(before: Date, message: string, at: Date = new Date()): Promise<number> {
+    let n = 0;
+    for (const e of this.byId.values()) {
+      if (e.status !== 'queued' || (this.created.get(e.id) ?? 0) >= before.getTime()) continue;
+      Object.assign(e, { status: 'done', success: false, error_message: message, finished_at: at.toISOString() });
+      n++;
+    }
+    return n;
+  }
+
+  private forget(id: string): void {
+    this.byId.delete(id);
+    this.seq.delete(id);
+    this.created.delete(id);
   }
 }
 
@@ -278,7 +344,7 @@ interface ScheduleRow {
   question: string;
   tables: string[];
   cron: string;
-  timezone: string;
+  timezone: string | null;
   email_recipients: string[];
   format: Schedule['format'];
   subject: string;
@@ -296,9 +362,10 @@ interface ScheduleRow {
 
 const SCHEDULE_COLUMNS = 'id, name, question, tables, cron, timezone, email_recipients, format, subject, sql, explanation, enabled, missed, owner_user, scope, owner, fired_through, created_at, updated_at';
 
-function scheduleFromRow(r: ScheduleRow): ScheduleRecord {
+function scheduleFromRow(r: ScheduleRow, defaultZone: () => string): ScheduleRecord {
   const s: ScheduleRecord = {
-    id: r.id, name: r.name, question: r.question, tables: r.tables, cron: r.cron, timezone: r.timezone, email_recipients: r.email_recipients,
+    id: r.id, name: r.name, question: r.question, tables: r.tables, cron: r.cron, timezone: r.timezone ?? defaultZone(), own_timezone: r.timezone,
+    email_recipients: r.email_recipients,
     format: r.format, subject: r.subject, sql: r.sql, explanation: r.explanation, enabled: r.enabled, missed: r.missed, owner_user: r.owner_user,
     created_at: iso(r.created_at), updated_at: iso(r.updated_at),
   };
@@ -324,10 +391,11 @@ interface ExecutionRow {
   rows_returned: number | null;
   duration_ms: number | null;
   attachment: Execution['attachment'] | null;
+  drift: boolean;
 }
 
 const EXECUTION_COLUMNS = `id, schedule_id, schedule_name, execution_time, trigger, status, started_at, finished_at, success, email_sent,
-  email_error, error_message, rows_returned, duration_ms, attachment`;
+  email_error, error_message, rows_returned, duration_ms, attachment, drift`;
 
 function executionFromRow(r: ExecutionRow): Execution {
   const e: Execution = {
@@ -338,6 +406,7 @@ function executionFromRow(r: ExecutionRow): Execution {
   if (r.started_at !== null) e.started_at = iso(r.started_at);
   if (r.finished_at !== null) e.finished_at = iso(r.finished_at);
   if (r.attachment !== null) e.attachment = r.attachment;
+  if (r.drift) e.drift = true;
   return e;
 }
 
@@ -359,6 +428,7 @@ type Client = Pick<pg.PoolClient, 'query'>;
 
 export class PostgresSchedules implements SchedulesRepository {
   readonly executions: PostgresExecutions;
+  defaultZone: () => string = () => 'UTC';
 
   constructor(private readonly db: PgDatabase) {
     this.executions = new PostgresExecutions(db);
@@ -369,12 +439,12 @@ export class PostgresSchedules implements SchedulesRepository {
       `SELECT ${SCHEDULE_COLUMNS} FROM cortado_schedules
         WHERE ($1::text IS NULL OR COALESCE(owner, '~' || owner_user) = $1) AND (enabled OR NOT $2) ORDER BY seq`,
       [optText(filter.ownerKey), filter.enabledOnly === true]);
-    return r.rows.map(scheduleFromRow);
+    return r.rows.map((row) => scheduleFromRow(row, this.defaultZone));
   }
 
   async get(id: string): Promise<ScheduleRecord | undefined> {
     const r = await this.db.query<ScheduleRow>(`SELECT ${SCHEDULE_COLUMNS} FROM cortado_schedules WHERE id = $1`, [id]);
-    return r.rows[0] && scheduleFromRow(r.rows[0]);
+    return r.rows[0] && scheduleFromRow(r.rows[0], this.defaultZone);
   }
 
   async create(input: NewSchedule): Promise<ScheduleRecord> {
@@ -385,10 +455,10 @@ export class PostgresSchedules implements SchedulesRepository {
            (id, name, question, tables, cron, timezone, email_recipients, format, subject, sql, explanation, enabled, missed,
             owner_user, scope, owner, created_at, updated_at)
          VALUES ($1, $2, $3, $4::jsonb, $5, $6, $7::jsonb, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $17) RETURNING ${SCHEDULE_COLUMNS}`,
-        [input.id ?? randomUUID(), clean(input.name), clean(input.question), json(input.tables), clean(input.cron), clean(input.timezone),
+        [input.id ?? randomUUID(), clean(input.name), clean(input.question), json(input.tables), clean(input.cron), input.own_timezone == null ? null : clean(input.own_timezone),
           json(input.email_recipients), input.format, clean(input.subject), clean(input.sql), clean(input.explanation), input.enabled, input.missed,
           clean(input.owner_user), optText(input.scope), optText(input.owner), at]));
-      return scheduleFromRow(r.rows[0] as ScheduleRow);
+      return scheduleFromRow(r.rows[0] as ScheduleRow, this.defaultZone);
     } catch (err) {
       throw nameTaken(err);
     }
@@ -399,14 +469,14 @@ export class PostgresSchedules implements SchedulesRepository {
       const r = await this.db.query<ScheduleRow>(
         `UPDATE cortado_schedules SET
            name = COALESCE($2, name), question = COALESCE($3, question), tables = COALESCE($4::jsonb, tables), cron = COALESCE($5, cron),
-           timezone = COALESCE($6, timezone), email_recipients = COALESCE($7::jsonb, email_recipients), format = COALESCE($8, format),
+           timezone = CASE WHEN $15 THEN $6 ELSE timezone END, email_recipients = COALESCE($7::jsonb, email_recipients), format = COALESCE($8, format),
            subject = COALESCE($9, subject), sql = COALESCE($10, sql), explanation = COALESCE($11, explanation),
            enabled = COALESCE($12, enabled), missed = COALESCE($13, missed), updated_at = $14
          WHERE id = $1 RETURNING ${SCHEDULE_COLUMNS}`,
         [id, optText(change.name), optText(change.question), change.tables === undefined ? null : json(change.tables), optText(change.cron),
-          optText(change.timezone), change.email_recipients === undefined ? null : json(change.email_recipients), change.format ?? null,
-          optText(change.subject), optText(change.sql), optText(change.explanation), change.enabled ?? null, change.missed ?? null, now()]);
-      return r.rows[0] && scheduleFromRow(r.rows[0]);
+          change.own_timezone == null ? null : clean(change.own_timezone), change.email_recipients === undefined ? null : json(change.email_recipients), change.format ?? null,
+          optText(change.subject), optText(change.sql), optText(change.explanation), change.enabled ?? null, change.missed ?? null, now(), change.own_timezone !== undefined]);
+      return r.rows[0] && scheduleFromRow(r.rows[0], this.defaultZone);
     } catch (err) {
       throw nameTaken(err);
     }
@@ -458,11 +528,21 @@ export class PostgresExecutions implements ExecutionsRepository {
   async markDone(id: string, o: ExecutionOutcome): Promise<Execution | undefined> {
     const r = await this.db.query<ExecutionRow>(
       `UPDATE cortado_schedule_executions SET status = 'done', finished_at = $2, success = $3, email_sent = $4, email_error = $5,
-         error_message = $6, rows_returned = $7, duration_ms = $8, attachment = COALESCE($9::jsonb, attachment)
+         error_message = $6, rows_returned = $7, duration_ms = $8, attachment = COALESCE($9::jsonb, attachment), drift = $10
        WHERE id = $1 RETURNING ${EXECUTION_COLUMNS}`,
       [id, o.finished_at === undefined ? now() : isoTime(o.finished_at, 'finished_at'), o.success, o.email_sent,
         o.email_error === null ? null : clean(o.email_error), o.error_message === null ? null : clean(o.error_message),
-        o.rows_returned, o.duration_ms, o.attachment === undefined ? null : json(o.attachment)]);
+        o.rows_returned, o.duration_ms, o.attachment === undefined ? null : json(o.attachment), o.drift === true]);
+    return r.rows[0] && executionFromRow(r.rows[0]);
+  }
+
+  async markMailing(id: string, o: MailingOutcome): Promise<Execution | undefined> {
+    const r = await this.db.query<ExecutionRow>(
+      `UPDATE cortado_schedule_executions SET success = $2, email_sent = false, email_error = NULL, error_message = $3, rows_returned = $4,
+         duration_ms = $5, attachment = COALESCE($6::jsonb, attachment)
+       WHERE id = $1 AND status = 'running' RETURNING ${EXECUTION_COLUMNS}`,
+      [id, o.success, o.error_message === null ? null : clean(o.error_message), o.rows_returned, o.duration_ms,
+        o.attachment === undefined ? null : json(o.attachment)]);
     return r.rows[0] && executionFromRow(r.rows[0]);
   }
 
@@ -498,6 +578,13 @@ export class PostgresExecutions implements ExecutionsRepository {
            SELECT id, execution_time, row_number() OVER (PARTITION BY schedule_id ORDER BY execution_time DESC, seq DESC) AS rank
              FROM cortado_schedule_executions WHERE status = 'done') ranked
           WHERE execution_time < $1 OR rank > $2)`, [cutoff, maxPerSchedule]);
+    return r.rowCount ?? 0;
+  }
+
+  async failStale(before: Date, message: string, at: Date = new Date()): Promise<number> {
+    const r = await this.db.query(
+      `UPDATE cortado_schedule_executions SET status = 'done', success = false, error_message = $2, finished_at = $3
+        WHERE status = 'queued' AND created_at < $1`, [before.toISOString(), clean(message), at.toISOString()]);
     return r.rowCount ?? 0;
   }
 }

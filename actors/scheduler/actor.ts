@@ -6,6 +6,7 @@
  *
  * - scheduler.enabled false (the default): nothing fires on its cron; the API (create, edit,
  *   history, the cron helper) and Run Now still work (a run asked for by a person is run).
+ * - retention (retention.ts) runs in every scheduler process, firing on or off.
  * - config_db on: schedules and executions in PostgreSQL, shared by every scheduler process; one
  *   leader (JetStream KV lease) fires, any process runs (JetStream work queue).
  * - config_db off: schedules live in this process's memory (lost on restart), so this process
@@ -21,6 +22,7 @@ import { openStorage } from '../../store/index.js';
 import type { ActorDeps, RunningActor } from '../runtime/actor.js';
 import { Leader, openLease, type LeaseValue } from './leader.js';
 import { jetstreamQueue, localQueue, type JobQueue } from './queue.js';
+import { Retention } from './retention.js';
 import { runJob, runNow, type RunDeps } from './run.js';
 import * as sch from './schedules.js';
 
@@ -36,8 +38,11 @@ export async function startScheduler(deps: ActorDeps, opts: SchedulerOptions = {
   const { config, log, bus } = deps;
   const store = await openStorage(config, log);
   const now = opts.now ?? Date.now;
+  // a schedule without a zone of its own follows scheduler.timezone as it is at each read (a runtime change applies)
+  store.schedules.defaultZone = () => config.scheduler.timezone;
   let queue: JobQueue | undefined;
   let leader: Leader | undefined;
+  const retention = new Retention({ config, log, executions: store.executions, now });
   try {
     const max = config.scheduler.max_concurrent_jobs;
     let lease: Kv<LeaseValue> | undefined;
@@ -69,6 +74,7 @@ export async function startScheduler(deps: ActorDeps, opts: SchedulerOptions = {
     const rd: RunDeps = { bus, config, log, schedules: store.schedules, executions: store.executions, now };
     bus.serve(ScheduleRunNow, (input, ctx) => runNow(input, { ...rd, queue: q }, ctx));
     await q.work((job, deliveries) => runJob(job, deliveries, rd));
+    retention.start();
 
     if (config.scheduler.enabled) {
       leader = new Leader({ bus, config, log, schedules: store.schedules, executions: store.executions, queue: q, now, ...(lease ? { lease } : {}) });
@@ -79,6 +85,7 @@ export async function startScheduler(deps: ActorDeps, opts: SchedulerOptions = {
     log.info({ store: store.kind, queue: q.kind, enabled: config.scheduler.enabled, max_concurrent_jobs: max }, 'scheduler ready');
   } catch (err) {
     await leader?.stop().catch(() => undefined);
+    await retention.stop().catch(() => undefined);
     await queue?.stop(0).catch(() => undefined);
     await store.close().catch(() => undefined);
     throw err;
@@ -89,6 +96,7 @@ export async function startScheduler(deps: ActorDeps, opts: SchedulerOptions = {
     name: Actor.Scheduler,
     stop: async () => {
       await l?.stop();
+      await retention.stop();
       await q.stop(STOP_WAIT_MS);
       await store.close();
     },

@@ -20,8 +20,7 @@
  * between the steps leaves the tick to the next one, which finds the record and queues it again
  * if it is still waiting (the queue drops the duplicate).
  *
- * Retention runs here too, every RETENTION_MS: executions older than keep_history_days and
- * beyond max_executions_per_schedule per schedule are deleted.
+ * Retention is not the leader's: every scheduler process prunes (retention.ts), firing on or off.
  */
 import { randomUUID } from 'node:crypto';
 import type { Bus, Ctx } from '../../protocol/bus.js';
@@ -38,8 +37,6 @@ import type { JobQueue } from './queue.js';
 const TICK_MS = 1_000;
 /** a tick older than this when found was missed (every scheduler was down) */
 export const MISSED_AFTER_MS = 60_000;
-/** how often old executions are pruned */
-const RETENTION_MS = 10 * 60_000;
 
 export { LEASE_TTL_MS, type LeaseValue } from '../lib/lease.js';
 
@@ -66,7 +63,6 @@ export class Leader {
   private readonly lease: LeaderLease;
   private timer: NodeJS.Timeout | undefined;
   private pass: Promise<void> | undefined;
-  private lastPrune = 0;
   private stopped = false;
   private readonly badCron = new Set<string>();
 
@@ -101,7 +97,7 @@ export class Leader {
     await this.lease.release();
   }
 
-  /** One pass: fire what is due, prune now and then. */
+  /** One pass: fire what is due. */
   async fire(): Promise<void> {
     const { schedules, log } = this.deps;
     const now = new Date(this.deps.now());
@@ -111,12 +107,6 @@ export class Leader {
       await this.fireOne(s, now).catch((err: unknown) => {
         log.warn({ err: (err as Error).message, schedule: s.id }, 'cannot fire a schedule: trying again at the next pass');
       });
-    }
-    if (now.getTime() - this.lastPrune >= RETENTION_MS) {
-      this.lastPrune = now.getTime();
-      const sc = this.deps.config.scheduler;
-      const n = await this.deps.executions.prune(sc.keep_history_days, sc.max_executions_per_schedule, now);
-      if (n > 0) log.info({ deleted: n }, 'old schedule executions pruned (keep_history_days, max_executions_per_schedule)');
     }
   }
 

@@ -9,8 +9,12 @@
  *
  * Checks, each answered with the field it is about:
  * - name: not blank; unique per owner (CONFLICT).
- * - cron: five fields (cron.ts); timezone: an IANA zone (default scheduler.timezone, stored
- *   with the schedule).
+ * - cron: five fields (cron.ts); timezone: an IANA zone, the schedule's own. Without one (absent
+ *   on create, or null) the schedule has none and follows scheduler.timezone as it is at each
+ *   read and run (the repository's defaultZone): a change of the setting moves its runs. The
+ *   record says both: `own_timezone` (or null) and `timezone`, the zone in effect. On update a
+ *   `timezone` equal to the zone in effect of a schedule without its own counts as not sent (a
+ *   record read and sent back keeps following the setting).
  * - email_recipients: each an e-mail address (one message naming every bad one), repeats
  *   dropped; more than email.max_recipients_per_email is LIMIT_EXCEEDED (a configured limit,
  *   422), not VALIDATION_FAILED.
@@ -146,8 +150,8 @@ function notBlank(field: string, value: string): string {
 }
 
 /** The zone a schedule reads its cron in: its own, else scheduler.timezone (which must be one). */
-function zoneFor(given: string | undefined, deps: SchedulesDeps): string {
-  if (given !== undefined) return given;
+function zoneFor(own: string | null | undefined, deps: SchedulesDeps): string {
+  if (own != null) return own;
   const zone = deps.config.scheduler.timezone;
   if (!validZone(zone)) throw new CortadoError('CONFIG_INVALID', 'scheduler.timezone is not an IANA time zone; send a timezone with the schedule or fix the setting');
   return zone;
@@ -207,7 +211,8 @@ export async function create(input: S.ScheduleCreateRequest, deps: SchedulesDeps
   const runCtx = scheduleCtx({ ...(asker.scope ? { scope: asker.scope } : {}) }, ctx);
   const pinned = input.sql !== undefined ? await own(input.sql, deps, runCtx) : await generate(question, tables, deps, runCtx);
   const record = await deps.store.schedules.create({
-    name, question, tables, cron: input.cron.trim().replace(/\s+/g, ' '), timezone: canonicalZone(zone), email_recipients: recipients,
+    name, question, tables, cron: input.cron.trim().replace(/\s+/g, ' '), own_timezone: input.timezone != null ? canonicalZone(input.timezone) : null,
+    email_recipients: recipients,
     format: input.format, subject: input.subject ?? '', sql: pinned.sql, explanation: pinned.explanation,
     enabled: input.enabled ?? true, missed: input.missed ?? 'once', ...key, ...(asker.scope ? { scope: asker.scope } : {}),
   });
@@ -241,11 +246,13 @@ export async function update(input: S.ScheduleUpdateRequest, deps: SchedulesDeps
   if (patch.name !== undefined) change.name = notBlank('name', patch.name).trim();
   if (patch.question !== undefined) change.question = notBlank('question', patch.question);
   if (patch.tables !== undefined) change.tables = patch.tables;
-  const zone = patch.timezone ?? current.timezone;
-  if (patch.cron !== undefined || patch.timezone !== undefined) {
-    parseCron(patch.cron ?? current.cron, zone);
+  // null drops the own zone; the zone in effect sent back for a schedule without its own is no change
+  const given = patch.timezone === undefined || (current.own_timezone === null && patch.timezone !== null && canonicalZone(patch.timezone) === current.timezone)
+    ? undefined : patch.timezone;
+  if (patch.cron !== undefined || given !== undefined) {
+    parseCron(patch.cron ?? current.cron, given === undefined ? current.timezone : zoneFor(given, deps));
     if (patch.cron !== undefined) change.cron = patch.cron.trim().replace(/\s+/g, ' ');
-    if (patch.timezone !== undefined) change.timezone = canonicalZone(patch.timezone);
+    if (given !== undefined) change.own_timezone = given === null ? null : canonicalZone(given);
   }
   if (patch.email_recipients !== undefined) change.email_recipients = checkRecipients(patch.email_recipients, deps.config.email.max_recipients_per_email);
   if (patch.format !== undefined) {

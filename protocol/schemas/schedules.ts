@@ -10,7 +10,7 @@
  * | question           | 1–4000 characters of text (as a question)                    |
  * | tables             | at most 200 names (as a question's)                          |
  * | cron               | five fields, 1–200 characters                                |
- * | timezone           | an IANA zone name, 1–64 characters                           |
+ * | timezone           | an IANA zone name, 1–64 characters (null: none of its own)   |
  * | email_recipients   | 1..email.max_recipients_per_email addresses of ≤ 320 chars  |
  * | subject            | at most 998 characters, a name; template variables allowed   |
  * | sql                | 1–100,000 characters of text                                  |
@@ -33,8 +33,10 @@ export const Schedule = Type.Object({
   question: Type.String(),
   tables: Type.Array(Type.String()),
   cron: Type.String(),
-  /** the zone the cron reads in: the schedule's own, else scheduler.timezone */
+  /** the zone in effect, the cron is read in: the schedule's own, else scheduler.timezone as it is now */
   timezone: Type.String(),
+  /** the schedule's own zone; null: none, it follows scheduler.timezone (a change of the setting applies to it) */
+  own_timezone: Type.Union([Type.String(), Type.Null()]),
   email_recipients: Type.Array(Type.String()),
   format: ExportFormat,
   /** the e-mail subject (template variables allowed); '' uses email.templates */
@@ -74,6 +76,8 @@ export const Execution = Type.Object({
   email_sent: Type.Boolean(),
   email_error: Type.Union([Type.String(), Type.Null()]),
   error_message: Type.Union([Type.String(), Type.Null()]),
+  /** true: the run failed because the database changed under the pinned SQL (a table or column gone); regenerating may help */
+  drift: Type.Optional(Type.Boolean()),
   rows_returned: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()]),
   duration_ms: Type.Union([Type.Number({ minimum: 0 }), Type.Null()]),
   attachment: Type.Optional(Type.Object({ filename: Type.String(), bytes: Type.Integer({ minimum: 0 }), sent: Type.Boolean() })),
@@ -85,7 +89,8 @@ export const ScheduleInput = Type.Object({
   question: Question,
   tables: Type.Optional(Tables),
   cron: NameString({ minLength: 1, maxLength: 200 }),
-  timezone: Type.Optional(NameString({ minLength: 1, maxLength: 64 })),
+  /** the schedule's own zone; absent on create, or null: none, it follows scheduler.timezone */
+  timezone: Type.Optional(Type.Union([NameString({ minLength: 1, maxLength: 64 }), Type.Null()])),
   email_recipients: Recipients,
   format: ExportFormat,
   subject: Type.Optional(NameString({ maxLength: 998 })),

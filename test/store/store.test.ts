@@ -398,13 +398,24 @@ function storeSuite(name: string, make: Factory): void {
     t.test('schedules: unique names per owner, executions once per tick, newest first, retention, delete cascades', async (t) => {
       const s = await fresh();
       const base = {
-        question: 'orders per day', tables: ['orders'], cron: '0 9 * * 1-5', timezone: 'Europe/Berlin', email_recipients: ['a@example.com'],
+        question: 'orders per day', tables: ['orders'], cron: '0 9 * * 1-5', own_timezone: 'Europe/Berlin', email_recipients: ['a@example.com'],
         format: 'csv' as const, subject: '', sql: 'SELECT 1', explanation: 'one', enabled: true, missed: 'once' as const,
       };
       const daily = await s.schedules.create({ ...base, name: 'Daily', owner_user: 'alice', owner: 't:alice-token', scope: 't:alice-token' });
       t.match(daily, { name: 'Daily', owner: 't:alice-token', scope: 't:alice-token', tables: ['orders'], email_recipients: ['a@example.com'], enabled: true });
       t.ok(daily.id && daily.created_at === daily.updated_at, 'an id and times assigned');
       t.equal(daily.fired_through, undefined, 'nothing fired yet');
+      t.match(daily, { own_timezone: 'Europe/Berlin', timezone: 'Europe/Berlin' }, 'its own zone is the zone in effect');
+      // no zone of its own: the zone in effect is the repository's default at each read
+      const floating = await s.schedules.create({ ...base, own_timezone: null, name: 'Floating', owner_user: 'carol', owner: 'a:carol' });
+      t.match(floating, { own_timezone: null, timezone: 'UTC' }, 'UTC until the default is set');
+      s.schedules.defaultZone = () => 'America/New_York';
+      t.match(await s.schedules.get(floating.id), { own_timezone: null, timezone: 'America/New_York' }, 'the default as it is now');
+      t.match(await s.schedules.get(daily.id), { timezone: 'Europe/Berlin' }, 'an own zone is kept');
+      t.match(await s.schedules.update(floating.id, { own_timezone: 'Asia/Tokyo' }), { own_timezone: 'Asia/Tokyo', timezone: 'Asia/Tokyo' });
+      t.match(await s.schedules.update(floating.id, { own_timezone: null }), { own_timezone: null, timezone: 'America/New_York' }, 'null drops it');
+      t.match(await s.schedules.update(floating.id, { cron: '0 8 * * *' }), { own_timezone: null }, 'another change leaves it');
+      t.equal(await s.schedules.delete(floating.id), true);
       const err = await rejects(s.schedules.create({ ...base, name: 'Daily', owner_user: 'alice', owner: 't:alice-token' }));
       t.equal(err.code, 'CONFLICT', 'one name per owner');
       t.match(err.message, /name/);
@@ -468,6 +479,9 @@ function storeSuite(name: string, make: Factory): void {
       for (const id of [manual1!.id, manual2!.id]) {
         await s.executions.markDone(id, { success: false, email_sent: false, email_error: 'auth failed', error_message: 'boom', rows_returned: null, duration_ms: 5 });
       }
+      await s.executions.markDone(manual2!.id, { success: false, email_sent: false, email_error: null, error_message: 'the table is gone', rows_returned: null, duration_ms: 5, drift: true });
+      t.equal((await s.executions.get(manual2!.id))?.drift, true, 'a drift is recorded');
+      t.notOk('drift' in (await s.executions.get(manual1!.id) as object), 'and absent otherwise');
       const old = await s.executions.enqueue({ schedule_id: bobs.id, schedule_name: 'Daily', execution_time: '2025-01-01T00:00:00Z', trigger: 'cron' });
       await s.executions.markDone(old!.id, { success: true, email_sent: false, email_error: null, error_message: null, rows_returned: 0, duration_ms: 1 });
       const oldQueued = await s.executions.enqueue({ schedule_id: bobs.id, schedule_name: 'Daily', execution_time: '2025-01-02T00:00:00Z', trigger: 'cron' });
@@ -475,6 +489,11 @@ function storeSuite(name: string, make: Factory): void {
       t.equal(pruned, 2, 'the old finished run, and the third finished run of a schedule kept to two');
       t.same((await s.executions.list(daily.id)).map((e) => e.id), [later!.id, manual2!.id, manual1!.id], 'queued runs are kept whatever their rank');
       t.same((await s.executions.list(bobs.id)).map((e) => e.id), [oldQueued!.id], 'an old run still queued is kept');
+      // a run still queued long after it was recorded: failed with the message (prune then counts it as finished)
+      t.equal(await s.executions.failStale(new Date(Date.now() - 60_000), 'never ran'), 0, 'runs recorded a moment ago are not stale');
+      t.equal(await s.executions.failStale(new Date(Date.now() + 1_000), 'never ran', new Date('2026-01-07T00:00:00Z')), 2, 'the two queued runs are');
+      t.match(await s.executions.get(oldQueued!.id), { status: 'done', success: false, error_message: 'never ran', finished_at: '2026-01-07T00:00:00.000Z' });
+      t.equal((await s.executions.get(later!.id))?.status, 'done');
 
       // delete: the history goes with it
       t.equal(await s.schedules.delete(daily.id), true);
