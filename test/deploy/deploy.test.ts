@@ -1,20 +1,23 @@
 /**
  * The deployment files (deploy/; docs/deployment.md), checked without docker or a cluster:
- * every YAML parses; compose starts NATS with JetStream, PostgreSQL, two edges behind one port
- * and two actor processes, with the shapes the compose spec requires; every Kubernetes object
- * is whole (apiVersion, kind, metadata), selectors match, probes ask /health (edges) on a port
- * the container declares, secrets and the config map are the ones defined, and the config map's
- * config.yaml is a configuration Cortado accepts; nats.conf is a valid three-node JetStream
- * cluster to nats-server itself.
+ * every YAML parses; both compose files fit the compose-spec JSON schema (dclint) and a broken
+ * copy does not; compose starts NATS with JetStream, PostgreSQL, two edges behind one port and
+ * two actor processes, naming only services and volumes it defines; every Kubernetes object
+ * fits the API's OpenAPI schema for its kind (kubernetes-models) and a broken copy does not;
+ * selectors match, probes ask /health (edges) on a port the container declares, secrets and
+ * the config map are the ones defined, and the config map's config.yaml is a configuration
+ * Cortado accepts; nats.conf is a valid three-node JetStream cluster to nats-server itself.
  */
 import { spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import YAML from 'yaml';
 import { ROOT, parseConfig } from '../../config/load.js';
 
 const DEPLOY = path.join(ROOT, 'deploy');
+const DCLINT = path.join(ROOT, 'node_modules', 'dclint', 'bin', 'dclint.cjs');
 type Obj = Record<string, any>;
 
 function yamlDocs(file: string): Obj[] {
@@ -36,46 +39,82 @@ t.test('every YAML file of deploy/ parses, and the root compose.yaml still does'
   for (const f of [...files, path.join(ROOT, 'compose.yaml')]) t.doesNotThrow(() => yamlDocs(f), path.relative(ROOT, f));
 });
 
-/** The compose spec's shapes, as far as these files use them: what `docker compose config` would refuse. */
-function composeProblems(c: Obj): string[] {
+/**
+ * Compose's own schema (the compose-spec JSON schema `docker compose config` validates with),
+ * through dclint: its exit code and messages for each file, with the style rules
+ * deploy/dclint.json turns off. One run for many files (each start costs about a second).
+ */
+function dclint(files: string[]): { errors: string[]; warnings: string[] }[] {
+  const r = spawnSync(process.execPath, [DCLINT, ...files, '-c', path.join(DEPLOY, 'dclint.json'), '-f', 'json'], { encoding: 'utf8' });
+  const reports = JSON.parse(r.stdout) as { filePath: string; messages: { type: string; rule: string; message: string }[] }[];
+  const out = files.map((f) => {
+    const report = reports.find((x) => path.resolve(x.filePath) === path.resolve(f));
+    if (!report) throw new Error(`dclint said nothing of ${f}: ${r.stderr}`);
+    const of = (type: string): string[] => report.messages.filter((m) => m.type === type).map((m) => `${m.rule}: ${m.message}`);
+    return { errors: of('error'), warnings: of('warning') };
+  });
+  const errors = out.reduce((n, x) => n + x.errors.length, 0);
+  if ((r.status === 0) !== (errors === 0)) throw new Error(`dclint exited ${r.status} with ${errors} errors: ${r.stderr}`);
+  return out;
+}
+
+/** What the schema cannot see and `docker compose config` refuses: references to services and volumes that are not there. */
+function composeReferences(c: Obj): string[] {
   const out: string[] = [];
-  const TOP = new Set(['name', 'services', 'volumes', 'networks', 'configs', 'secrets', 'include', 'version']);
-  for (const k of Object.keys(c)) if (!TOP.has(k) && !k.startsWith('x-')) out.push(`top-level key ${k}`);
-  if (typeof c.name === 'string' && !/^[a-z0-9][a-z0-9_-]*$/.test(c.name)) out.push(`project name ${c.name}`);
-  const services = c.services as Obj | undefined;
-  if (!services || typeof services !== 'object') return [...out, 'services is required'];
-  const SERVICE = new Set(['image', 'build', 'command', 'entrypoint', 'environment', 'env_file', 'ports', 'expose', 'volumes', 'depends_on', 'healthcheck', 'restart', 'stop_grace_period', 'networks', 'labels', 'deploy', 'user', 'working_dir']);
+  const services = c.services as Obj;
   const volumes = new Set(Object.keys(c.volumes ?? {}));
   for (const [name, s] of Object.entries<Obj>(services)) {
-    if (!/^[a-zA-Z0-9._-]+$/.test(name)) out.push(`service name ${name}`);
-    for (const k of Object.keys(s)) if (!SERVICE.has(k) && !k.startsWith('x-')) out.push(`${name}: unknown key ${k}`);
-    if (!s.image && !s.build) out.push(`${name}: image or build is required`);
-    if (s.command !== undefined && !Array.isArray(s.command) && typeof s.command !== 'string') out.push(`${name}: command is a string or a list`);
-    for (const p of s.ports ?? []) if (typeof p !== 'string' || !/^(\d+:)?\d+$/.test(p)) out.push(`${name}: port ${String(p)}`);
-    for (const e of s.expose ?? []) if (!/^\d+$/.test(String(e))) out.push(`${name}: expose ${String(e)}`);
-    if (s.environment && (Array.isArray(s.environment) || Object.values(s.environment).some((v) => v !== null && typeof v === 'object'))) out.push(`${name}: environment is a map of scalars`);
     const deps = Array.isArray(s.depends_on) ? s.depends_on : Object.keys(s.depends_on ?? {});
     for (const d of deps) if (!services[d]) out.push(`${name}: depends on unknown service ${d}`);
     for (const [d, cond] of Object.entries<Obj>(Array.isArray(s.depends_on) ? {} : s.depends_on ?? {})) {
-      if (!['service_started', 'service_healthy', 'service_completed_successfully'].includes(cond.condition)) out.push(`${name}: depends_on ${d} condition ${cond.condition}`);
-      if (cond.condition === 'service_healthy' && !services[d]?.healthcheck) out.push(`${name}: waits for ${d} to be healthy, which has no healthcheck`);
+      if (cond.condition === 'service_healthy' && services[d] && !services[d].healthcheck) out.push(`${name}: waits for ${d} to be healthy, which has no healthcheck`);
     }
     for (const v of s.volumes ?? []) {
       const source = String(v).split(':')[0]!;
       if (!source.startsWith('.') && !source.startsWith('/') && !volumes.has(source)) out.push(`${name}: volume ${source} is not declared`);
     }
-    if (s.healthcheck && !Array.isArray(s.healthcheck.test)) out.push(`${name}: healthcheck.test is a list`);
   }
   return out;
 }
 
+let copies = 0;
+/** A copy of a deploy/ file with one change, in `dir`, under a name of its own. */
+function brokenCopy(dir: string, rel: string, from: string | RegExp, to: string): string {
+  const text = readFileSync(path.join(DEPLOY, rel), 'utf8');
+  const broken = text.replace(from, to);
+  if (broken === text) throw new Error(`${rel}: ${String(from)} is not in the file`);
+  const file = path.join(dir, `${++copies}-${path.basename(rel)}`);
+  writeFileSync(file, broken);
+  return file;
+}
+
+t.test('compose: the compose spec\'s schema accepts both files, and refuses a broken copy', async (t) => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'cortado-deploy-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const [deploy, root, misspelt, condition, ports, unpinned] = dclint([
+    path.join(DEPLOY, 'compose.yaml'),
+    path.join(ROOT, 'compose.yaml'),
+    // a misspelt key in the shared anchor: every service that merges it is refused
+    brokenCopy(dir, 'compose.yaml', 'stop_grace_period: 40s', 'stop_grace_periods: 40s'),
+    brokenCopy(dir, 'compose.yaml', 'postgres: { condition: service_healthy }', 'postgres: { condition: service_up }'),
+    brokenCopy(dir, 'compose.yaml', 'ports: ["8000:8000"]', 'ports: "8000:8000"'),
+    brokenCopy(dir, 'compose.yaml', 'image: nginx:1.27-alpine', 'image: nginx'),
+  ]);
+  t.same(deploy, { errors: [], warnings: [] }, 'deploy/compose.yaml');
+  t.same(root!.errors, [], 'the root compose.yaml');
+  t.match(misspelt!.errors, [/invalid-schema: .*\/services\/[\w-]+.*must NOT have additional properties/], 'an unknown service key');
+  t.match(condition!.errors, [/invalid-schema: .*depends_on/], 'a depends_on condition the spec does not have');
+  t.match(ports!.errors, [/invalid-schema: .*\/services\/proxy\/ports/], 'ports as a string, not a list');
+  t.match(unpinned!.errors, [/service-image-require-explicit-tag/], 'an image without a version tag');
+});
+
 t.test('compose: NATS with JetStream, PostgreSQL, two edges behind one port, two actor processes', async (t) => {
   const file = path.join(DEPLOY, 'compose.yaml');
   const [c] = yamlDocs(file);
-  t.same(composeProblems(c!), [], 'the compose spec\'s shapes');
-  t.same(composeProblems({ services: { a: { command: 1, depends_on: { b: { condition: 'up' } } } }, extra: 1 }), [
-    'top-level key extra', 'a: image or build is required', 'a: command is a string or a list', 'a: depends on unknown service b', 'a: depends_on b condition up',
-  ], 'the shape check finds what it looks for');
+  t.same(composeReferences(c!), [], 'every service and volume it names is defined');
+  t.same(composeReferences({ services: { a: { depends_on: { b: { condition: 'service_healthy' }, c: { condition: 'service_healthy' } }, volumes: ['data:/d'] }, c: {} } }), [
+    'a: depends on unknown service b', 'a: waits for c to be healthy, which has no healthcheck', 'a: volume data is not declared',
+  ], 'the reference check finds what it looks for');
   const s = c!.services as Obj;
   t.match(s.nats.image, /^nats:/);
   t.ok(s.nats.command.includes('-js'), 'JetStream on');
@@ -105,6 +144,37 @@ t.test('compose: NATS with JetStream, PostgreSQL, two edges behind one port, two
   t.match(nginx, new RegExp(`proxy_pass\\s+http://${upstream![1]}`));
   t.match(nginx, /listen\s+8000/);
   t.match(nginx, /proxy_next_upstream[^;]*http_503/, 'a draining edge\'s 503 goes to the other');
+});
+
+/**
+ * An object checked against the Kubernetes API's OpenAPI schema for its apiVersion and kind
+ * (kubernetes-models: the schemas of the API server's own OpenAPI document, compiled): types,
+ * required fields, enums and formats. An unknown kind is a problem too.
+ */
+async function k8sProblems(o: Obj): Promise<string[]> {
+  const [group, version] = String(o.apiVersion).includes('/') ? String(o.apiVersion).split('/') : ['', String(o.apiVersion)];
+  const kind = String(o.kind);
+  const mod = await import(`kubernetes-models/${group ? `${group}/` : ''}${version}/${kind}`).catch(() => null);
+  if (typeof mod?.[kind] !== 'function') return [`${o.apiVersion} ${kind}: not a kind of the Kubernetes API`];
+  try {
+    new mod[kind](o).validate();
+    return [];
+  } catch (e) {
+    return [`${kind} ${o.metadata?.name}: ${(e as Error).message}`];
+  }
+}
+
+t.test('Kubernetes: every object fits the API\'s schema, and a broken copy does not', async (t) => {
+  const files = yamlFiles(path.join(DEPLOY, 'k8s'));
+  for (const f of files) {
+    for (const o of yamlDocs(f)) t.same(await k8sProblems(o), [], `${path.basename(f)}: ${o.kind} ${o.metadata?.name}`);
+  }
+  const dir = mkdtempSync(path.join(tmpdir(), 'cortado-deploy-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const problems = async (file: string): Promise<string[]> => (await Promise.all(yamlDocs(file).map(k8sProblems))).flat();
+  t.match(await problems(brokenCopy(dir, 'k8s/edge.yaml', /replicas: 2\b/, 'replicas: two')), [/Deployment cortado-edge: .*\/spec\/replicas must be integer/], 'replicas not a number');
+  t.match(await problems(brokenCopy(dir, 'k8s/edge.yaml', /\n(\s+)selector:\n\s+matchLabels: \{[^}]*\}/, '')), [/Deployment cortado-edge: .*must have required property '?selector/], 'a Deployment without its selector');
+  t.match(await problems(brokenCopy(dir, 'k8s/actors.yaml', 'kind: PodDisruptionBudget', 'kind: PodDisruptionBudgets')), [/policy\/v1 PodDisruptionBudgets: not a kind/], 'a kind the API does not have');
 });
 
 t.test('Kubernetes: whole objects, matching selectors, probes on /health, secrets and config that exist', async (t) => {
