@@ -78,7 +78,7 @@ export interface NewExecution {
   trigger: Execution['trigger'];
 }
 
-/** How a run ended (mark done). */
+/** How a run ended (mark done). `drift: true`, once recorded, is kept by a later markDone without it. */
 export type ExecutionOutcome = Pick<Execution, 'success' | 'email_sent' | 'email_error' | 'error_message' | 'rows_returned' | 'duration_ms'>
   & Partial<Pick<Execution, 'attachment' | 'finished_at' | 'drift'>>;
 
@@ -261,7 +261,6 @@ export class MemoryExecutions implements ExecutionsRepository {
     Object.assign(e, rest, { status: 'done', finished_at: finished_at === undefined ? now() : isoTime(finished_at, 'finished_at') });
     if (attachment !== undefined) e.attachment = attachment;
     if (drift === true) e.drift = true;
-    else delete e.drift;
     return copy(e);
   }
 
@@ -528,7 +527,7 @@ export class PostgresExecutions implements ExecutionsRepository {
   async markDone(id: string, o: ExecutionOutcome): Promise<Execution | undefined> {
     const r = await this.db.query<ExecutionRow>(
       `UPDATE cortado_schedule_executions SET status = 'done', finished_at = $2, success = $3, email_sent = $4, email_error = $5,
-         error_message = $6, rows_returned = $7, duration_ms = $8, attachment = COALESCE($9::jsonb, attachment), drift = $10
+         error_message = $6, rows_returned = $7, duration_ms = $8, attachment = COALESCE($9::jsonb, attachment), drift = drift OR $10
        WHERE id = $1 RETURNING ${EXECUTION_COLUMNS}`,
       [id, o.finished_at === undefined ? now() : isoTime(o.finished_at, 'finished_at'), o.success, o.email_sent,
         o.email_error === null ? null : clean(o.email_error), o.error_message === null ? null : clean(o.error_message),

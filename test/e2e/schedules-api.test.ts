@@ -159,7 +159,7 @@ async function exercise(t: T, stack: Stack, storage: 'memory' | 'postgresql'): P
   t.equal(fake.requests.length, asked + 1, 'the model was asked once');
   t.match(fake.requests.at(-1)?.last ?? '', /How many orders are there per status\?/, 'about the question');
   t.match(mine, {
-    name: base.name, question: base.question, tables: ['orders'], cron: '0 9 * * 1-5', timezone: ZONE, format: 'csv', subject: 'Orders {{date}}',
+    name: base.name, question: base.question, tables: ['orders'], cron: '0 9 * * 1-5', timezone: ZONE, own_timezone: null, format: 'csv', subject: 'Orders {{date}}',
     sql: COUNT_SQL, explanation: 'Counts the orders by status.', enabled: true, missed: 'once', owner_user: 'alice', owner: `t:${alice.id}`,
   }, 'the schedule with its pinned SQL and explanation');
   t.same(mine.email_recipients, ['ops@example.com', 'Lead@Example.org'], 'recipients as given');
@@ -196,7 +196,7 @@ async function exercise(t: T, stack: Stack, storage: 'memory' | 'postgresql'): P
   refused(t, await api.post('', { ...base, name: 'Own', sql: 'SELECT 1; SELECT 2' }, alice), 422, 'SQL_REJECTED', /^sql: /, 'two statements');
   const own = await api.post('', { ...base, name: 'Own', sql: 'SELECT id, total FROM orders ORDER BY id', format: 'excel', missed: 'skip', enabled: false, timezone: 'utc' }, alice);
   t.equal(own.status, 201, own.text);
-  t.match(own.body, { sql: 'SELECT id, total FROM orders ORDER BY id', explanation: '', format: 'excel', missed: 'skip', enabled: false, timezone: 'UTC' }, 'own SQL used as sent; zone names canonical');
+  t.match(own.body, { sql: 'SELECT id, total FROM orders ORDER BY id', explanation: '', format: 'excel', missed: 'skip', enabled: false, timezone: 'UTC', own_timezone: 'UTC' }, 'own SQL used as sent; zone names canonical, and its own');
   t.same(own.body.next_runs, [], 'paused: no next runs');
   t.equal(fake.requests.length, before + 1, 'own SQL needs no model call (the one call was the refused Cleanup)');
   const names = (await api.get('', alice)).body.schedules.map((s: any) => s.name);
@@ -254,6 +254,7 @@ async function exercise(t: T, stack: Stack, storage: 'memory' | 'postgresql'): P
   const put = await api.send('PUT', `/${mine.id}`, { ...readBack, name: 'Orders (put)', cron: '0 8 * * *', format: 'excel' }, alice);
   t.equal(put.status, 200, put.text);
   t.match(put.body, { name: 'Orders (put)', cron: '0 8 * * *', format: 'excel', sql: 'SELECT status FROM orders', id: mine.id, created_at: mine.created_at }, 'a record read back, changed and PUT; its id and creation time are not editable');
+  t.match(put.body, { timezone: ZONE, own_timezone: null }, 'the zone in effect sent back is no zone of its own');
   fake.script({ text: sqlAnswer('SELECT status, total FROM orders', 'Lists the orders.') });
   const form = await api.send('PUT', `/${mine.id}`, { ...readBack, question: 'List the orders', name: 'Orders (put)', cron: '0 8 * * *', format: 'excel' }, alice);
   t.match(form.body, { question: 'List the orders', sql: 'SELECT status, total FROM orders', explanation: 'Lists the orders.' }, 'a form sending the saved SQL back with a new question: the SQL follows the question');
@@ -286,6 +287,22 @@ async function exercise(t: T, stack: Stack, storage: 'memory' | 'postgresql'): P
   }
   t.match(ran, { id: run.body.id, status: 'done', success: true, rows_returned: 3, error_message: null }, `the run is in History with its outcome (${JSON.stringify(ran)})`);
   t.same((await api.get(`/${mine.id}`, alice)).body.last_run, { at: ran.execution_time, success: true }, 'and is the last run');
+
+  // ---- no zone of its own: the schedule follows scheduler.timezone, changed at run time ----
+  const setZone = await call(`${url}/admin/config/scheduler.timezone`, { method: 'PUT', body: { value: 'America/New_York' }, headers: admin.h });
+  t.equal(setZone.status, 200, setZone.text);
+  const followed = (await api.get(`/${mine.id}`, alice)).body;
+  t.match(followed, { own_timezone: null, timezone: 'America/New_York' }, 'the zone in effect is the new setting');
+  t.ok(followed.next_runs.length === 5 && followed.next_runs.every((r: string) => /T08:00:00-0[45]:00$/.test(r)), `the next runs follow: 08:00 New York time (${followed.next_runs.join(', ')})`);
+  t.match((await api.get(`/${own.body.id}`, alice)).body, { own_timezone: 'UTC', timezone: 'UTC' }, 'a schedule with its own zone keeps it');
+  const dropped = await api.send('PATCH', `/${own.body.id}`, { timezone: null }, alice);
+  t.match(dropped.body, { own_timezone: null, timezone: 'America/New_York' }, 'timezone null: no zone of its own any more');
+  const pinned = await api.send('PATCH', `/${mine.id}`, { timezone: 'Asia/Tokyo' }, alice);
+  t.match(pinned.body, { own_timezone: 'Asia/Tokyo', timezone: 'Asia/Tokyo' }, 'a zone given on edit is its own');
+  t.ok(pinned.body.next_runs.every((r: string) => r.endsWith('T08:00:00+09:00')));
+  t.equal((await call(`${url}/admin/config/scheduler.timezone`, { method: 'DELETE', headers: admin.h })).status, 200, 'the setting back');
+  const back = await api.send('PATCH', `/${mine.id}`, { timezone: null }, alice);
+  t.match(back.body, { own_timezone: null, timezone: ZONE });
 
   // ---- delete ----
   const gone = await api.send('DELETE', `/${own.body.id}`, undefined, alice);
