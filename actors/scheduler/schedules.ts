@@ -6,6 +6,11 @@
  * Who may do what (the edge says who asks: `asker`): an admin sees and changes every schedule;
  * anyone else only the schedules whose owner string is theirs. Somebody else's schedule is
  * NOT_FOUND, as if it were not there. A caller without an owner string who is no admin has none.
+ * A plugins.auth session (owner `s:<session id>`) may not create one (FORBIDDEN, saying what to
+ * do): the schedule would be lost to its creator at the next sign-in and every run would fail
+ * once the session ended. An API token minted from the session (POST /auth/tokens) keeps the
+ * session's database login for as long as the token is asked to last: a schedule created with
+ * it is the token's and runs in the token's scope, never with more rights.
  *
  * Checks, each answered with the field it is about:
  * - name: not blank; unique per owner (CONFLICT).
@@ -33,6 +38,7 @@ import type { Bus, Ctx } from '../../protocol/bus.js';
 import { CortadoError, toCortadoError } from '../../protocol/errors.js';
 import type { Logger } from '../../protocol/log.js';
 import type * as S from '../../protocol/schemas/schedules.js';
+import { parseScope } from '../../protocol/scope.js';
 import { SchemaContext, SqlCheck, SqlGenerate } from '../../protocol/subjects.js';
 import type { Config } from '../../config/schema.js';
 import type { ScheduleChange, ScheduleRecord, Storage } from '../../store/index.js';
@@ -194,9 +200,14 @@ async function own(sql: string, deps: SchedulesDeps, ctx: Ctx): Promise<Pinned> 
 
 // ---- the requests -------------------------------------------------------------------------------------
 
+const SESSION_OWNER = 'a schedule cannot belong to a sign-in session: it would be lost at your next sign-in and stop running when the session ends. '
+  + 'Create an API token from this session (POST /auth/tokens, or the Tokens tab) and create the schedule with that token: it runs with your database login for as long as the token lasts. '
+  + '(An automatic session cannot mint tokens: sign in with POST /auth/login first.)';
+
 export async function create(input: S.ScheduleCreateRequest, deps: SchedulesDeps, ctx: Ctx): Promise<S.Schedule> {
   const { asker } = input;
   if (!asker.admin && asker.owner === undefined) throw new CortadoError('FORBIDDEN', 'sign in to create schedules');
+  if (!asker.admin && asker.owner !== undefined && parseScope(asker.owner)?.kind === 'session') throw new CortadoError('FORBIDDEN', SESSION_OWNER);
   const name = notBlank('name', input.name).trim();
   const question = notBlank('question', input.question);
   const zone = zoneFor(input.timezone, deps);

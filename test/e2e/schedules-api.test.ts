@@ -13,7 +13,9 @@
  *   (LIMIT_EXCEEDED), a format export.formats does not offer, duplicate names (CONFLICT), bad
  *   path ids, `sql` with `regenerate`.
  * - Who: two API-token users see, change and delete only their own (somebody else's is 404),
- *   the admin all of them; anonymous callers are refused (401), cookie writes need CSRF.
+ *   the admin all of them; anonymous callers are refused (401), cookie writes need CSRF. A
+ *   plugins.auth session may not create one (403, telling to mint an API token); a token minted
+ *   from the session may, and its runs use the session's database login (no more rights).
  */
 import t from 'tap';
 import { generateFernetKey } from '../../actors/lib/fernet.js';
@@ -21,7 +23,7 @@ import { testConfig } from '../helpers/config.js';
 import { sqlAnswer, startFakeLlm } from '../helpers/fake-llm.js';
 import { issueToken } from '../helpers/mcp.js';
 import { startNats, type NatsServer } from '../helpers/nats.js';
-import { createTestDb, type TestDb } from '../helpers/pg.js';
+import { ADMIN_URL, createTestDb, type TestDb } from '../helpers/pg.js';
 import { call, startStack, type Stack } from '../helpers/stack.js';
 
 type T = Pick<typeof t, 'ok' | 'equal' | 'same' | 'match' | 'notOk' | 'not'>;
@@ -367,4 +369,67 @@ t.test('on PostgreSQL (config_db on): schedules and their history survive a rest
   const left = await cfgDb.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM cortado_schedule_executions');
   t.equal(left.rows[0]?.n, 0, 'its history is gone with it');
   t.same((await api.get('', admin)).body.schedules.map((s: any) => s.id), [made.bobs.id], 'bob\'s is untouched');
+});
+
+t.test('a plugins.auth session is told to use an API token; a token minted from it creates a schedule that runs as its database user', async (t) => {
+  const role = `sched_${process.pid}_${Date.now().toString(36)}`;
+  const password = 'sched-role-pw';
+  await db.pool.query(`
+    CREATE ROLE ${role} LOGIN PASSWORD '${password}';
+    GRANT CONNECT ON DATABASE ${db.name} TO ${role};
+    GRANT USAGE ON SCHEMA public TO ${role};
+    GRANT SELECT ON orders TO ${role};
+    CREATE TABLE IF NOT EXISTS payroll (name text, salary int);
+    INSERT INTO payroll VALUES ('ceo', 1000000);
+  `);
+  cleanups.push(async () => {
+    const { default: pg } = await import('pg');
+    const admin = new pg.Client({ connectionString: ADMIN_URL });
+    await admin.connect();
+    await admin.query(`DROP OWNED BY ${role}`).catch(() => undefined);
+    await admin.end();
+  });
+  const nats = await natsServer();
+  const stack = await stackOn(nats, { plugins: { auth: { enabled: true } } });
+  cleanups.push(async () => {
+    // after the stack and the database are gone (cleanups run in reverse)
+    const { default: pg } = await import('pg');
+    const admin = new pg.Client({ connectionString: ADMIN_URL });
+    await admin.connect();
+    await admin.query(`DROP ROLE IF EXISTS ${role}`).catch(() => undefined);
+    await admin.end();
+  });
+  const url = stack.url;
+  const api = client(url);
+  const login = await call(`${url}/auth/login`, { body: { username: role, password } });
+  t.equal(login.status, 200, login.text);
+  const session: Who = { user: role, h: { 'x-session-id': login.body.session_id as string } };
+
+  const own = { ...base, name: 'From a session', sql: 'SELECT count(*) AS n FROM orders' };
+  refused(t, await api.post('', own, session), 403, 'FORBIDDEN', /cannot belong to a sign-in session[\s\S]*Create an API token from this session \(POST \/auth\/tokens/, 'a schedule from a plugins.auth session');
+  t.same((await api.get('', session)).body.schedules, [], 'nothing was saved');
+
+  const minted = await call(`${url}/auth/tokens`, { body: { label: 'reports' }, headers: session.h });
+  t.equal(minted.status, 201, minted.text);
+  const token: Who = { user: role, h: { authorization: `Bearer ${minted.body.token as string}` } };
+  const made = await api.post('', own, token);
+  t.equal(made.status, 201, made.text);
+  t.match(made.body, { owner: `t:${minted.body.info.id}`, scope: `t:${minted.body.info.id}`, owner_user: role }, 'the token\'s schedule, in the token\'s scope');
+  const sneaky = await api.post('', { ...base, name: 'Payroll', sql: 'SELECT name, salary FROM payroll' }, token);
+  t.equal(sneaky.status, 201, `the guard does not know privileges: ${sneaky.text}`);
+
+  async function runOnce(id: string): Promise<any> {
+    const run = await api.post(`/${id}/run`, {}, token);
+    t.equal(run.status, 202, run.text);
+    for (const deadline = Date.now() + 60_000; Date.now() < deadline;) {
+      const e = (await api.get(`/${id}/history`, token)).body.executions?.find((x: any) => x.id === run.body.id);
+      if (e?.status === 'done') return e;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    throw new Error('the run did not finish');
+  }
+  t.match(await runOnce(made.body.id), { success: true, rows_returned: 1 }, 'it runs with the token');
+  const denied = await runOnce(sneaky.body.id);
+  // the token's database user cannot see payroll: its catalog has no such table, so the run fails before the query
+  t.match(denied, { success: false, rows_returned: null, error_message: /payroll/ }, `never with more rights than its creator: ${denied.error_message}`);
 });

@@ -7,11 +7,14 @@
  * schedule), the assistant session, a plugins.auth session, or an API token — each only its
  * own schedules. Anonymous widgets get 401. Cookie writes need the CSRF header.
  *
- * Whose a schedule is (its owner string, protocol/scope.ts): an API token's `t:<id>`; a
- * plugins.auth session's `s:<id>`; an assistant login's `a:` and a digest of the user name (the
- * same person signing in again finds their schedules; the cookie's own digest changes with
- * every login). A schedule runs in its creator's scope: the token's or the auth session's own
- * database connection when they have one, else the server's.
+ * Whose a schedule is (its owner string, protocol/scope.ts): an API token's `t:<id>`; an
+ * assistant login's `a:` and a digest of the user name (the same person signing in again finds
+ * their schedules; the cookie's own digest changes with every login). A plugins.auth session
+ * (`s:<id>`) may list and read but not create schedules: the scheduler answers 403 telling the
+ * user to mint an API token from the session (POST /auth/tokens) and use it, because a
+ * session's schedule would be lost at the next sign-in and fail once the session ended. A
+ * schedule runs in its creator's scope: the token's own database connection when it has one,
+ * else the server's.
  *
  * | route                               | bus request                     | answer         |
  * |-------------------------------------|---------------------------------|----------------|
