@@ -1,7 +1,8 @@
 /**
  * Reads config/config.yaml once: `${VAR}` / `${VAR:default}` interpolation in every string,
  * defaults, type conversion (env values are strings), validation with messages that name
- * the key path, warnings for unknown keys. Values are never printed (they may be secrets).
+ * the key path, warnings for unknown keys and for settings that do not do what they seem to
+ * (advice). Values are never printed (they may be secrets).
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -12,6 +13,7 @@ import type { TSchema } from 'typebox';
 import YAML from 'yaml';
 import { CortadoError } from '../protocol/errors.js';
 import { ConfigSchema, type Config } from './schema.js';
+import { opsConfigProblems } from './ops-checks.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const DEFAULT_CONFIG_PATH = path.join(ROOT, 'config', 'config.yaml');
@@ -68,8 +70,22 @@ export function parseConfig(text: string, file: string, env: NodeJS.ProcessEnv =
   const config = value as Config;
   problems.push(...crossChecks(config));
   if (problems.length) throw invalid(file, problems);
+  warnings.push(...advice(config));
   BASELINES.set(config, structuredClone(config));
   return { config, file, warnings };
+}
+
+/** Settings that are valid but do not do what they seem to (warned at start, not refused). */
+export function advice(c: Config): string[] {
+  const out: string[] = [];
+  const provider = c.database.provider;
+  const own = c.database[provider].timeout;
+  const ceiling = own ?? c.query.timeout;
+  if (c.scheduler.job_timeout_seconds > ceiling) {
+    const key = own !== undefined ? `database.${provider}.timeout` : 'query.timeout';
+    out.push(`scheduler.job_timeout_seconds (${c.scheduler.job_timeout_seconds} s) is over ${key} (${ceiling} s), the ceiling of every query: a scheduled query is cancelled after ${ceiling} s. Raise ${key} or lower job_timeout_seconds.`);
+  }
+  return out;
 }
 
 const VAR = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::([^}]*))?\}/g;
@@ -170,6 +186,7 @@ function crossChecks(c: Config): string[] {
   } catch {
     out.push('scheduler.timezone: not a known IANA time zone');
   }
+  out.push(...opsConfigProblems(c));
   return out;
 }
 

@@ -29,6 +29,8 @@ const FIXED: readonly string[] = [
   'app.host', 'app.port', 'app.http_server', 'app.max_body_kb', 'app.trusted_proxies',
   'bus', 'audit', 'database', 'config_db', 'analytics.enabled', 'analytics.backend', 'analytics.storage', 'analytics.postgresql', 'analytics.access', 'admin.username', 'admin.password', 'plugins.auth.enabled',
   'llm.provider',
+  // the alarms actor opens its store (and serves or refuses every request) once, at start
+  'alarms.enabled', 'alarms.storage_path',
 ];
 
 export function isSecretKey(key: string): boolean {

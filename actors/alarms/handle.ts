@@ -28,7 +28,8 @@ import type { Config } from '../../config/schema.js';
 import type { AlarmRecord, AlarmsRepository } from '../../store/index.js';
 import { canonicalZone, parseCron, validZone } from '../lib/cron.js';
 import { checkCondition, DEFAULT_SATURATION_MINUTES, describeThreshold, describeValue, measure, OPERATION, opsRequest, type Measurement } from './conditions.js';
-import { trackerProblem, type Tracker } from './tracker.js';
+import type { Tracker } from './tracker.js';
+import { alarmsProblems, isEmailAddress } from '../../config/ops-checks.js';
 
 export interface AlarmsDeps {
   bus: Pick<Bus, 'request' | 'publish'>;
@@ -71,16 +72,7 @@ export function mustBeOn(config: Pick<Config, 'alarms'>): void {
 
 // ---- checks -------------------------------------------------------------------------------
 
-const LOCAL = /^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*$/;
-const LABEL = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/;
-
-/** local@domain.tld and nothing else (no display name, no brackets). */
-export function isEmailAddress(s: string): boolean {
-  const at = s.lastIndexOf('@');
-  if (at < 1 || s.length > 320) return false;
-  const labels = s.slice(at + 1).split('.');
-  return at <= 64 && LOCAL.test(s.slice(0, at)) && labels.length >= 2 && labels.every((l) => LABEL.test(l)) && !/^[0-9]+$/.test(labels.at(-1) ?? '');
-}
+export { isEmailAddress };
 
 export function checkRecipients(field: string, list: readonly string[], max: number): string[] {
   const bad = list.filter((r) => !isEmailAddress(r.trim()));
@@ -90,24 +82,9 @@ export function checkRecipients(field: string, list: readonly string[], max: num
   return out;
 }
 
-/** What start-up refuses: alarms on with settings that cannot work. */
+/** What start-up refuses: alarms on with settings that cannot work (the same checks refuse them at run time: config/ops-checks.ts). */
 export function configProblems(config: Config): string[] {
-  const out: string[] = [];
-  if (!config.alarms.enabled) return out;
-  if (!config.alarms.storage_path.trim() && !config.config_db.enabled) out.push('alarms.storage_path is empty (and config_db is off): alarms have nowhere to be kept');
-  try {
-    checkRecipients('alarms.default_recipients', config.alarms.default_recipients, config.email.max_recipients_per_email);
-  } catch (err) {
-    out.push((err as Error).message);
-  }
-  if (config.jira.enabled) {
-    // with config_db on, the token may be set later in the admin panel (kept encrypted there):
-    // until it is, a firing alarm records "jira.api_token is empty" and still e-mails
-    const later = config.config_db.enabled && config.jira.api_token.trim() === '';
-    const p = trackerProblem(later ? { ...config.jira, api_token: 'set at run time' } : config.jira);
-    if (p) out.push(p);
-  }
-  return out;
+  return alarmsProblems(config);
 }
 
 function zoneFor(given: string | undefined, config: Config): string {

@@ -14,25 +14,14 @@
  */
 import { CortadoError } from '../../protocol/errors.js';
 import type { Config } from '../../config/schema.js';
+import { trackerProblem } from '../../config/ops-checks.js';
 
 const CALL_TIMEOUT_MS = 15_000;
 export const ISSUE_LABEL = 'cortado-alarm';
 
 export type TrackerConfig = Config['jira'];
 
-/** Why the tracker cannot be used as configured, or undefined when it can. */
-export function trackerProblem(j: TrackerConfig): string | undefined {
-  const missing = (['url', 'email', 'api_token', 'project_key'] as const).filter((k) => j[k].trim() === '');
-  if (missing.length) return `jira.enabled is true but ${missing.map((k) => `jira.${k}`).join(', ')} ${missing.length === 1 ? 'is' : 'are'} empty`;
-  let u: URL;
-  try {
-    u = new URL(j.url);
-  } catch {
-    return 'jira.url is not a URL (https://your-site.atlassian.net)';
-  }
-  if (u.protocol !== 'https:' && u.protocol !== 'http:') return 'jira.url must be an http(s) URL';
-  return undefined;
-}
+export { trackerProblem };
 
 /** A paragraph-per-line ADF document (the v3 API's rich text). */
 export function adf(lines: readonly string[]): Record<string, unknown> {

@@ -9,14 +9,13 @@
 import { CortadoError, toCortadoError } from '../../protocol/errors.js';
 import type { OpsOperation, OpsResult, OpsTarget } from '../../protocol/schemas/ops.js';
 import type { Config } from '../../config/schema.js';
+import { OPS_OPERATIONS } from '../../config/ops-checks.js';
 import { BigQueryTarget, normalRegion } from './bigquery.js';
 import { PostgresTarget } from './postgresql.js';
 import { TrinoTarget } from './trino.js';
 import { notAvailable, type OpsParams, type OpsTargetRunner } from './target.js';
 
-export const OPERATIONS: readonly OpsOperation[] = ['get_expensive_queries', 'forecast_monthly_costs', 'find_public_datasets', 'check_slot_saturation'];
-/** ops_agent.provider values that name the one provider there is */
-const PROVIDERS = new Set(['bigquery_ops', 'bigquery-ops']);
+export const OPERATIONS: readonly OpsOperation[] = OPS_OPERATIONS;
 
 /** A target whose setup failed: every operation answers the setup's error. */
 class BrokenTarget implements OpsTargetRunner {
@@ -40,25 +39,13 @@ class MysqlTarget implements OpsTargetRunner {
 }
 
 /**
- * The operations in force: allowed_operations, or all four when it is empty. A name that is not
- * an operation, or a provider that is not the warehouse ops provider, is a configuration error
- * (only when the console is on).
+ * The operations in force: allowed_operations, or all four when it is empty. Names that are not
+ * operations never get this far while the console is on: the configuration refuses them, at
+ * start and at run time (config/ops-checks.ts).
  */
 export function allowedOperations(config: Config): OpsOperation[] {
   const listed = config.ops_agent.config.allowed_operations;
-  if (!config.ops_agent.enabled) return listed.length ? listed.filter((o): o is OpsOperation => (OPERATIONS as readonly string[]).includes(o)) : [...OPERATIONS];
-  for (const name of listed) {
-    if (!(OPERATIONS as readonly string[]).includes(name)) {
-      throw new CortadoError('CONFIG_INVALID', `ops_agent.config.allowed_operations: ${name} is not an operation (use ${OPERATIONS.join(', ')})`);
-    }
-  }
   return listed.length ? OPERATIONS.filter((o) => listed.includes(o)) : [...OPERATIONS];
-}
-
-export function checkProvider(config: Config): void {
-  if (config.ops_agent.enabled && !PROVIDERS.has(config.ops_agent.provider)) {
-    throw new CortadoError('CONFIG_INVALID', `ops_agent.provider must be bigquery_ops (the warehouse ops provider); ${config.ops_agent.provider} is not one`);
-  }
 }
 
 export function buildTargets(config: Config): OpsTargetRunner[] {

@@ -24,6 +24,7 @@ import { Evaluator } from '../../actors/alarms/evaluator.js';
 import * as h from '../../actors/alarms/handle.js';
 import { jiraTracker } from '../../actors/alarms/tracker.js';
 import { startAlarms } from '../../actors/alarms/actor.js';
+import { checkOverride } from '../../config/runtime.js';
 import { testConfig } from '../helpers/config.js';
 import { adfText, startFakeJira } from '../helpers/fake-jira.js';
 import { startNats } from '../helpers/nats.js';
@@ -387,4 +388,30 @@ t.test('the actor: alarms off is a clear refusal; settings that cannot work stop
   const e = await refused(startAlarms({ bus: offBus, config: bad, log }));
   t.equal(e.code, 'CONFIG_INVALID');
   t.match(e.message, /alarms\.default_recipients: "nope" is not an e-mail address; jira\.enabled is true but jira\.url is empty/);
+});
+
+t.test('run-time changes of the alarms and tracker settings are checked when saved, as at start', async (t) => {
+  const cfg = structuredClone(config);
+  cfg.jira.enabled = false;
+  cfg.jira.url = '';
+  const refusedWith = (key: string, value: unknown): string => {
+    try {
+      checkOverride(cfg, key, value);
+    } catch (err) {
+      return `${(err as CortadoError).code}: ${(err as Error).message}`;
+    }
+    return 'accepted';
+  };
+  t.equal(refusedWith('alarms.default_recipients', ['ok@example.org', 'oncall at example']), 'VALIDATION_FAILED: alarms.default_recipients: "oncall at example" is not an e-mail address');
+  t.equal(refusedWith('jira.enabled', true), 'VALIDATION_FAILED: jira.enabled is true but jira.url is empty', 'the tracker switched on without its url');
+  cfg.jira.url = 'http://jira.example.org';
+  t.match(refusedWith('jira.enabled', true), /VALIDATION_FAILED: jira\.url must be https \(the API token goes with every request; plain http is accepted for a loopback host only\): http:\/\/jira\.example\.org/);
+  cfg.jira.url = 'https://acme.atlassian.net';
+  t.equal(refusedWith('jira.enabled', true), 'accepted');
+  cfg.jira.enabled = true;
+  t.match(refusedWith('jira.url', 'http://10.0.0.5:8080'), /jira\.url must be https/, 'an http url to another host is refused');
+  t.equal(refusedWith('jira.url', 'http://127.0.0.1:8080'), 'accepted', 'http to a loopback host is not on the wire');
+  t.equal(refusedWith('jira.project_key', ' '), 'VALIDATION_FAILED: jira.enabled is true but jira.project_key is empty');
+  t.match(refusedWith('alarms.enabled', false), /FORBIDDEN: alarms\.enabled is read at start-up only/);
+  t.throws(() => testConfig({ natsUrl: nats.url, extra: { alarms: { enabled: true }, jira: { enabled: true, url: 'http://jira.example.org', email: 'a@example.org', api_token: 'x', project_key: 'OPS' } } }), { code: 'CONFIG_INVALID', message: /jira\.url must be https/ }, 'and at start');
 });

@@ -13,7 +13,7 @@ import t from 'tap';
 import { Bus } from '../../protocol/bus.js';
 import { CortadoError } from '../../protocol/errors.js';
 import { createLogger } from '../../protocol/log.js';
-import { OpsRun, OpsStatus } from '../../protocol/subjects.js';
+import { ConfigReset, ConfigUpdate, OpsRun, OpsStatus } from '../../protocol/subjects.js';
 import type { OpsRunReply } from '../../protocol/schemas/ops.js';
 import { forecast, mergePeriods, TIMELINE_LAG_MS } from '../../actors/ops/compute.js';
 import * as alarms from '../../actors/alarms/handle.js';
@@ -91,7 +91,7 @@ const config = testConfig({
     },
   },
 });
-const stack = await startStack(config, { edge: false, actors: ['ops', 'llm'] });
+const stack = await startStack(config, { edge: false, actors: ['ops', 'llm', 'settings'] });
 const client = await Bus.connect({ url: nats.url, prefix: 'cortado', name: 'ops-test-client', log });
 
 t.teardown(async () => {
@@ -311,13 +311,45 @@ t.test('allowed_operations: only the listed run (FORBIDDEN otherwise); an unknow
   t.ok(err instanceof CortadoError && err.code === 'FORBIDDEN');
   t.match((err as Error).message, /find_public_datasets is not in ops_agent\.config\.allowed_operations \(allowed: get_expensive_queries\)/);
 
-  const wrong = testConfig({ natsUrl: nats.url, extra: { database: { provider: 'bigquery', bigquery: { project_id: PROD } }, ops_agent: { enabled: true, config: { allowed_operations: ['drop_everything'] } } } });
-  t.throws(() => allowedOperations(wrong), { code: 'CONFIG_INVALID', message: /drop_everything is not an operation/ });
+  t.throws(
+    () => testConfig({ natsUrl: nats.url, extra: { database: { provider: 'bigquery', bigquery: { project_id: PROD } }, ops_agent: { enabled: true, config: { allowed_operations: ['drop_everything'] } } } }),
+    { code: 'CONFIG_INVALID', message: /ops_agent\.config\.allowed_operations: drop_everything is not an operation/ },
+  );
 
   const off = testConfig({ natsUrl: nats.url, extra: { database: { provider: 'bigquery', bigquery: { project_id: PROD } } } });
   const offErr = await run({ operation: 'get_expensive_queries' }, { bus: client, config: off, targets: [], allowed: allowedOperations(off) }, ctx()).catch((e: unknown) => e);
   t.ok(offErr instanceof CortadoError && offErr.code === 'FORBIDDEN');
   t.match((offErr as Error).message, /ops_agent\.enabled/);
+});
+
+t.test('run-time changes: allowed_operations and the projects apply at the next request; bad values are refused when saved', async (t) => {
+  const change = (key: string, value: unknown) => client.request(ConfigUpdate, { key, value, by: 'admin' }, ctx());
+  const refused = async (key: string, value: unknown) => change(key, value).then(() => { throw new Error(`${key} accepted`); }, (e: CortadoError) => e);
+
+  await change('ops_agent.config.allowed_operations', ['find_public_datasets']);
+  t.same((await client.request(OpsStatus, {}, ctx())).allowed_operations, ['find_public_datasets'], 'the status says the new list');
+  const forbidden = await client.request(OpsRun, { operation: 'get_expensive_queries', insights: false }, ctx()).catch((e: CortadoError) => e);
+  t.match(forbidden, { code: 'FORBIDDEN', message: /not in ops_agent\.config\.allowed_operations \(allowed: find_public_datasets\)/ }, 'and the operations obey it');
+  await client.request(ConfigReset, { key: 'ops_agent.config.allowed_operations', by: 'admin' }, ctx());
+
+  await change('ops_agent.config.projects', [{ project_id: PROD, region: 'US', credentials_path: keyPath }]);
+  t.same((await client.request(OpsStatus, {}, ctx())).targets.map((x) => x.label), [`${PROD}/US`], 'the targets are made again');
+  const one = await client.request(OpsRun, { operation: 'find_public_datasets', insights: false }, ctx());
+  t.same(one.projects.map((p) => [p.target.label, p.error?.code]), [[`${PROD}/US`, undefined]], 'the denied project is no longer asked');
+  await client.request(ConfigReset, { key: 'ops_agent.config.projects', by: 'admin' }, ctx());
+  t.same((await client.request(OpsStatus, {}, ctx())).targets.map((x) => x.label), [`${PROD}/US`, `${DENIED}/EU`], 'and back');
+
+  for (const [key, value, why] of [
+    ['ops_agent.config.allowed_operations', ['get_expensive_queries', 'drop_everything'], /ops_agent\.config\.allowed_operations: drop_everything is not an operation/],
+    ['ops_agent.provider', 'aws_ops', /ops_agent\.provider must be bigquery_ops/],
+  ] as const) {
+    const e = await refused(key, value);
+    t.same([e.code, why.test(e.message)], ['VALIDATION_FAILED', true], `${key}: ${e.message}`);
+  }
+  const fixed = await refused('alarms.enabled', true);
+  t.same([fixed.code, fixed.message], ['FORBIDDEN', 'alarms.enabled is read at start-up only: change it in config/config.yaml and restart'], 'a key read at start only is refused, not silently kept');
+  t.equal((await refused('alarms.storage_path', '/tmp/other.json')).code, 'FORBIDDEN');
+  t.same((await client.request(OpsStatus, {}, ctx())).allowed_operations.length, 4, 'nothing of the refused values applied');
 });
 
 t.test('AI insights: routed as ops_insights, fed aggregates only, at most ai_insights_max, read strictly', async (t) => {
