@@ -70,6 +70,9 @@ CREATE INDEX cortado_analytics_feedback_ts_idx ON cortado_analytics_feedback (ts
   },
 ];
 
+/** A question's widget type in the report's SQL: what its event said, `unknown` when it said none. */
+const WIDGET = "coalesce(q.widget, 'unknown')";
+
 /** How long feedback whose question never arrived is kept (it raced the event, or named nothing). */
 export const ORPHAN_FEEDBACK_MS = 24 * 3600_000;
 
@@ -86,6 +89,8 @@ export interface ReportQuery {
   /** exclusive */
   to: Date;
   channel?: string;
+  /** the widget type (WidgetType); a question recorded without one is `unknown` */
+  widget?: string;
   user?: string;
   top: number;
   /** show the kept question texts (analytics.store_questions) */
@@ -198,12 +203,13 @@ export class AnalyticsStore {
     });
   }
 
-  /** The whole report over [from, to), filtered by channel and user, computed by the database. */
+  /** The whole report over [from, to), filtered by channel, widget and user, computed by the database. */
   async report(rq: ReportQuery): Promise<Omit<AnalyticsReport, 'enabled' | 'store_questions'>> {
     // $1 from, $2 to, then the optional filters: the same WHERE for every part
     const values: unknown[] = [rq.from.toISOString(), rq.to.toISOString()];
     const conds = ['q.ts >= $1', 'q.ts < $2'];
     if (rq.channel !== undefined) conds.push(`q.channel = $${values.push(clean(rq.channel))}`);
+    if (rq.widget !== undefined) conds.push(`${WIDGET} = $${values.push(clean(rq.widget))}`);
     if (rq.user !== undefined) conds.push(`q.username = $${values.push(clean(rq.user))}`);
     const where = conds.join(' AND ');
     // the top lists' LIMIT is the last parameter, given only to the statements that use it
@@ -214,7 +220,7 @@ export class AnalyticsStore {
     const text = (v: unknown): { question?: string } => (rq.questions && typeof v === 'string' ? { question: v } : {});
     const opt = <K extends string>(k: K, v: unknown): Partial<Record<K, string>> => (typeof v === 'string' ? { [k]: v } as Record<K, string> : {});
 
-    const [totals, perDay, steps, errors, models, modelsPerDay, channels, tables, users, slowest, disliked] = await Promise.all([
+    const [totals, perDay, steps, errors, models, modelsPerDay, channels, widgets, tables, users, slowest, disliked] = await Promise.all([
       run(`SELECT count(*) AS questions, count(q.code) AS errors, count(DISTINCT q.username) AS users,
                   coalesce(sum(q.input_tokens), 0) AS input_tokens, coalesce(sum(q.output_tokens), 0) AS output_tokens,
                   coalesce(sum(q.cost_usd), 0)::float8 AS cost_usd,
@@ -243,13 +249,15 @@ export class AnalyticsStore {
            GROUP BY 1, m.model ORDER BY 1, m.model`),
       run(`SELECT coalesce(q.channel, 'unknown') AS channel, count(*) AS questions FROM ${Q} WHERE ${where}
            GROUP BY 1 ORDER BY count(*) DESC, 1`),
+      run(`SELECT ${WIDGET} AS widget, count(*) AS questions FROM ${Q} WHERE ${where}
+           GROUP BY 1 ORDER BY count(*) DESC, 1`),
       run(`SELECT t.name AS "table", count(*) AS questions FROM ${Q} CROSS JOIN LATERAL unnest(q.tables) AS t(name)
            WHERE ${where} GROUP BY t.name ORDER BY count(*) DESC, t.name LIMIT ${top}`),
       run(`SELECT q.username AS "user", count(*) AS questions, count(q.code) AS errors FROM ${Q}
            WHERE ${where} AND q.username IS NOT NULL GROUP BY q.username ORDER BY count(*) DESC, q.username LIMIT ${top}`),
-      run(`SELECT q.request_id, q.ts, q.total_ms, q.channel, q.username, q.question FROM ${Q}
+      run(`SELECT q.request_id, q.ts, q.total_ms, q.channel, q.widget, q.username, q.question FROM ${Q}
            WHERE ${where} ORDER BY q.total_ms DESC, q.ts DESC LIMIT ${top}`),
-      run(`SELECT q.request_id, q.ts, q.channel, q.username, q.question, count(*) AS downs,
+      run(`SELECT q.request_id, q.ts, q.channel, q.widget, q.username, q.question, count(*) AS downs,
                   (array_agg(f.comment ORDER BY f.ts DESC) FILTER (WHERE f.comment IS NOT NULL))[1] AS comment
            FROM cortado_analytics_feedback f JOIN ${Q} USING (request_id)
            WHERE f.rating = 'down' AND ${where}
@@ -279,15 +287,16 @@ export class AnalyticsStore {
         day: String(r.day), model: String(r.model), input_tokens: num(r.input_tokens), output_tokens: num(r.output_tokens), cost_usd: num(r.cost_usd),
       })),
       channels: channels.map((r) => ({ channel: String(r.channel), questions: num(r.questions) })),
+      widgets: widgets.map((r) => ({ widget: String(r.widget), questions: num(r.questions) })),
       tables: tables.map((r) => ({ table: String(r.table), questions: num(r.questions) })),
       users: users.map((r) => ({ user: String(r.user), questions: num(r.questions), errors: num(r.errors) })),
       slowest: slowest.map((r) => ({
         request_id: String(r.request_id), ts: iso(r.ts as Date), total_ms: num(r.total_ms),
-        ...opt('channel', r.channel), ...opt('user', r.username), ...text(r.question),
+        ...opt('channel', r.channel), ...opt('widget', r.widget), ...opt('user', r.username), ...text(r.question),
       })),
       disliked: disliked.map((r) => ({
         request_id: String(r.request_id), ts: iso(r.ts as Date),
-        ...opt('comment', r.comment), ...opt('channel', r.channel), ...opt('user', r.username), ...text(r.question),
+        ...opt('comment', r.comment), ...opt('channel', r.channel), ...opt('widget', r.widget), ...opt('user', r.username), ...text(r.question),
       })),
     };
   }

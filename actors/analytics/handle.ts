@@ -81,6 +81,7 @@ export async function report(filter: ReportFilter, deps: AnalyticsDeps): Promise
   const body = await deps.store.report({
     from, to, top: filter.top ?? DEFAULT_TOP, questions: store_questions,
     ...(filter.channel !== undefined ? { channel: filter.channel } : {}),
+    ...(filter.widget !== undefined ? { widget: filter.widget } : {}),
     ...(filter.user !== undefined ? { user: filter.user } : {}),
   });
   return { ...body, enabled: true, store_questions };
@@ -90,6 +91,6 @@ function emptyReport(from: Date, to: Date): Omit<AnalyticsReport, 'enabled' | 's
   return {
     range: { from: from.toISOString(), to: to.toISOString() },
     totals: { questions: 0, errors: 0, users: 0, input_tokens: 0, output_tokens: 0, cost_usd: 0, likes: 0, dislikes: 0 },
-    per_day: [], steps: [], errors: [], models: [], models_per_day: [], channels: [], tables: [], users: [], slowest: [], disliked: [],
+    per_day: [], steps: [], errors: [], models: [], models_per_day: [], channels: [], widgets: [], tables: [], users: [], slowest: [], disliked: [],
   };
 }

@@ -5,7 +5,7 @@
  * `/analytics` and `/api/analytics/*`. Feedback (thumbs up or down) is keyed by request id.
  */
 import Type, { type Static } from 'typebox';
-import { Channel } from './common.js';
+import { Channel, WidgetType } from './common.js';
 import { TextString } from './text.js';
 
 /** The steps a question is timed by (the assistant's `run.timed` names). */
@@ -31,7 +31,7 @@ export const QuestionCompleted = Type.Object({
   /** the signed-in user, or the API token's label */
   user: Type.Optional(Type.String()),
   channel: Type.Optional(Channel),
-  /** which client asked: assistant, auth, dashboard, mcp, api, schedule … (from the request, when said) */
+  /** which client asked (WidgetType: assistant, agent, dashboard, api, mcp, …; docs/ui.md "Widget types") */
   widget: Type.Optional(Type.String({ maxLength: 64 })),
   /** the question's text; the analytics actor keeps it only when analytics.store_questions is on */
   question: Type.String(),
@@ -60,6 +60,8 @@ export const ReportFilter = Type.Object({
   from: Type.Optional(Type.String({ maxLength: 64 })),
   to: Type.Optional(Type.String({ maxLength: 64 })),
   channel: Type.Optional(Channel),
+  /** the client that asked (dashboard and api both ask on /api/query: this tells them apart) */
+  widget: Type.Optional(WidgetType),
   user: Type.Optional(Type.String({ maxLength: 256 })),
   /** rows of each top list (busiest tables, users, slowest, most disliked) */
   top: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),
@@ -82,10 +84,12 @@ export const AnalyticsReport = Type.Object({
   models: Type.Array(Type.Object({ model: Type.String(), calls: Count, input_tokens: Count, output_tokens: Count, cost_usd: Type.Number({ minimum: 0 }) })),
   models_per_day: Type.Array(Type.Object({ day: Type.String(), model: Type.String(), input_tokens: Count, output_tokens: Count, cost_usd: Type.Number({ minimum: 0 }) })),
   channels: Type.Array(Type.Object({ channel: Type.String(), questions: Count })),
+  /** questions per widget type (`unknown` for a question recorded without one) */
+  widgets: Type.Array(Type.Object({ widget: Type.String(), questions: Count })),
   tables: Type.Array(Type.Object({ table: Type.String(), questions: Count })),
   users: Type.Array(Type.Object({ user: Type.String(), questions: Count, errors: Count })),
-  slowest: Type.Array(Type.Object({ request_id: Type.String(), ts: Type.String(), total_ms: Ms, channel: Type.Optional(Type.String()), user: Type.Optional(Type.String()), question: Type.Optional(Type.String()) })),
-  disliked: Type.Array(Type.Object({ request_id: Type.String(), ts: Type.String(), comment: Type.Optional(Type.String()), channel: Type.Optional(Type.String()), user: Type.Optional(Type.String()), question: Type.Optional(Type.String()) })),
+  slowest: Type.Array(Type.Object({ request_id: Type.String(), ts: Type.String(), total_ms: Ms, channel: Type.Optional(Type.String()), widget: Type.Optional(Type.String()), user: Type.Optional(Type.String()), question: Type.Optional(Type.String()) })),
+  disliked: Type.Array(Type.Object({ request_id: Type.String(), ts: Type.String(), comment: Type.Optional(Type.String()), channel: Type.Optional(Type.String()), widget: Type.Optional(Type.String()), user: Type.Optional(Type.String()), question: Type.Optional(Type.String()) })),
   /** false when analytics.enabled is off: everything above is empty */
   enabled: Type.Boolean(),
   /** whether question texts are kept (analytics.store_questions) */

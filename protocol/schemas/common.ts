@@ -47,6 +47,13 @@ export type Cell = Static<typeof Cell>;
 export const Channel = Type.Enum(['api', 'legacy', 'auth', 'mcp', 'schedule', 'web']);
 export type Channel = Static<typeof Channel>;
 
+/**
+ * Which client asked a question (the `widget` of its events; docs/ui.md "Widget types" is the
+ * one list): the edge sets it per route, `eval` is the golden-set evaluation.
+ */
+export const WidgetType = Type.Enum(['assistant', 'agent', 'dashboard', 'api', 'mcp', 'schedule', 'eval']);
+export type WidgetType = Static<typeof WidgetType>;
+
 /** `clarify`: the question was ambiguous; the answer is a clarifying question (no SQL was written) */
 export const Intent = Type.Enum(['sql', 'chat', 'clarify']);
 export type Intent = Static<typeof Intent>;

@@ -126,6 +126,9 @@ t.test('the report, computed by the database, against the same figures computed 
 
   t.same(r.errors, [{ code: 'DB_TIMEOUT', count: 1 }, { code: 'LLM_BAD_REPLY', count: 1 }]);
   t.same(r.channels, [{ channel: 'api', questions: 2 }, { channel: 'mcp', questions: 2 }, { channel: 'legacy', questions: 1 }]);
+  t.same(r.widgets, [{ widget: 'mcp', questions: 2 }, { widget: 'api', questions: 1 }, { widget: 'assistant', questions: 1 }, { widget: 'dashboard', questions: 1 }],
+    'by widget, the dashboard\'s question apart from the plain API call on the same channel');
+  t.same(r.slowest.map((s) => [s.request_id, s.widget]), [['q5', 'mcp'], ['q3', 'mcp'], ['q2', 'dashboard'], ['q1', 'api'], ['q4', 'assistant']]);
   t.same(r.tables, [{ table: 'public.orders', questions: 3 }, { table: 'public.customers', questions: 2 }]);
   t.same(r.users, [{ user: 'alice', questions: 2, errors: 1 }, { user: 'bob', questions: 1, errors: 0 }, { user: 'carol', questions: 1, errors: 1 }]);
   t.same(r.slowest.map((s) => [s.request_id, s.total_ms]), [['q5', 1000], ['q3', 400], ['q2', 200], ['q1', 100], ['q4', 50]]);
@@ -141,11 +144,21 @@ t.test('the report, computed by the database, against the same figures computed 
   ]);
 });
 
-t.test('filters: channel, user, top; bad filters are VALIDATION_FAILED', async (t) => {
+t.test('filters: channel, widget, user, top; bad filters are VALIDATION_FAILED', async (t) => {
   const mcp = await report({ ...filter, channel: 'mcp' }, deps());
   t.equal(mcp.totals.questions, 2);
   t.same(mcp.channels, [{ channel: 'mcp', questions: 2 }]);
   t.same(mcp.per_day.map((d) => d.questions), [0, 1, 0, 1], 'the days of the range still all there');
+  const dashboard = await report({ ...filter, widget: 'dashboard' }, deps());
+  t.equal(dashboard.totals.questions, 1, 'the widget filter: the dashboard\'s question only');
+  t.same(dashboard.channels, [{ channel: 'api', questions: 1 }]);
+  t.same(dashboard.users.map((u) => u.user), ['bob']);
+  const api = await report({ ...filter, channel: 'api', widget: 'api' }, deps());
+  t.same(api.slowest.map((s) => s.request_id), ['q1'], 'channel and widget together');
+  const wideApi = await report({ from: '2026-02-01T00:00:00Z', to: '2026-03-05T00:00:00Z', widget: 'api' }, deps());
+  t.equal(wideApi.totals.questions, 1, 'a question recorded without a widget is not any widget\'s');
+  const wide0 = await report({ from: '2026-02-01T00:00:00Z', to: '2026-03-05T00:00:00Z' }, deps());
+  t.same(wide0.widgets.find((w) => w.widget === 'unknown'), { widget: 'unknown', questions: 1 }, 'it counts as unknown');
   const alice = await report({ ...filter, user: 'alice' }, deps());
   t.same(alice.slowest.map((s) => s.request_id), ['q3', 'q1']);
   t.equal(alice.totals.users, 1);

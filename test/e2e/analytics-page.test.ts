@@ -4,7 +4,9 @@
  * whose numbers are the report's; the filters change what is shown; thumbs given on `/#assistant`
  * (the dashboard's answer view) reach the report. And the doors: the report is the admin's
  * unless analytics.access says otherwise, the chart library comes from our own server, and bad
- * filters or feedback are 400s.
+ * filters or feedback are 400s. Questions from the dashboard and plain API calls, both on
+ * /api/query, are told apart by their widget. No page loads anything from elsewhere or breaks
+ * its CSP (test/helpers/page-guard.ts).
  */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -16,6 +18,7 @@ import { launchBrowser } from '../helpers/browser.js';
 import { testConfig } from '../helpers/config.js';
 import { sqlAnswer, startFakeLlm } from '../helpers/fake-llm.js';
 import { issueToken } from '../helpers/mcp.js';
+import { guardPage } from '../helpers/page-guard.js';
 import { startNats } from '../helpers/nats.js';
 import { createTestDb } from '../helpers/pg.js';
 import { call, startStack } from '../helpers/stack.js';
@@ -150,6 +153,7 @@ t.test('the report counts what was asked, by channel, user and error', async (t)
 
 t.test('the page signs in, draws every chart with the report\'s numbers, and lists the slowest questions', async (t) => {
   const page = await browser.newPage();
+  await guardPage(page, t);
   const errors: string[] = [];
   page.on('pageerror', (e) => errors.push(e.message));
   await page.goto(`${stack.url}/analytics`);
@@ -172,7 +176,7 @@ t.test('the page signs in, draws every chart with the report\'s numbers, and lis
   t.equal(await page.locator('#empty').isVisible(), false);
 
   const charts = await chartsOf(page);
-  for (const id of ['c-per-day', 'c-steps', 'c-errors', 'c-models', 'c-cost-day', 'c-channels', 'c-tables', 'c-users']) {
+  for (const id of ['c-per-day', 'c-steps', 'c-errors', 'c-models', 'c-cost-day', 'c-widgets', 'c-channels', 'c-tables', 'c-users']) {
     const c = charts[id];
     t.ok(c, `${id} is drawn`);
     if (!c) continue;
@@ -188,6 +192,8 @@ t.test('the page signs in, draws every chart with the report\'s numbers, and lis
   t.same(charts['c-errors']!.labels, ['SQL_REJECTED']);
   t.same(charts['c-models']!.data, [r.models.map((m) => m.input_tokens), r.models.map((m) => m.output_tokens)]);
   t.same(charts['c-channels']!.labels, r.channels.map((c) => c.channel));
+  t.same(charts['c-widgets']!.labels, r.widgets.map((w) => w.widget));
+  t.same(charts['c-widgets']!.data, [r.widgets.map((w) => w.questions)]);
   t.same(charts['c-tables']!.labels, r.tables.map((x) => x.table));
   t.ok(r.tables.some((x) => /orders/.test(x.table)), 'orders is among the busiest tables');
   t.same(charts['c-users']!.labels, ['ana-bob']);
@@ -203,6 +209,7 @@ t.test('the page signs in, draws every chart with the report\'s numbers, and lis
 
 t.test('the filters change what is shown', async (t) => {
   const page = await browser.newPage();
+  await guardPage(page, t);
   await page.context().addCookies([{ name: cookie.split('=')[0]!, value: decodeURIComponent(cookie.split('=').slice(1).join('=')), url: stack.url }]);
   await page.goto(`${stack.url}/analytics`);
   await waitReady(page);
@@ -258,6 +265,7 @@ t.test('the filters change what is shown', async (t) => {
 
 t.test('thumbs on the dashboard\'s Assistant tab reach the report', async (t) => {
   const page = await browser.newPage();
+  await guardPage(page, t);
   // `/` is the dashboard; its Assistant tab mounts the answer view
   await page.goto(`${stack.url}/#assistant`);
   await page.fill('#assistant-root textarea.question', 'How many orders in the browser?');
@@ -275,7 +283,7 @@ t.test('thumbs on the dashboard\'s Assistant tab reach the report', async (t) =>
   t.match(id, /\S/);
 
   const r = await reportWith(7, (x) => x.totals.dislikes === 1);
-  t.same(r.disliked.map((d) => [d.request_id, d.comment, d.question]), [[id, 'wrong table', 'How many orders in the browser?']]);
+  t.same(r.disliked.map((d) => [d.request_id, d.comment, d.question, d.widget]), [[id, 'wrong table', 'How many orders in the browser?', 'dashboard']]);
 
   // and the page shows it among the most disliked
   const board = await browser.newPage();
@@ -285,6 +293,45 @@ t.test('thumbs on the dashboard\'s Assistant tab reach the report', async (t) =>
   t.equal(await totalOf(board, 't-feedback'), '0/1');
   t.match(await board.locator('#disliked tbody tr').first().textContent(), /wrong table[\s\S]*How many orders in the browser\?/);
   await board.close();
+  await page.close();
+});
+
+t.test('the dashboard\'s questions and plain API calls, both on /api/query, are counted apart by widget', async (t) => {
+  // by now: three plain /api/query calls, three on /query with a token, one asked on the dashboard (above)
+  const r = await reportWith(7);
+  t.same(Object.fromEntries(r.channels.map((c) => [c.channel, c.questions])), { api: 4, legacy: 3 }, 'one channel for both');
+  t.same(r.widgets, [{ widget: 'api', questions: 3 }, { widget: 'assistant', questions: 3 }, { widget: 'dashboard', questions: 1 }], 'two widgets');
+  t.equal((await report('?widget=dashboard')).totals.questions, 1);
+  t.equal((await report('?widget=api')).totals.questions, 3);
+
+  const page = await browser.newPage();
+  await guardPage(page, t);
+  await page.context().addCookies([{ name: cookie.split('=')[0]!, value: decodeURIComponent(cookie.split('=').slice(1).join('=')), url: stack.url }]);
+  await page.goto(`${stack.url}/analytics`);
+  await waitReady(page);
+  const charts = await chartsOf(page);
+  t.same(charts['c-widgets']!.labels, ['api', 'assistant', 'dashboard'], 'the page\'s chart by widget');
+  t.same(charts['c-widgets']!.data, [[3, 3, 1]]);
+  t.ok(charts['c-widgets']!.painted.every(Boolean), 'every bar painted');
+  t.same(charts['c-channels']!.labels, ['api', 'legacy']);
+  const options = await page.locator('#f-widget option').evaluateAll((os) => os.map((o) => (o as any).value));
+  t.same(options, ['', 'assistant', 'agent', 'dashboard', 'api', 'mcp', 'schedule', 'eval'], 'the widget types to filter by');
+  t.notOk((await page.locator('#f-channel option').evaluateAll((os) => os.map((o) => (o as any).value))).includes('web'), 'no channel nothing sets');
+
+  await page.selectOption('#f-widget', 'dashboard');
+  await waitReady(page, ['widget=dashboard']);
+  t.equal(await totalOf(page, 't-questions'), '1', 'the dashboard\'s question alone');
+  t.same((await chartsOf(page))['c-widgets']!.labels, ['dashboard']);
+  t.match(await page.locator('#slowest tbody tr').first().textContent(), /dashboard.*How many orders in the browser\?/);
+  await page.selectOption('#f-widget', 'api');
+  await waitReady(page, ['widget=api']);
+  t.equal(await totalOf(page, 't-questions'), '3', 'the plain API calls alone');
+
+  // a link carries the widget filter
+  await page.goto(`${stack.url}/analytics?widget=dashboard`);
+  await waitReady(page, ['widget=dashboard']);
+  t.equal(await page.locator('#f-widget').inputValue(), 'dashboard');
+  t.equal(await totalOf(page, 't-questions'), '1');
   await page.close();
 });
 
@@ -318,7 +365,7 @@ t.test('feedback from an API token is that token\'s user; bad feedback is a 400'
 });
 
 t.test('the report is the admin\'s by default; each part has its own route; bad filters are 400s', async (t) => {
-  t.same(stack.running.edge!.routes.filter((r) => r.pattern.startsWith('/api/analytics/')).map((r) => r.auth), Array(12).fill('admin'));
+  t.same(stack.running.edge!.routes.filter((r) => r.pattern.startsWith('/api/analytics/')).map((r) => r.auth), Array(13).fill('admin'));
   const stranger = await call(`${stack.url}/api/analytics/report`);
   t.equal(stranger.status, 401);
   t.equal(stranger.body.error.code, 'UNAUTHORIZED');
@@ -326,7 +373,7 @@ t.test('the report is the admin\'s by default; each part has its own route; bad 
   t.equal(tokenHolder.status, 401, 'an API token is no admin');
 
   const whole = await report();
-  for (const part of ['per_day', 'steps', 'errors', 'models', 'models_per_day', 'channels', 'tables', 'users', 'slowest', 'disliked', 'totals'] as const) {
+  for (const part of ['per_day', 'steps', 'errors', 'models', 'models_per_day', 'channels', 'widgets', 'tables', 'users', 'slowest', 'disliked', 'totals'] as const) {
     const r = await call(`${stack.url}/api/analytics/${part}`, { headers: { cookie } });
     t.equal(r.status, 200, `${part}: ${r.text.slice(0, 200)}`);
     t.same(Object.keys(r.body).sort(), [part, 'range'].sort());
@@ -338,7 +385,7 @@ t.test('the report is the admin\'s by default; each part has its own route; bad 
   const unknown = await call(`${stack.url}/api/analytics/nope`, { headers: { cookie } });
   t.equal(unknown.status, 404);
 
-  for (const q of ['?channel=carrier-pigeon', '?top=0', '?top=101', '?top=ten', '?from=yesterday', '?to=2026-13-45', '?bogus=1',
+  for (const q of ['?channel=carrier-pigeon', '?widget=web', '?widget=api&widget=mcp', '?top=0', '?top=101', '?top=ten', '?from=yesterday', '?to=2026-13-45', '?bogus=1',
     '?from=2026-02-01&to=2026-01-01', '?channel=api&channel=mcp', `?user=${'u'.repeat(300)}`]) {
     const r = await call(`${stack.url}/api/analytics/report${q}`, { headers: { cookie } });
     t.equal(r.status, 400, `${q}: ${r.text.slice(0, 200)}`);
@@ -368,7 +415,7 @@ t.test('analytics.access public: anyone reads the report; with analytics off the
     await other.stop();
     await n2.stop();
   });
-  t.same(other.running.edge!.routes.filter((r) => r.pattern.startsWith('/api/analytics/')).map((r) => r.auth), Array(12).fill('none'));
+  t.same(other.running.edge!.routes.filter((r) => r.pattern.startsWith('/api/analytics/')).map((r) => r.auth), Array(13).fill('none'));
   const r = await call(`${other.url}/api/analytics/report`);
   t.equal(r.status, 200, r.text);
   t.equal(r.body.enabled, false);
@@ -377,6 +424,7 @@ t.test('analytics.access public: anyone reads the report; with analytics off the
   t.same(fb.body, { ok: false }, 'nothing is kept while analytics are off');
 
   const page = await browser.newPage();
+  await guardPage(page, t);
   await page.goto(`${other.url}/analytics`);
   await waitReady(page);
   t.equal(await page.locator('#empty').isVisible(), true);
@@ -393,7 +441,7 @@ t.test('analytics.access signed_in: any session or API token, nobody else', asyn
     await other.stop();
     await n3.stop();
   });
-  t.same(other.running.edge!.routes.filter((r) => r.pattern.startsWith('/api/analytics/')).map((r) => r.auth), Array(12).fill('signed_in'));
+  t.same(other.running.edge!.routes.filter((r) => r.pattern.startsWith('/api/analytics/')).map((r) => r.auth), Array(13).fill('signed_in'));
   t.equal((await call(`${other.url}/api/analytics/report`)).status, 401, 'a stranger');
   t.equal((await call(`${other.url}/api/analytics/report`, { headers: { authorization: 'Bearer ctd_not-a-token' } })).status, 401, 'a wrong token');
   const { token: t2 } = await issueToken(other.running.bus, 'carol');

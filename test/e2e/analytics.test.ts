@@ -167,7 +167,18 @@ t.test('a hundred questions from three channels, in the report and in the databa
     api: asked.filter((a) => a.channel === 'api').length + 1,
     legacy: asked.filter((a) => a.channel === 'legacy').length,
     mcp: asked.filter((a) => a.channel === 'mcp').length,
-  }, 'questions per channel');
+  }, 'questions per channel: the dashboard\'s question is on the api channel');
+  t.same(Object.fromEntries(report.widgets.map((w) => [w.widget, w.questions])), {
+    api: asked.filter((a) => a.channel === 'api').length,
+    dashboard: 1,
+    assistant: asked.filter((a) => a.channel === 'legacy').length,
+    mcp: asked.filter((a) => a.channel === 'mcp').length,
+  }, 'questions per widget: the dashboard\'s apart from the plain API calls');
+  const dashboardOnly = await bus.request(AnalyticsReportGet, { widget: 'dashboard' }, { requestId: 'report-dashboard' });
+  t.equal(dashboardOnly.totals.questions, 1, 'the widget filter: the dashboard\'s question alone');
+  t.same(dashboardOnly.slowest.map((s) => [s.request_id, s.channel, s.widget]), [[page.headers.get('x-request-id'), 'api', 'dashboard']]);
+  const apiOnly = await bus.request(AnalyticsReportGet, { widget: 'api' }, { requestId: 'report-api' });
+  t.equal(apiOnly.totals.questions, asked.filter((a) => a.channel === 'api').length, 'and the plain API calls without it');
   const codes = new Map<string, number>();
   for (const r of rows) if (r.code) codes.set(r.code, (codes.get(r.code) ?? 0) + 1);
   t.same(Object.fromEntries(report.errors.map((e) => [e.code, e.count])), Object.fromEntries(codes), 'errors by code');

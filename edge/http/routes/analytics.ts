@@ -1,7 +1,7 @@
 /**
  * How Cortado is used, as JSON (SPEC.md section `analytics`; the page is GET /analytics):
  *
- * - GET /api/analytics/report?from&to&channel&user&top — the whole AnalyticsReport
+ * - GET /api/analytics/report?from&to&channel&widget&user&top — the whole AnalyticsReport
  * - GET /api/analytics/<part> — one part of it, `{range, <part>}`, for people who build their
  *   own dashboards (PARTS below)
  * - POST /api/feedback — thumbs up or down on one answer, by its request id
@@ -16,6 +16,7 @@ import type { Bus } from '../../../protocol/bus.js';
 import { describeErrors } from '../../../protocol/define.js';
 import { CortadoError } from '../../../protocol/errors.js';
 import { AnalyticsReport, ReportFilter } from '../../../protocol/schemas/analytics.js';
+import { Channel, WidgetType } from '../../../protocol/schemas/common.js';
 import { BODY_TEXT, FeedbackBody } from '../../../protocol/schemas/http.js';
 import { AnalyticsFeedback, AnalyticsReportGet } from '../../../protocol/subjects.js';
 import type { Config } from '../../../config/schema.js';
@@ -28,10 +29,10 @@ const checkFilter = Compile(ReportFilter);
 const checkFeedback = Compile(FeedbackBody);
 
 /** The parts of the report served on their own, each as `{range, <part>}`. */
-export const PARTS = ['per_day', 'steps', 'errors', 'models', 'models_per_day', 'channels', 'tables', 'users', 'slowest', 'disliked', 'totals'] as const;
+export const PARTS = ['per_day', 'steps', 'errors', 'models', 'models_per_day', 'channels', 'widgets', 'tables', 'users', 'slowest', 'disliked', 'totals'] as const;
 export type Part = (typeof PARTS)[number];
 
-const FILTER_KEYS = ['from', 'to', 'channel', 'user', 'top'] as const;
+const FILTER_KEYS = ['from', 'to', 'channel', 'widget', 'user', 'top'] as const;
 
 /**
  * The report's filter from the query string: 400 naming the parameter that is wrong. The range
@@ -49,7 +50,7 @@ export function reportFilter(req: HttpRequest): ReportFilter {
     if (q.getAll(key).length > 1) throw new CortadoError('VALIDATION_FAILED', `query parameter ${key} is repeated`, { errors: [{ path: `?${key}`, message: 'repeated' }] });
   }
   const f: Record<string, unknown> = {};
-  for (const key of ['from', 'to', 'channel', 'user'] as const) {
+  for (const key of ['from', 'to', 'channel', 'widget', 'user'] as const) {
     const v = q.get(key)?.trim();
     if (v) f[key] = v;
   }
@@ -67,7 +68,7 @@ export function reportFilter(req: HttpRequest): ReportFilter {
   if (!checkFilter.Check(f)) {
     const first = describeErrors(checkFilter, f)[0];
     const field = first?.path.replace(/^\//, '') ?? '';
-    const hint = field === 'channel' ? 'one of api, legacy, auth, mcp, schedule, web' : field === 'top' ? 'an integer from 1 to 100' : (first?.message ?? 'not accepted');
+    const hint = field === 'channel' ? `one of ${Channel.enum.join(', ')}` : field === 'widget' ? `one of ${WidgetType.enum.join(', ')}` : field === 'top' ? 'an integer from 1 to 100' : (first?.message ?? 'not accepted');
     throw new CortadoError('VALIDATION_FAILED', `${field || 'query'}: ${hint}`, { errors: [{ path: `?${field}`, message: hint }] });
   }
   return f as ReportFilter;

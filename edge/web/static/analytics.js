@@ -6,7 +6,9 @@ import { $, getJson, showOnly, wireSignIn } from './admin-signin.js';
 
 const Chart = window.Chart;
 
-const INK = '#2b2118';
+// the text colour of the theme in force (style.css --ctd-ink), read again at each render
+let INK = '#2b2118';
+const themeInk = () => getComputedStyle(document.documentElement).getPropertyValue('--ctd-ink').trim() || '#2b2118';
 const PALETTE = ['#7a4b2a', '#2f6f8f', '#b26a00', '#5a7d2a', '#8e3b5e', '#4b4b8f'];
 const PATTERNS = ['solid', 'stripes', 'dots', 'cross', 'vertical', 'horizontal'];
 const MARKERS = ['circle', 'triangle', 'rectRot', 'rect', 'star', 'crossRot'];
@@ -98,7 +100,10 @@ function draw(id, config, summary, columns, rows) {
 const axis = (title, extra = {}) => ({ beginAtZero: true, title: { display: true, text: title, color: INK }, ticks: { color: INK, precision: 0 }, ...extra });
 const cat = (title, extra = {}) => ({ title: { display: Boolean(title), text: title, color: INK }, ticks: { color: INK, autoSkip: true, maxRotation: 60 }, ...extra });
 
+let last; // the report on show, drawn again when the theme changes
 function render(r) {
+  last = r;
+  INK = themeInk();
   $('#range').textContent = `${when(r.range.from)} → ${when(r.range.to)} UTC`;
   $('#f-users').replaceChildren(...r.users.map((u) => el('option', { value: u.user })));
   const t = r.totals;
@@ -119,7 +124,7 @@ function render(r) {
     $('#empty-text').textContent = 'Nothing is recorded while analytics.enabled is false in the configuration. Turn it on (with its PostgreSQL connection) to see how Cortado is used.';
   } else if (none) {
     $('#empty-title').textContent = 'No questions in this range';
-    $('#empty-text').textContent = 'Nobody asked anything that matches these filters. Widen the dates, or pick another channel or user.';
+    $('#empty-text').textContent = 'Nobody asked anything that matches these filters. Widen the dates, or pick another widget, channel or user.';
   }
   if (off || none) {
     for (const c of charts.values()) c.destroy();
@@ -177,6 +182,12 @@ function render(r) {
   [{ label: 'day', value: (m) => m.day }, { label: 'model', value: (m) => m.model }, { label: 'input tokens', num: true, value: (m) => m.input_tokens },
     { label: 'output tokens', num: true, value: (m) => m.output_tokens }, { label: 'cost', num: true, value: (m) => usd(m.cost_usd) }], r.models_per_day);
 
+  draw('c-widgets', {
+    data: { labels: r.widgets.map((w) => w.widget), datasets: [barSet('questions', r.widgets.map((w) => w.questions), 1)] },
+    options: { plugins: { legend: { display: false } }, scales: { x: cat('widget'), y: axis('questions') } },
+  }, `Questions by widget: ${r.widgets.map((w) => `${w.widget} ${w.questions}`).join(', ')}.`,
+  [{ label: 'widget', value: (w) => w.widget }, { label: 'questions', num: true, value: (w) => w.questions }], r.widgets);
+
   draw('c-channels', {
     data: { labels: r.channels.map((c) => c.channel), datasets: [barSet('questions', r.channels.map((c) => c.questions), 5)] },
     options: { plugins: { legend: { display: false } }, scales: { x: cat('channel'), y: axis('questions') } },
@@ -198,11 +209,11 @@ function render(r) {
   const what = (x) => x.question ?? `request ${x.request_id}`;
   $('#slowest').replaceChildren(table([
     { label: 'when (UTC)', value: (x) => when(x.ts) }, { label: 'total', num: true, value: (x) => ms(x.total_ms) },
-    { label: 'channel', value: (x) => x.channel ?? '' }, { label: 'user', value: (x) => x.user ?? '' }, { label: 'question', value: what },
+    { label: 'widget', value: (x) => x.widget ?? x.channel ?? '' }, { label: 'user', value: (x) => x.user ?? '' }, { label: 'question', value: what },
   ], r.slowest));
   $('#disliked').replaceChildren(table([
     { label: 'when (UTC)', value: (x) => when(x.ts) }, { label: 'comment', value: (x) => x.comment ?? '' },
-    { label: 'channel', value: (x) => x.channel ?? '' }, { label: 'user', value: (x) => x.user ?? '' }, { label: 'question', value: what },
+    { label: 'widget', value: (x) => x.widget ?? x.channel ?? '' }, { label: 'user', value: (x) => x.user ?? '' }, { label: 'question', value: what },
   ], r.disliked));
   $('#questions-note').hidden = r.store_questions;
 }
@@ -216,18 +227,20 @@ function filterQuery() {
   // bare UTC dates: the report reads `to` as the end of that day
   if (from) q.set('from', from);
   if (to) q.set('to', to);
+  if ($('#f-widget').value) q.set('widget', $('#f-widget').value);
   if ($('#f-channel').value) q.set('channel', $('#f-channel').value);
   const user = $('#f-user').value.trim();
   if (user) q.set('user', user);
   return q;
 }
 
-/** The filters a shared link carries (?from=YYYY-MM-DD&to=…&channel=…&user=…). */
+/** The filters a shared link carries (?from=YYYY-MM-DD&to=…&widget=…&channel=…&user=…). */
 function filtersFromUrl() {
   const q = new URLSearchParams(location.search);
   const day = (v) => (/^\d{4}-\d{2}-\d{2}/.test(v ?? '') ? v.slice(0, 10) : '');
   $('#f-from').value = day(q.get('from'));
   $('#f-to').value = day(q.get('to'));
+  $('#f-widget').value = q.get('widget') ?? '';
   $('#f-channel').value = q.get('channel') ?? '';
   $('#f-user').value = q.get('user') ?? '';
 }
@@ -273,13 +286,15 @@ async function load() {
 
 wireSignIn(load);
 
-for (const id of ['f-from', 'f-to', 'f-channel', 'f-user']) $(`#${id}`).addEventListener('change', () => void load());
+for (const id of ['f-from', 'f-to', 'f-widget', 'f-channel', 'f-user']) $(`#${id}`).addEventListener('change', () => void load());
 $('#filters').addEventListener('submit', (e) => { e.preventDefault(); void load(); });
 $('#f-user').addEventListener('keydown', (e) => { if (e.key === 'Enter') { e.preventDefault(); void load(); } });
 $('#f-clear').addEventListener('click', () => {
-  for (const id of ['f-from', 'f-to', 'f-channel', 'f-user']) $(`#${id}`).value = '';
+  for (const id of ['f-from', 'f-to', 'f-widget', 'f-channel', 'f-user']) $(`#${id}`).value = '';
   void load();
 });
 
 filtersFromUrl();
 void load();
+// theme.js says when the theme changed (the toggle of another page of this origin, the dashboard around an iframe)
+addEventListener('cortado:theme', () => { if (last && document.body.dataset.state === 'ready') render(last); });
