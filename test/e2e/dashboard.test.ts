@@ -1,6 +1,7 @@
 /**
  * The standalone dashboard (/) in Chromium against a real stack with a scripted model: tabs per
- * ui.sections (and the `bigquery-ops` spelling), keyboard tab navigation with a hash per tab,
+ * ui.sections (and the `bigquery-ops` spelling) and per feature (a tab appears only when its
+ * feature is on: analytics, the ops console, Tokens, Admin), keyboard tab navigation with a hash per tab,
  * history and favourites for a visitor (this browser) and for a signed-in person (the server:
  * after a reload and in another browser context), a dashboard of two tiles refreshed on open,
  * the Tokens tab (issue → copy the MCP configuration → the token works on /mcp/sse → revoked:
@@ -11,6 +12,7 @@ import t, { type Test } from 'tap';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { generateFernetKey } from '../../actors/lib/fernet.js';
 import { launchBrowser } from '../helpers/browser.js';
+import { guardPage } from '../helpers/page-guard.js';
 import { testConfig } from '../helpers/config.js';
 import { sqlAnswer, startFakeLlm } from '../helpers/fake-llm.js';
 import { startNats } from '../helpers/nats.js';
@@ -63,13 +65,11 @@ t.teardown(async () => {
   await nats.stop();
 });
 
-/** A page that fails the test on a script error, and on any request that leaves the server. */
+/** A page that fails the test on a script error, a CSP violation, and any request that leaves this machine. */
 async function openPage(context: BrowserContext, url: string, t: Test): Promise<Page> {
   const page = await context.newPage();
   page.on('pageerror', (e) => t.fail(`page error: ${e.message}`));
-  page.on('request', (r) => {
-    if (!r.url().startsWith(url.replace(/\/[^/]*$/, '')) && !r.url().startsWith('data:')) t.fail(`an external request: ${r.url()}`);
-  });
+  await guardPage(page, t);
   await page.goto(url);
   await page.locator('body[data-ui=ready]').waitFor();
   return page;
@@ -90,11 +90,9 @@ t.test('tabs per ui.sections; arrows, Home and End move between them; each has a
   t.teardown(() => context.close());
   const page = await openPage(context, stack.url, t);
   const shown = await visibleTabs(page);
-  // the ops console and the demo page are other parts' pages: a tab is there exactly when its page is
-  const has = async (path: string): Promise<boolean> => (await fetch(`${stack.url}${path}`, { method: 'HEAD' })).ok;
-  const expected = ['home', 'assistant', 'dashboards', 'schedules', 'analytics', 'ops', 'demo', 'tokens', 'admin'];
-  const pages = { ops: await has('/ops'), demo: await has('/demo') };
-  t.same(shown, expected.filter((v) => !(v in pages) || pages[v as keyof typeof pages]), 'every feature this server has');
+  // analytics.enabled and ops_agent.enabled are off here: their pages exist (/analytics, /ops answer) but their tabs do not
+  t.equal((await fetch(`${stack.url}/ops`, { method: 'HEAD' })).status, 200, '/ops is served');
+  t.same(shown, ['home', 'assistant', 'dashboards', 'schedules', 'demo', 'tokens', 'admin'], 'every feature this server has, and no other');
   t.equal(await page.getAttribute('#tab-home', 'aria-selected'), 'true');
   t.equal(await page.locator('[role=tabpanel]:visible').count(), 1, 'one panel shown');
 
@@ -132,19 +130,70 @@ t.test('ui.sections hides tabs (bigquery-ops spelt with a hyphen too); Home stay
   const shown = await visibleTabs(page);
   t.same(shown, ['home', 'schedules', ...((await fetch(`${other.url}/demo`, { method: 'HEAD' })).ok ? ['demo'] : [])], 'only Home and the sections left on');
   t.equal((await call(`${other.url}/ui/config`)).body.sections.bigquery_ops, false, 'bigquery-ops read as bigquery_ops');
-  t.notOk(probes.includes('/ops'), 'a section turned off is not even looked for');
+  t.same(probes, [], 'the page asks /ui/config, not the pages themselves');
   t.notOk(await page.locator('#examples .chip').first().isVisible(), 'no example questions without the Assistant');
   await page.goto(`${other.url}/#tokens`);
   await page.locator('body[data-ui=ready]').waitFor();
   t.equal(await page.getAttribute('#tab-home', 'aria-selected'), 'true', 'a hidden tab\'s hash opens Home');
 
-  const on = await browser.newPage();
-  t.teardown(() => on.close());
-  const seen: string[] = [];
-  on.on('request', (r) => { if (r.method() === 'HEAD') seen.push(new URL(r.url()).pathname); });
-  await on.goto(stack.url);
-  await on.locator('body[data-ui=ready]').waitFor();
-  t.ok(seen.includes('/ops'), 'with the key on, the page looks for the ops console');
+});
+
+t.test('a tab appears when its feature is on AND its section is: analytics, the ops console, Tokens, Admin', async (t) => {
+  const features = async (url: string) => (await call(`${url}/ui/config`)).body.features as Record<string, boolean>;
+  t.match(await features(stack.url), { analytics: false, bigquery_ops: false, tokens: true, admin: true, schedules: true }, 'this server: no analytics, no ops console');
+
+  const adb = await createTestDb('dash_an');
+  t.teardown(() => adb.drop());
+  const analytics = { enabled: true, postgresql: { host: adb.host, port: adb.port, database: adb.name, user: adb.user } };
+  const on = await startStack(base({ analytics, ops_agent: { enabled: true } }));
+  stacks.push(on);
+  t.match(await features(on.url), { analytics: true, bigquery_ops: true });
+  const context = await browser.newContext();
+  t.teardown(() => context.close());
+  const page = await openPage(context, on.url, t);
+  t.same(await visibleTabs(page), ['home', 'assistant', 'dashboards', 'schedules', 'analytics', 'ops', 'demo', 'tokens', 'admin'], 'every tab, their features on');
+  await page.click('#tab-ops');
+  await page.frameLocator('#view-ops iframe').locator('#login, #console').first().waitFor();
+  t.pass('the Warehouse ops tab shows the console');
+
+  // the theme: the dashboard's toggle turns the pages in its tabs dark too, open already or not
+  const LIGHT = 'rgb(250, 247, 243)';
+  const DARK = 'rgb(27, 22, 18)';
+  const frameOf = (path: string) => page.frames().find((f) => new URL(f.url()).pathname === path);
+  const bgOf = (path: string) => frameOf(path)!.evaluate(() => (globalThis as any).getComputedStyle((globalThis as any).document.body).backgroundColor as string);
+  const htmlTheme = (path: string) => frameOf(path)!.evaluate(() => (globalThis as any).document.documentElement.dataset.theme as string | undefined);
+  await page.click('#tab-analytics');
+  await page.frameLocator('#view-analytics iframe').locator('body[data-state]').first().waitFor();
+  t.equal(await bgOf('/analytics'), LIGHT, '/analytics in its tab: light');
+  t.equal(await bgOf('/ops'), LIGHT, '/ops in its tab: light');
+  await page.click('#theme-toggle');
+  t.equal(await page.getAttribute('html', 'data-theme'), 'dark');
+  for (const path of ['/analytics', '/ops']) {
+    await frameOf(path)!.waitForFunction(() => (globalThis as any).document.documentElement.dataset.theme === 'dark');
+    t.equal(await htmlTheme(path), 'dark', `${path}, open already, follows the toggle`);
+    t.equal(await bgOf(path), DARK, `${path} is painted dark`);
+  }
+  await page.click('#tab-demo');
+  await page.frameLocator('#view-demo iframe').locator('#embed').waitFor();
+  t.equal(await htmlTheme('/demo'), 'dark', '/demo, opened after the toggle, is dark');
+  t.equal(await bgOf('/demo'), 'rgb(30, 23, 16)', 'in the shop\'s own dark colours');
+  await page.click('#theme-toggle');
+  await frameOf('/demo')!.waitForFunction(() => (globalThis as any).document.documentElement.dataset.theme === 'light');
+  t.equal(await bgOf('/demo'), 'rgb(241, 227, 200)', 'and back to light with the toggle');
+
+  // the features on, but their sections off; and the features off (no plugins.auth, no admin)
+  const off = await startStack(base({
+    analytics, ops_agent: { enabled: true },
+    ui: { sections: { analytics: false, bigquery_ops: false } },
+    admin: { enabled: false }, plugins: { auth: { enabled: false } },
+  }));
+  stacks.push(off);
+  t.match(await features(off.url), { analytics: true, bigquery_ops: true, tokens: false, admin: false });
+  const p2 = await openPage(context, off.url, t);
+  t.same(await visibleTabs(p2), ['home', 'assistant', 'dashboards', 'schedules', 'demo'], 'a section off hides its tab; a feature off hides its tab');
+  await p2.goto(`${off.url}/#ops`);
+  await p2.locator('body[data-ui=ready]').waitFor();
+  t.equal(await p2.getAttribute('#tab-home', 'aria-selected'), 'true', 'a hidden tab\'s hash opens Home');
 });
 
 t.test('a visitor\'s history and favourites stay in this browser', async (t) => {

@@ -62,8 +62,14 @@ function loadDir(dir: string, prefix = ''): Map<string, Buffer> {
 
 /**
  * What the pages need to know before they draw: which tabs of the dashboard to show
- * (ui.sections, read at each request so a runtime override applies) and which sign-ins exist.
- * No host, no secret.
+ * (ui.sections, read at each request so a runtime override applies), which features are on
+ * here, and which sign-ins exist. The dashboard shows a tab when its section is not false AND its
+ * feature is on (docs/ui.md "Dashboard"). No host, no secret.
+ *
+ * The features, per tab: the question API, dashboards and the demo page are always there; the
+ * schedules API is always there (`scheduler.enabled` only says whether schedules fire on their
+ * cron, `scheduler_fires`); analytics when `analytics.enabled`; the warehouse ops console when
+ * `ops_agent.enabled`; Tokens when `plugins.auth.enabled`; the admin panel when `admin.enabled`.
  */
 export function uiConfigView(config: Config): Record<string, unknown> {
   const s = config.ui.sections;
@@ -73,6 +79,12 @@ export function uiConfigView(config: Config): Record<string, unknown> {
       assistant: s.assistant, demo: s.demo, analytics: s.analytics, schedules: s.schedules, dashboards: s.dashboards,
       bigquery_ops: s.bigquery_ops ?? s['bigquery-ops'] ?? true, admin: s.admin, tokens: s.tokens,
     },
+    features: {
+      assistant: true, dashboards: true, demo: true, schedules: true,
+      analytics: config.analytics.enabled, bigquery_ops: config.ops_agent.enabled,
+      tokens: config.plugins.auth.enabled, admin: config.admin.enabled,
+    },
+    scheduler_fires: config.scheduler.enabled,
     sign_in: { assistant_login: config.plugins.assistant_login.enabled, auth: config.plugins.auth.enabled },
   };
 }
@@ -88,7 +100,7 @@ export function pageRoutes(router: Router, opts: { appName: string; config?: Con
   };
   router.get('/', { auth: 'none', summary: 'The assistant page', produces: 'text/html' }, page('index.html'));
   const { config } = opts;
-  if (config) router.get('/ui/config', { auth: 'none', summary: 'What the pages show (sections, sign-ins); no secret' }, (_req, res, ctx) => sendJson(res, 200, uiConfigView(config), ctx.rid));
+  if (config) router.get('/ui/config', { auth: 'none', summary: 'What the pages show (sections, the features on, sign-ins); no secret' }, (_req, res, ctx) => sendJson(res, 200, uiConfigView(config), ctx.rid));
   router.get('/admin', { auth: 'none', summary: 'The admin panel page', produces: 'text/html' }, page('admin.html'));
   // the page signs in through /admin/login itself; its data (/api/analytics/*) is what is guarded
   router.get('/analytics', { auth: 'none', summary: 'The analytics page', produces: 'text/html' }, page('analytics.html'));

@@ -1,5 +1,5 @@
 // The standalone dashboard (/): tabs per ui.sections (GET /ui/config; a key left out is on; Home
-// always), each shown only when its feature exists on this server; keyboard tabs (arrows, Home,
+// always), each shown only when its feature is on on this server (the same reply's `features`); keyboard tabs (arrows, Home,
 // End) with a URL hash per tab; the Home overview (history, favourites, examples, health); the
 // Assistant (the answer view, answer/index.js); Dashboards of tiles; Tokens (a database user's
 // own API tokens and a ready MCP client configuration); the other pages embedded.
@@ -100,7 +100,7 @@ async function whoAmI() {
   }
 }
 
-const state = { ui: { sections: {}, sign_in: {} }, who: null, history: null, ask: null };
+const state = { ui: { sections: {}, features: {}, sign_in: {} }, who: null, history: null, ask: null };
 const writeHeaders = () => (state.who?.csrf_token ? { 'x-csrf-token': state.who.csrf_token } : {});
 
 async function api(method, path, body) {
@@ -679,16 +679,6 @@ function setupTabs() {
   addEventListener('hashchange', () => void showView(location.hash.slice(1) || 'home').catch((err) => console.error(err)));
 }
 
-/** Whether a page another part of Cortado serves is there (GET answered, not 404). */
-async function exists(path) {
-  try {
-    const r = await fetch(path, { method: 'HEAD' });
-    return r.ok;
-  } catch {
-    return false;
-  }
-}
-
 async function start() {
   setupTheme();
   setupTabs();
@@ -701,17 +691,18 @@ async function start() {
   state.who = who;
   state.history = createHistory({ signedIn: Boolean(who), headers: writeHeaders });
   const s = ui.sections ?? {};
-  // a tab is shown when its key is not false AND its feature exists here
-  const [ops, demo] = await Promise.all([s.bigquery_ops === false ? false : exists('/ops'), s.demo === false ? false : exists('/demo')]);
+  const f = ui.features ?? {};
+  // a tab is shown when its key is not false AND its feature is on here (GET /ui/config says both)
+  const on = (key) => s[key] !== false && f[key] === true;
   const present = {
-    assistant: s.assistant !== false,
-    dashboards: s.dashboards !== false,
-    schedules: s.schedules !== false,
-    analytics: s.analytics !== false,
-    ops,
-    demo,
-    tokens: s.tokens !== false && ui.sign_in?.auth === true,
-    admin: s.admin !== false,
+    assistant: on('assistant'),
+    dashboards: on('dashboards'),
+    schedules: on('schedules'),
+    analytics: on('analytics'),
+    ops: on('bigquery_ops'),
+    demo: on('demo'),
+    tokens: on('tokens'),
+    admin: on('admin'),
   };
   for (const b of document.querySelectorAll('#main-tabs [role=tab]')) {
     if (b.dataset.view !== 'home') b.hidden = !present[b.dataset.view];

@@ -5,7 +5,9 @@ import { $, getJson, showOnly, wireSignIn } from './admin-signin.js';
 
 const Chart = window.Chart;
 
-const INK = '#2b2118';
+// the text colour of the theme in force (style.css --ctd-ink): read at each load, and when the theme changes
+const themeInk = () => getComputedStyle(document.documentElement).getPropertyValue('--ctd-ink').trim() || '#2b2118';
+let INK = themeInk();
 const PALETTE = ['#7a4b2a', '#2f6f8f', '#b26a00', '#5a7d2a', '#8e3b5e'];
 const OPERATIONS = ['get_expensive_queries', 'forecast_monthly_costs', 'find_public_datasets', 'check_slot_saturation'];
 const charts = [];
@@ -204,6 +206,7 @@ async function load() {
     return;
   }
   show('console');
+  INK = themeInk();
   $('#targets').textContent = `${body.targets.map((t) => t.label).join(', ') || 'no target'} · $${body.price_per_tb_usd} per TiB${body.ai_insights ? ' · model insights on' : ''}`;
   while (charts.length) charts.pop().destroy();
   await Promise.all(OPERATIONS.map((op) => runOperation(op, body.allowed_operations)));
@@ -216,3 +219,17 @@ wireSignIn(load);
 $('#controls').addEventListener('submit', (e) => { e.preventDefault(); void load(); });
 
 void load();
+
+/** The charts drawn already take the new theme's text colour (theme.js says when it changed). */
+addEventListener('cortado:theme', () => {
+  INK = themeInk();
+  for (const c of charts) {
+    const o = c.options;
+    if (o.plugins?.legend?.labels) o.plugins.legend.labels.color = INK;
+    for (const scale of Object.values(o.scales ?? {})) {
+      if (scale.ticks) scale.ticks.color = INK;
+      if (scale.title) scale.title.color = INK;
+    }
+    c.update('none');
+  }
+});
