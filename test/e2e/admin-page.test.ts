@@ -1,6 +1,11 @@
-/** The admin page in a real browser: sign in, see the config, issue a token, add a mask rule, read the audit log. */
+/**
+ * The admin page in a real browser: sign in, see the config, issue a token, add a mask rule, read
+ * the audit log; the tabs as a keyboard tablist; no sideways scroll at 360 px. No page breaks its
+ * CSP or asks another host (test/helpers/page-guard.ts).
+ */
 import t from 'tap';
 import { launchBrowser } from '../helpers/browser.js';
+import { guardPage } from '../helpers/page-guard.js';
 import { testConfig } from '../helpers/config.js';
 import { startNats } from '../helpers/nats.js';
 import { startStack } from '../helpers/stack.js';
@@ -16,6 +21,7 @@ t.teardown(async () => {
 
 t.test('sign in and use the panel', async (t) => {
   const page = await browser.newPage();
+  await guardPage(page, t);
   const errors: string[] = [];
   page.on('pageerror', (e) => errors.push(e.message));
   await page.goto(`${stack.url}/admin`);
@@ -61,4 +67,57 @@ t.test('sign in and use the panel', async (t) => {
   await page.click('#sign-out');
   await page.waitForSelector('#login:not([hidden])');
   t.same(errors, [], 'no script errors');
+});
+
+t.test('the tabs are a tablist: arrow keys, Home and End move and select, one panel shown', async (t) => {
+  const page = await browser.newPage({ viewport: { width: 360, height: 740 } });
+  t.teardown(() => page.close());
+  await guardPage(page, t);
+  await page.goto(`${stack.url}/admin`);
+  await page.fill('#username', 'admin');
+  await page.fill('#password', 'pw-for-page');
+  await page.click('#sign-in');
+  await page.waitForSelector('#panel:not([hidden])');
+  const tabs = page.locator('[role=tablist] [role=tab]');
+  const ids = await tabs.evaluateAll((bs) => bs.map((b) => (b as any).dataset.tab as string));
+  t.ok(ids.length >= 9, `${ids.length} tabs in the tablist`);
+  t.equal(await page.locator('[role=tablist] #sign-out').count(), 0, 'Sign out is not a tab');
+  for (const id of ids) {
+    t.equal(await page.getAttribute(`[role=tab][data-tab=${id}]`, 'aria-controls'), `tab-${id}`, `${id} controls its panel`);
+    t.equal(await page.getAttribute(`#tab-${id}`, 'role'), 'tabpanel');
+    t.equal(await page.getAttribute(`#tab-${id}`, 'aria-labelledby'), `tabbtn-${id}`);
+  }
+  const selected = () => page.locator('[role=tab][aria-selected=true]').evaluateAll((bs) => bs.map((b) => (b as any).dataset.tab as string));
+  const focused = () => page.evaluate('document.activeElement?.dataset?.tab');
+  const shown = () => page.locator('[role=tabpanel]:visible').evaluateAll((ps) => ps.map((p) => p.id));
+  t.same(await selected(), ['config']);
+  t.equal(await page.getAttribute('[role=tab][data-tab=prompts]', 'tabindex'), '-1', 'a roving tabindex');
+
+  await page.focus('[role=tab][data-tab=config]');
+  await page.keyboard.press('ArrowRight');
+  t.equal(await focused(), ids[1], 'ArrowRight moves the focus');
+  t.same(await selected(), [ids[1]], 'and selects the tab');
+  t.same(await shown(), [`tab-${ids[1]}`], 'its panel alone is shown');
+  t.equal(await page.getAttribute(`[role=tab][data-tab=${ids[1]}]`, 'tabindex'), '0');
+  t.equal(await page.getAttribute('[role=tab][data-tab=config]', 'tabindex'), '-1');
+  await page.keyboard.press('End');
+  t.equal(await focused(), ids.at(-1), 'End: the last tab');
+  t.same(await shown(), [`tab-${ids.at(-1)}`]);
+  await page.keyboard.press('ArrowRight');
+  t.equal(await focused(), 'config', 'wraps round to the first');
+  await page.keyboard.press('ArrowLeft');
+  t.equal(await focused(), ids.at(-1), 'and back round to the last');
+  await page.keyboard.press('Home');
+  t.equal(await focused(), 'config', 'Home: the first tab');
+  t.same(await selected(), ['config']);
+  // Tab leaves the tablist for the panel; the tokens tab by keyboard works like a click
+  await page.keyboard.press('ArrowRight');
+  await page.keyboard.press('ArrowRight');
+  t.equal(await focused(), 'tokens');
+  await page.keyboard.press('Tab');
+  t.equal(await page.evaluate('document.activeElement?.id'), 'sign-out', 'Tab goes on past the tablist, not through every tab');
+  await page.locator('#tab-tokens #token-form').waitFor();
+  await page.locator('#tokens tbody tr').first().waitFor({ state: 'attached' }).catch(() => undefined);
+  const width = await page.evaluate('document.scrollingElement.scrollWidth') as number;
+  t.ok(width <= 360, `no sideways scroll at 360 px: ${width} px`);
 });

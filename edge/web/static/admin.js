@@ -79,11 +79,30 @@ $('#sign-out').addEventListener('click', run(async () => {
   showLogin();
 }));
 
-for (const b of document.querySelectorAll('.tabs [data-tab]')) b.addEventListener('click', run(() => show(b.dataset.tab)));
+// the tabs are a WAI-ARIA tablist: a click or Enter/Space selects; arrows (wrapping), Home and End
+// move the focus and select (a roving tabindex: only the selected tab is in the Tab order)
+const tabButtons = () => [...document.querySelectorAll('[role=tablist] [role=tab][data-tab]')];
+for (const b of tabButtons()) b.addEventListener('click', run(() => show(b.dataset.tab)));
+$('[role=tablist]').addEventListener('keydown', (e) => {
+  const all = tabButtons();
+  const i = all.indexOf(document.activeElement);
+  if (i < 0) return;
+  const to = { ArrowRight: i + 1, ArrowDown: i + 1, ArrowLeft: i - 1, ArrowUp: i - 1, Home: 0, End: all.length - 1 }[e.key];
+  if (to === undefined) return;
+  e.preventDefault();
+  const next = all[(to + all.length) % all.length];
+  next.focus();
+  void run(() => show(next.dataset.tab))();
+});
 
 async function show(tab) {
-  for (const b of document.querySelectorAll('.tabs [data-tab]')) b.classList.toggle('active', b.dataset.tab === tab);
-  for (const t of document.querySelectorAll('.tab')) t.hidden = t.id !== `tab-${tab}`;
+  for (const b of tabButtons()) {
+    const on = b.dataset.tab === tab;
+    b.classList.toggle('active', on);
+    b.setAttribute('aria-selected', String(on));
+    b.tabIndex = on ? 0 : -1;
+  }
+  for (const t of document.querySelectorAll('.tab[role=tabpanel]')) t.hidden = t.id !== `tab-${tab}`;
   flash('');
   await LOADERS[tab]();
 }
