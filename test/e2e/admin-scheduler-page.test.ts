@@ -87,6 +87,9 @@ t.test('the Scheduler tab: every schedule with its owner, pause, run now, histor
   t.equal(await page.textContent('#sched-settings dd[data-key=max_concurrent_jobs]'), '3');
   t.equal(await page.textContent('#sched-settings dd[data-key=job_timeout_seconds]'), '120');
   t.equal(await page.locator('#sched-settings input').count(), 0, 'read-only');
+  // config_db is off here: the tab says the schedules live in memory only
+  t.ok(await page.locator('#sched-memory').isVisible(), 'the memory notice is shown');
+  t.match(await page.textContent('#sched-memory'), /memory only: config_db is off[\s\S]*lost when the scheduler process restarts/);
 
   await carolRow.locator('.sched-toggle').click();
   await carolRow.locator('.sch-state', { hasText: 'paused' }).waitFor();

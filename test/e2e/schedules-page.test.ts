@@ -3,7 +3,9 @@
  * first; create with the cron helper (fields, a wrong field refused with its name, a preset, the
  * next five runs), the pinned SQL shown after creation and edited (the guard refuses a write),
  * another user sees none of it, Run Now and its History row, pause, delete; and the tab gone
- * when ui.sections.schedules is false.
+ * when ui.sections.schedules is false. The memory notice (config_db is off here). "Write the
+ * SQL again" offered after a run that failed because a table was dropped, and only then (not
+ * after a run that failed otherwise), and clicked: the new pinned SQL is shown.
  */
 import t from 'tap';
 import { GUARD_SCHEMA_SQL } from '../fixtures/guard-cases.js';
@@ -17,6 +19,7 @@ import { call, startStack } from '../helpers/stack.js';
 const nats = await startNats();
 const db = await createTestDb('schpage');
 await db.pool.query(GUARD_SCHEMA_SQL);
+await db.pool.query("CREATE TABLE drifty (id int, label text); INSERT INTO drifty VALUES (1, 'one')");
 const STATUSES = (await db.pool.query<{ n: number }>('SELECT count(DISTINCT status)::int AS n FROM orders')).rows[0]!.n;
 const fake = await startFakeLlm();
 const stack = await startStack(testConfig({
@@ -64,6 +67,9 @@ t.test('create, see the next runs and the pinned SQL, run now, history, pause, d
   await page.locator('#sch-main:not([hidden])').waitFor();
   t.match(await page.textContent('#sch-who'), /API token ctd_/);
   await page.locator('#sch-empty:not([hidden])').waitFor();
+  // config_db is off here: the page says the schedules live in memory only
+  t.ok(await page.locator('#sch-memory').isVisible(), 'the memory notice is shown');
+  t.match(await page.textContent('#sch-memory'), /memory only[\s\S]*lost when it restarts/);
 
   // the cron helper: fields compose the expression, the server says the next five runs
   await page.click('#sch-new');
@@ -208,4 +214,46 @@ t.test('editing a schedule, and the tab switched off by ui.sections.schedules', 
   t.equal(ui.body.sections.schedules, false);
   t.equal(await again.locator('#main-tabs [data-view=schedules]').isVisible(), false, 'no Schedules tab');
   await again.close();
+});
+
+t.test('a run failed by a dropped table, and only that, offers to write the SQL again', async (t) => {
+  // the tab back (the test before switched it off)
+  t.equal((await call(`${stack.url}/admin/config/ui.sections.schedules`, { method: 'DELETE', headers: admin })).status, 200);
+  const h = { authorization: `Bearer ${alice}` };
+  const make = async (name: string, sql: string) => {
+    const r = await call(`${stack.url}/api/schedules`, { body: { name, question: `the ${name} report`, cron: '0 9 * * 1', email_recipients: ['alice@example.com'], format: 'csv', sql }, headers: h });
+    t.equal(r.status, 201, r.text);
+    return r.body as { id: string };
+  };
+  await make('Broken math', 'SELECT 1 / (count(*) - count(*)) AS x FROM orders');
+  const drifting = await make('Drifting', 'SELECT id, label FROM drifty');
+
+  const page = await browser.newPage();
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  await page.goto(`${stack.url}/#schedules`);
+  await page.fill('#sch-token', alice);
+  await page.click('#sch-token-form button[type=submit]');
+
+  // a failure that is no drift (division by zero): History shows it, and no offer
+  await page.locator('#sch-list tr.sch-row', { hasText: 'Broken math' }).locator('.sch-run').click();
+  const failed = page.locator('#sch-history tr.sch-exec.done').first();
+  await failed.waitFor({ timeout: 60_000 });
+  t.equal((await failed.locator('td').allTextContents())[2], 'failed', 'the run failed');
+  t.equal(await page.locator('#sch-regen').count(), 0, 'a failure that is no drift offers no regeneration');
+
+  // the table is dropped: the run fails as drift, and the page offers to write the SQL again
+  await db.pool.query('DROP TABLE drifty');
+  await page.locator('#sch-list tr.sch-row', { hasText: 'Drifting' }).locator('.sch-run').click();
+  await page.locator('#sch-history h3', { hasText: 'Drifting' }).waitFor();
+  await page.locator('#sch-regen').waitFor({ timeout: 60_000 });
+  const history = await call(`${stack.url}/api/schedules/${drifting.id}/history`, { headers: h });
+  t.match(history.body.executions[0], { success: false, drift: true, error_message: /drifty no longer exists/ }, 'the execution says drift');
+  fake.script({ text: sqlAnswer('SELECT count(*) AS n FROM orders', 'Counts the orders.') });
+  await page.click('#sch-regen');
+  await page.locator('#sch-pinned:not([hidden])').waitFor();
+  t.equal(await page.inputValue('#sch-pinned-sql'), 'SELECT count(*) AS n FROM orders', 'the new pinned SQL is shown');
+  t.equal((await call(`${stack.url}/api/schedules/${drifting.id}`, { headers: h })).body.sql, 'SELECT count(*) AS n FROM orders', 'and saved');
+  t.same(errors, [], 'no script errors');
+  await page.close();
 });

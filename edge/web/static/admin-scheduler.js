@@ -20,6 +20,9 @@ export function schedulerTab({ $, el, api, flash }) {
   const settings = el('dl', { id: 'sched-settings', class: 'kv' });
   const body = el('tbody');
   const empty = el('p', { class: 'muted', id: 'sched-empty', text: 'No schedules yet (users create them in the dashboard\'s Schedules tab).', hidden: '' });
+  // the API says where schedules are kept: in memory (config_db off) they are lost on restart
+  const memory = el('p', { class: 'notice', id: 'sched-memory', role: 'status', hidden: '',
+    text: 'Kept in memory only: config_db is off, so every schedule and its history is lost when the scheduler process restarts. Turn config_db on to keep them in PostgreSQL.' });
   const historyTitle = el('h3');
   const historyBody = el('div', { id: 'sched-history-body' });
   const history = el('div', { id: 'sched-history', hidden: '' }, historyTitle, historyBody);
@@ -29,6 +32,7 @@ export function schedulerTab({ $, el, api, flash }) {
     el('h3', { text: 'Settings ' }, el('span', { class: 'muted', text: '(read-only here: config.yaml, or a runtime override in the Config tab)' })),
     settings,
     el('h3', { text: 'Every schedule' }),
+    memory,
     el('div', { class: 'scroll' }, el('table', { id: 'sched-list' },
       el('thead', {}, el('tr', {}, ...['name', 'owner', 'runs', 'next run', 'last run', 'state', ''].map((h) => el('th', { text: h })))), body)),
     empty,
@@ -62,7 +66,8 @@ export function schedulerTab({ $, el, api, flash }) {
   }
 
   async function list() {
-    const { schedules } = await api('GET', '/api/schedules');
+    const { schedules, storage } = await api('GET', '/api/schedules');
+    memory.hidden = storage !== 'memory';
     empty.hidden = schedules.length > 0;
     body.replaceChildren(...schedules.map((s) => el('tr', { class: 'sched-row', 'data-id': s.id, 'data-name': s.name },
       el('td', {}, el('strong', { text: s.name })),

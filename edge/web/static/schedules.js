@@ -188,9 +188,13 @@ export function mount(root, ui) {
   const authBox = el('section', { id: 'sch-auth', class: 'card' });
   const listBody = el('tbody');
   const empty = el('p', { id: 'sch-empty', class: 'muted', text: 'No schedules yet: create one to have a report e-mailed on a timetable.', hidden: true });
+  // the API says where schedules are kept: in memory (config_db off) they are lost on restart
+  const memory = el('p', { id: 'sch-memory', class: 'notice', role: 'status', hidden: true,
+    text: 'This server keeps schedules in memory only (its configuration database is off): your schedules and their history are lost when it restarts.' });
   const main = el('section', { id: 'sch-main', class: 'card', hidden: true },
     el('div', { class: 'row' }, el('h2', { text: 'Schedules' }), el('div', { class: 'spacer' }),
       el('button', { type: 'button', id: 'sch-new', text: 'New schedule', onclick: guard(() => openEditor()) })),
+    memory,
     el('div', { class: 'scroll' }, el('table', { id: 'sch-list' },
       el('thead', {}, el('tr', {}, ...['name', 'runs', 'next run', 'last run', 'state', ''].map((h) => el('th', { text: h })))),
       listBody)),
@@ -321,7 +325,7 @@ export function mount(root, ui) {
     listBody.replaceChildren(...schedules.map((s) => el('tr', { class: 'sch-row', 'data-id': s.id, 'data-name': s.name },
       el('td', {}, el('strong', { class: 'sch-name', text: s.name }),
         who.kind === 'admin' && s.owner_user ? el('div', { class: 'muted', text: `by ${s.owner_user}` }) : null),
-      el('td', {}, el('span', { class: 'sch-words', text: describeCron(s.cron) }), el('div', { class: 'muted' }, el('code', { text: s.cron }), ` ${s.timezone}`)),
+      el('td', {}, el('span', { class: 'sch-words', text: describeCron(s.cron) }), el('div', { class: 'muted' }, el('code', { text: s.cron }), ` ${s.timezone}${s.own_timezone ? '' : ' (the server\'s)'}`)),
       el('td', { class: 'sch-next', text: s.enabled ? fmtTime(s.next_runs?.[0]) : '—' }),
       el('td', { class: 'sch-last' }, lastRunBadge(s)),
       el('td', {}, stateBadge(s)),
@@ -337,6 +341,7 @@ export function mount(root, ui) {
   async function loadList() {
     const r = await api('GET', '/api/schedules');
     schedules = r.schedules ?? [];
+    memory.hidden = r.storage !== 'memory';
     drawList();
   }
 
@@ -422,7 +427,9 @@ export function mount(root, ui) {
     f.recipients.value = (s?.email_recipients ?? []).join(', ');
     f.format.value = s?.format ?? 'csv';
     f.subject.value = s?.subject ?? '';
-    f.timezone.value = s?.timezone ?? '';
+    // the field holds the schedule's own zone; empty: it follows the server's (scheduler.timezone)
+    f.timezone.value = s?.own_timezone ?? '';
+    f.timezone.placeholder = s && !s.own_timezone ? `time zone (now the server's: ${s.timezone})` : 'time zone (default: the server\'s)';
     f.cron.value = s?.cron ?? '0 8 * * 1-5';
     f.sql.value = s?.sql ?? '';
     f.regenerate.checked = false;
@@ -450,8 +457,10 @@ export function mount(root, ui) {
       format: f.format.value,
       subject: f.subject.value.trim(),
     };
-    // a zone is the schedule's own only when asked for (else it follows scheduler.timezone)
-    if (f.timezone.value.trim() && f.timezone.value.trim() !== editing?.timezone) body.timezone = f.timezone.value.trim();
+    // a zone is the schedule's own only when asked for (else it follows scheduler.timezone); emptied: none of its own again
+    const zone = f.timezone.value.trim();
+    if (zone && zone !== editing?.own_timezone) body.timezone = zone;
+    else if (!zone && editing?.own_timezone) body.timezone = null;
     save.disabled = true;
     try {
       if (!editing) {
@@ -519,8 +528,9 @@ export function mount(root, ui) {
     if (historyOf?.id !== id) return [];
     const executions = r.executions ?? [];
     historyBody.replaceChildren(historyTable(executions));
+    // offered only when the newest finished run failed because the database changed under its SQL
     const latest = executions.find((x) => x.status === 'done');
-    historyActions.replaceChildren(...(latest && !latest.success
+    historyActions.replaceChildren(...(latest && !latest.success && latest.drift === true
       ? [el('button', { type: 'button', class: 'ghost small', id: 'sch-regen', text: 'Write the SQL again from the question', onclick: guard(async () => {
         const updated = await api('PATCH', `/api/schedules/${encodeURIComponent(id)}`, { regenerate: true });
         await loadList();
