@@ -2,7 +2,10 @@
  * GET /metrics over a real stack (protocol/metrics.ts): after a question the Prometheus text
  * parses and holds the series an operator reads — HTTP by route pattern, the bus per subject and
  * side, the model's calls and tokens, database time and rows, guard rejections, masking hits,
- * rate-limit refusals, the outbox, event-consumer lag, Node's own. Protected on the edge's port
+ * rate-limit refusals, the outbox, event-consumer lag, Node's own; each event a counter is for,
+ * caused for real, moves it (a model answering 500, a query PostgreSQL refuses, calls beyond
+ * llm.max_concurrency, a schedule run now and a cron tick run late, mail through a real SMTP
+ * server and with that server gone). Protected on the edge's port
  * (metrics.token or the admin session); on its own listener (metrics.listen) unauthenticated, in
  * an actor-only process too, which shows only what it did itself.
  */
@@ -14,13 +17,17 @@ import path from 'node:path';
 import t from 'tap';
 import YAML from 'yaml';
 import { generateFernetKey } from '../../actors/lib/fernet.js';
+import { startScheduler } from '../../actors/scheduler/actor.js';
 import { ROOT } from '../../config/load.js';
+import { createLogger } from '../../protocol/log.js';
 import { ALL_ACTORS, AUDIT_CONSUMER, MaskRuleCreate } from '../../protocol/subjects.js';
 import { GUARD_SCHEMA_SQL } from '../fixtures/guard-cases.js';
 import { testConfig, testConfigObject } from '../helpers/config.js';
 import { sqlAnswer, startFakeLlm } from '../helpers/fake-llm.js';
 import { startNats } from '../helpers/nats.js';
 import { createTestDb } from '../helpers/pg.js';
+import { until } from '../helpers/processes.js';
+import { startSmtp } from '../helpers/smtp.js';
 import { call, startStack } from '../helpers/stack.js';
 
 const TOKEN = 'metrics-scrape-token-1';
@@ -58,7 +65,8 @@ interface Sample {
   value: number;
 }
 
-const SAMPLE = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (-?[0-9.e+-]+|NaN|[+-]Inf)$/;
+// Prometheus reads NaN in any case (prom-client writes `Nan`)
+const SAMPLE = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (-?[0-9.e+-]+|[Nn]a[Nn]|[+-]Inf)$/;
 const LABEL = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g;
 
 /** Every sample; throws on a line that is neither a comment nor a sample. */
@@ -193,6 +201,124 @@ t.test('protected on the edge\'s port: 401 without the token, the token or the a
   t.ok(has(admin.samples, 'cortado_http_requests_total'));
   t.equal(sum(admin.samples, 'cortado_mail_total', { outcome: 'logged' }), 1);
   t.equal(sum(admin.samples, 'cortado_mail_total', { outcome: 'sent' }), 0);
+});
+
+// ---- each event counted when it happens ---------------------------------------------------------
+
+/** The values of some series, read before and after: what changed (the registry is the process's, shared by every stack of this file). */
+async function counter(url: string): Promise<(name: string, labels?: Record<string, string>) => Promise<number>> {
+  const before = (await scrape(`${url}/metrics`, { authorization: `Bearer ${TOKEN}` })).samples;
+  return async (name, labels = {}) => {
+    const now = (await scrape(`${url}/metrics`, { authorization: `Bearer ${TOKEN}` })).samples;
+    return sum(now, name, labels) - sum(before, name, labels);
+  };
+}
+
+t.test('counted when it happens: model and database errors, the model\'s queue, scheduled runs and their lateness, mail sent and failed', async (t) => {
+  const nats2 = await startNats();
+  t.teardown(() => nats2.stop());
+  const smtp = await startSmtp();
+  let smtpOpen = true;
+  t.teardown(() => (smtpOpen ? smtp.close() : undefined));
+  const cfg = testConfig({
+    natsUrl: nats2.url, db: dbRef, llmUrl: fake.url,
+    extra: {
+      metrics: { token: TOKEN },
+      admin: { enabled: true, username: 'admin', password: 'metrics-admin-pw' },
+      config_db: { encryption_key: generateFernetKey() },
+      scheduler: { enabled: true },
+      email: { enabled: true, smtp: { host: smtp.host, port: smtp.port, from_email: 'cortado@example.org', use_tls: false } },
+      // one model call on the wire at a time: the rest wait in the queue
+      llm: { max_concurrency: 1 },
+    },
+  });
+  const s = await startStack(cfg, { edge: true, actors: ALL_ACTORS.filter((a) => a !== 'scheduler') });
+  t.teardown(() => s.stop());
+  // the scheduler on a clock the test can move (a cron tick comes due without waiting for it)
+  let offset = 0;
+  const scheduler = await startScheduler({ bus: s.running.bus, config: cfg, log: createLogger({ svc: 'test', level: 'silent' }) }, { now: () => Date.now() + offset });
+  t.teardown(() => scheduler.stop());
+  const delta = await counter(s.url);
+  const metric = async (name: string, labels: Record<string, string> = {}): Promise<number> =>
+    sum((await scrape(`${s.url}/metrics`, { authorization: `Bearer ${TOKEN}` })).samples, name, labels);
+
+  // the model answers 500 (with its retry): one failed call, by its error code
+  fake.script({ status: 500, message: 'overloaded today' }, { status: 500, message: 'overloaded today' });
+  const down = await call(`${s.url}/api/query`, { body: { question: 'who are the customers?' } });
+  t.equal(down.status, 503, down.text);
+  const llmCode = down.body.error.code as string;
+  t.equal(llmCode, 'LLM_UNAVAILABLE');
+  t.equal(await delta('cortado_llm_errors_total', { provider: 'anthropic', model: 'claude-test', code: llmCode }), 1, 'the failed model call, by provider, model and code');
+  t.equal(await delta('cortado_llm_calls_total', { provider: 'anthropic', outcome: 'error' }), 1, 'and as a call that ended in an error');
+
+  // SQL the guard lets through and PostgreSQL refuses while running it (division by zero), each
+  // time the model is asked (a failed query is shown to the model once to mend)
+  const asked = fake.requests.length;
+  fake.fallback(() => ({ text: sqlAnswer('SELECT count(*) / (count(*) - count(*)) AS n FROM orders') }));
+  const bad = await call(`${s.url}/api/query`, { body: { question: 'orders per nothing?' } });
+  fake.fallback(() => ({ status: 500, message: 'the fake LLM has no script for this request' }));
+  t.not(bad.status, 200, bad.text);
+  const dbCode = bad.body.error.code as string;
+  const runs = fake.requests.length - asked;
+  t.ok(runs >= 1);
+  t.equal(await delta('cortado_db_errors_total', { engine: 'postgresql', code: dbCode }), runs, `each refused run, by engine and code (${dbCode}; ${runs} runs)`);
+  t.equal(await delta('cortado_db_errors_total'), runs, 'and no other');
+
+  // three questions, one model slot: while the first is answered the others wait, and the gauge says so
+  const slow = { text: sqlAnswer('SELECT count(*) AS n FROM orders'), delayMs: 1_500 };
+  fake.script(slow, slow, slow);
+  fake.resetPeak();
+  const asks = [1, 2, 3].map((i) => call(`${s.url}/api/query`, { body: { question: `how many orders, ${i}?` } }));
+  let deepest = 0;
+  let settled = false;
+  void Promise.allSettled(asks).then(() => { settled = true; });
+  while (!settled) {
+    deepest = Math.max(deepest, await metric('cortado_llm_queue_depth', { provider: 'anthropic' }));
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  for (const r of await Promise.all(asks)) t.equal(r.status, 200, r.text);
+  t.equal(fake.peakOpen, 1, 'one call on the wire at a time');
+  t.equal(deepest, 2, 'two calls waited for the one slot');
+  t.equal(await metric('cortado_llm_queue_depth', { provider: 'anthropic' }), 0, 'none wait once all are answered');
+
+  // a scheduled report run now: a run (manual, no lateness) and its e-mail through the SMTP server
+  const login = await call(`${s.url}/admin/login`, { body: { username: 'admin', password: 'metrics-admin-pw' } });
+  t.equal(login.status, 200, login.text);
+  const admin = { cookie: (login.headers.get('set-cookie') ?? '').split(';')[0] ?? '', 'x-csrf-token': login.body.csrf_token as string };
+  const made = await call(`${s.url}/api/schedules`, {
+    body: { name: 'Orders every minute', question: 'How many orders?', sql: 'SELECT count(*) AS n FROM orders', cron: '* * * * *', email_recipients: ['ops@example.com'], format: 'csv' },
+    headers: admin,
+  });
+  t.equal(made.status, 201, made.text);
+  const run = await call(`${s.url}/api/schedules/${made.body.id}/run`, { method: 'POST', headers: admin });
+  t.equal(run.status, 202, run.text);
+  await smtp.waitFor(1, 30_000);
+  await until('the run now counted', async () => (await delta('cortado_scheduler_runs_total', { outcome: 'success', trigger: 'manual' })) === 1);
+  t.equal(await delta('cortado_scheduler_runs_total', { outcome: 'success', trigger: 'manual' }), 1, 'the run now, by outcome and trigger');
+  t.equal(await delta('cortado_scheduler_lateness_seconds_count'), 0, 'a run now is not late');
+  t.equal(await delta('cortado_mail_total', { outcome: 'sent' }), 1, 'its report, sent');
+
+  // the scheduler's clock 5 s past the next minute: that tick is due, and runs 5 s late
+  const tick = Math.ceil((Date.now() + 1_000) / 60_000) * 60_000;
+  offset = tick + 5_000 - Date.now();
+  await smtp.waitFor(2, 30_000);
+  await until('the cron run counted', async () => (await delta('cortado_scheduler_runs_total', { trigger: 'cron' })) === 1);
+  t.equal(await delta('cortado_scheduler_runs_total', { outcome: 'success', trigger: 'cron' }), 1, 'the cron run');
+  t.equal(await delta('cortado_scheduler_lateness_seconds_count'), 1, 'its lateness observed once');
+  const late = await delta('cortado_scheduler_lateness_seconds_sum');
+  t.ok(late >= 5 && late < 30, `it started ${late.toFixed(2)} s after its tick`);
+  t.equal(await delta('cortado_scheduler_lateness_seconds_bucket', { le: '1' }), 0, 'not in the buckets below its lateness');
+  t.equal(await delta('cortado_scheduler_lateness_seconds_bucket', { le: '30' }), 1, 'in the ones above it');
+  t.equal(await delta('cortado_mail_total', { outcome: 'sent' }), 2, 'its report, sent too');
+
+  // the SMTP server gone: the next e-mail fails, and is counted so
+  await smtp.close();
+  smtpOpen = false;
+  const failed = await call(`${s.url}/admin/test-email`, { body: { to: 'ops@example.com', subject: 'hello', body: 'test' }, headers: admin });
+  t.equal(failed.status, 200, failed.text);
+  t.match(failed.body, { ok: false, sent: false, smtp: 'connection' });
+  t.equal(await delta('cortado_mail_total', { outcome: 'failed' }), 1, 'the failed e-mail');
+  t.equal(await delta('cortado_mail_total', { outcome: 'sent' }), 2, 'not counted as sent');
 });
 
 // ---- on a listener of its own -------------------------------------------------------------------
