@@ -124,6 +124,7 @@ t.test('ui.sections hides tabs (bigquery-ops spelt with a hyphen too); Home stay
   t.teardown(() => context.close());
   const probes: string[] = [];
   const page = await context.newPage();
+  await guardPage(page, t);
   page.on('request', (r) => { if (r.method() === 'HEAD') probes.push(new URL(r.url()).pathname); });
   await page.goto(other.url);
   await page.locator('body[data-ui=ready]').waitFor();

@@ -29,7 +29,7 @@ export interface Guarded {
   readonly breaches: string[];
 }
 
-async function guard(target: Page | BrowserContext, t: Test, breaches: string[]): Promise<void> {
+async function guard(target: Page | BrowserContext, t: Pick<Test, 'fail'>, breaches: string[]): Promise<void> {
   const breach = (what: string): void => {
     breaches.push(what);
     t.fail(what);
@@ -45,14 +45,14 @@ async function guard(target: Page | BrowserContext, t: Test, breaches: string[])
 }
 
 /** Guard one page (set before its first `goto`). */
-export async function guardPage(page: Page, t: Test): Promise<Guarded> {
+export async function guardPage(page: Page, t: Pick<Test, 'fail'>): Promise<Guarded> {
   const g = { breaches: [] as string[] };
   await guard(page, t, g.breaches);
   return g;
 }
 
 /** Guard every page a context opens. */
-export async function guardContext(context: BrowserContext, t: Test): Promise<Guarded> {
+export async function guardContext(context: BrowserContext, t: Pick<Test, 'fail'>): Promise<Guarded> {
   const g = { breaches: [] as string[] };
   await guard(context, t, g.breaches);
   return g;
