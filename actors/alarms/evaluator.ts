@@ -38,6 +38,8 @@ export class Evaluator {
   private passing = false;
   private readonly running = new Map<string, Promise<unknown>>();
   private readonly badCron = new Set<string>();
+  /** why the last pass failed (logged once per distinct reason) */
+  private passError: string | undefined;
 
   /** without a lease this process evaluates alone (memory of its own, or no JetStream) */
   constructor(private readonly deps: AlarmsDeps, lease?: Kv<LeaseValue>) {
@@ -57,8 +59,14 @@ export class Evaluator {
     this.timer = setInterval(() => {
       if (this.passing || !this.isLeader || this.stopped) return;
       this.passing = true;
-      this.pass().catch((err: unknown) => {
-        this.deps.log.warn({ err: toCortadoError(err).message }, 'an alarms pass failed: trying again');
+      this.pass().then(() => {
+        if (this.passError !== undefined) this.deps.log.info('the alarms can be read again: evaluating');
+        this.passError = undefined;
+      }, (err: unknown) => {
+        // once per distinct reason (a corrupt file fails every second until someone fixes it)
+        const message = toCortadoError(err).message;
+        if (message !== this.passError) this.deps.log.warn({ err: message }, 'an alarms pass failed: trying again every second (logged again only when the reason changes)');
+        this.passError = message;
       }).finally(() => { this.passing = false; });
     }, TICK_MS);
   }

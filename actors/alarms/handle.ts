@@ -332,6 +332,24 @@ async function sendMail(a: AlarmRecord, m: Measurement, firing: boolean, deps: A
   }
 }
 
+/**
+ * Add a history line unless this firing (since first_seen) has it already: a tracker that keeps
+ * failing the same way while the alarm fires is one line, not one per evaluation pushing the
+ * firing itself out of the history. Whether it was added.
+ */
+async function noteOnce(id: string, deps: AlarmsDeps, entry: Omit<A.AlarmHistoryEntry, 'at'>): Promise<boolean> {
+  const at = iso(deps);
+  const out = await deps.store.mutate(id, (r) => {
+    const since = r.first_seen ?? '';
+    if (r.history.some((h) => h.message === entry.message && h.at >= since)) return null;
+    return { ...r, history: withEntry(r.history, { at, ...entry }) };
+  }).catch((err: unknown) => {
+    deps.log.error({ alarm: id, err: toCortadoError(err).message }, 'cannot record a notification on the alarm');
+    return undefined;
+  });
+  return out?.changed ?? false;
+}
+
 async function openIssue(a: AlarmRecord, m: Measurement, deps: AlarmsDeps): Promise<AlarmRecord> {
   try {
     const key = await deps.tracker.createIssue(`Cortado alarm: ${a.name} — ${m.value === null ? '' : describeValue(a.condition.kind, m.value)}`, issueLines(a, m));
@@ -340,8 +358,9 @@ async function openIssue(a: AlarmRecord, m: Measurement, deps: AlarmsDeps): Prom
     return { ...a, issue_key: key, issue_open: true };
   } catch (err) {
     const e = toCortadoError(err);
-    deps.log.warn({ alarm: a.id, code: e.code, err: e.message }, 'the issue tracker failed: no issue opened (tried again at the next evaluation)');
-    await note(a.id, deps, { state: 'firing', value: a.value, message: `The issue tracker failed: ${e.message}` });
+    const added = await noteOnce(a.id, deps, { state: 'firing', value: a.value, message: `The issue tracker failed: ${e.message}` });
+    // logged like the history: once per firing and reason (the next tries at debug)
+    deps.log[added ? 'warn' : 'debug']({ alarm: a.id, code: e.code, err: e.message }, 'the issue tracker failed: no issue opened (tried again at the next evaluation)');
     return a;
   }
 }

@@ -39,7 +39,8 @@ export interface Tracker {
 
 const KEY = /^[A-Z][A-Z0-9_]*-[0-9]+$/;
 
-export function jiraTracker(cfg: () => TrackerConfig, fetchImpl: typeof fetch = fetch): Tracker {
+export function jiraTracker(cfg: () => TrackerConfig, fetchImpl: typeof fetch = fetch, opts: { timeoutMs?: number } = {}): Tracker {
+  const timeoutMs = opts.timeoutMs ?? CALL_TIMEOUT_MS;
   async function call(path: string, body: unknown): Promise<unknown> {
     const j = cfg();
     const problem = trackerProblem(j);
@@ -55,11 +56,11 @@ export function jiraTracker(cfg: () => TrackerConfig, fetchImpl: typeof fetch = 
           accept: 'application/json',
         },
         body: JSON.stringify(body),
-        signal: AbortSignal.timeout(CALL_TIMEOUT_MS),
+        signal: AbortSignal.timeout(timeoutMs),
       });
     } catch (err) {
       const e = err as Error & { cause?: { code?: string } };
-      const why = e.name === 'TimeoutError' ? `no answer in ${CALL_TIMEOUT_MS / 1000} s` : (e.cause?.code ?? e.message);
+      const why = e.name === 'TimeoutError' ? `no answer in ${timeoutMs / 1000} s` : (e.cause?.code ?? e.message);
       throw new CortadoError('ACTOR_UNAVAILABLE', `the issue tracker at ${new URL(url).origin} cannot be reached (${why})`);
     }
     const text = await res.text().catch(() => '');
@@ -71,11 +72,16 @@ export function jiraTracker(cfg: () => TrackerConfig, fetchImpl: typeof fetch = 
     }
     if (res.ok) return parsed;
     if (res.status === 401) throw new CortadoError('UNAUTHORIZED', 'the issue tracker refused the credentials (401): check jira.email and jira.api_token');
-    if (res.status === 403) throw new CortadoError('FORBIDDEN', `the issue tracker refused (403): the account of jira.email may not create issues in ${j.project_key}`);
     const p = (parsed ?? {}) as { errorMessages?: unknown; errors?: unknown };
+    if (res.status === 403) {
+      const said = Array.isArray(p.errorMessages) && p.errorMessages.length ? ` (${p.errorMessages.map(String).join('; ').slice(0, 300)})` : '';
+      throw new CortadoError('FORBIDDEN', `the issue tracker refused (403): the account of jira.email may not do this in ${j.project_key}${said}`);
+    }
+    // Jira names the field it refuses; say which setting gave it
+    const setting: Record<string, string> = { issuetype: `jira.issue_type is "${j.issue_type}"`, priority: `jira.priority is "${j.priority}"`, project: `jira.project_key is "${j.project_key}"` };
     const msgs = [
       ...(Array.isArray(p.errorMessages) ? p.errorMessages.map(String) : []),
-      ...(p.errors && typeof p.errors === 'object' ? Object.entries(p.errors as Record<string, unknown>).map(([k, v]) => `${k}: ${String(v)}`) : []),
+      ...(p.errors && typeof p.errors === 'object' ? Object.entries(p.errors as Record<string, unknown>).map(([k, v]) => `${k}: ${String(v)}${setting[k] ? ` (${setting[k]})` : ''}`) : []),
     ];
     const said = (msgs.join('; ') || text.slice(0, 200)).slice(0, 500);
     throw new CortadoError(res.status >= 500 ? 'ACTOR_UNAVAILABLE' : 'VALIDATION_FAILED', `the issue tracker answered ${res.status}${said ? `: ${said}` : ''}`);

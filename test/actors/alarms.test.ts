@@ -7,7 +7,7 @@
  * The ops actor's replies are plain data here (AlarmsDeps.ops, a handle-level dependency):
  * test/e2e/alarms.test.ts runs the same path with the real ops actor over the BigQuery stand-in.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
@@ -414,4 +414,75 @@ t.test('run-time changes of the alarms and tracker settings are checked when sav
   t.equal(refusedWith('jira.project_key', ' '), 'VALIDATION_FAILED: jira.enabled is true but jira.project_key is empty');
   t.match(refusedWith('alarms.enabled', false), /FORBIDDEN: alarms\.enabled is read at start-up only/);
   t.throws(() => testConfig({ natsUrl: nats.url, extra: { alarms: { enabled: true }, jira: { enabled: true, url: 'http://jira.example.org', email: 'a@example.org', api_token: 'x', project_key: 'OPS' } } }), { code: 'CONFIG_INVALID', message: /jira\.url must be https/ }, 'and at start');
+});
+
+t.test('a failing tracker is one history line and one warning per reason while the alarm fires (400, 403, a timeout); never the token', async (t) => {
+  const d: h.AlarmsDeps = { ...depsFor(new FileAlarms(path.join(dir, 'tracker.json'), log), busA), tracker: jiraTracker(() => config.jira, fetch, { timeoutMs: 400 }) };
+  const ev = new Evaluator(d);
+  at('17:00:30');
+  const a = await h.create({ name: 'Tracker trouble', condition: { kind: 'forecast_above', threshold: 100 }, cron: '* * * * *', by: 'admin' }, d, ctx);
+  next = reply('forecast_monthly_costs', [forecastOf('p1', 500)]);
+  const issues0 = jira.issues.length;
+  const mails0 = smtp.received.length;
+  const saved = { ...config.jira };
+  t.teardown(() => { Object.assign(config.jira, saved); jira.failWith = undefined; });
+  lines.length = 0;
+  let minute = 0;
+  const passes = async (n: number) => {
+    for (let i = 0; i < n; i++) {
+      at(`17:${String(++minute).padStart(2, '0')}:05`);
+      await ev.pass();
+      await ev.idle();
+    }
+  };
+  const failures = async () => (await h.get({ id: a.id }, d)).history.filter((e) => e.message.startsWith('The issue tracker failed')).map((e) => e.message);
+
+  config.jira.issue_type = 'Saga';
+  await passes(3);
+  t.same(await failures(), ['The issue tracker failed: the issue tracker answered 400: issuetype: Specify a valid issue type (jira.issue_type is "Saga")'], 'an unknown issue type: Jira\'s words and the setting, once over three evaluations');
+  config.jira.issue_type = 'Incident';
+  config.jira.priority = 'Urgent';
+  await passes(2);
+  t.match((await failures())[0], /answered 400: priority: Specify the Priority \(name\) in the string format \(jira\.priority is "Urgent"\)/, 'an unknown priority, once');
+  config.jira.priority = 'Highest';
+  jira.failWith = 'forbidden';
+  await passes(2);
+  t.match((await failures())[0], /refused \(403\): the account of jira\.email may not do this in OPS \(You do not have permission to create issues in this project\.\)/, 'a 403, once');
+  jira.failWith = 'hang';
+  await passes(2);
+  t.match((await failures())[0], /the issue tracker at http:\/\/127\.0\.0\.1:\d+ cannot be reached \(no answer in 0\.4 s\)/, 'a timeout, once');
+  jira.failWith = undefined;
+  await passes(1);
+
+  const cur = await h.get({ id: a.id }, d);
+  t.same([cur.state, cur.issue_open, jira.issues.length - issues0], ['firing', true, 1], 'the tracker back: the issue is opened');
+  t.same(cur.history.map((e) => e.message.split(':')[0]).reverse(), [
+    'Forecast for 2026-06', 'The issue tracker failed', 'The issue tracker failed', 'The issue tracker failed', 'The issue tracker failed', `Issue ${cur.issue_key} opened`,
+  ], 'ten evaluations: the firing kept, each reason once');
+  const warned = lines.map((l) => JSON.parse(l) as { level: string; msg: string }).filter((l) => l.level === 'warn' && l.msg.startsWith('the issue tracker failed'));
+  t.equal(warned.length, 4, 'one warning per reason');
+  t.notOk(lines.join('\n').includes(TOKEN), 'the token is in no log line');
+  t.equal((await smtp.waitFor(mails0 + 1)).length, mails0 + 1, 'one e-mail for the firing');
+  await h.update({ id: a.id, enabled: false, by: 'admin' }, d, ctx);
+});
+
+t.test('a corrupt alarms file is logged once per distinct error, not every second; mended, evaluation resumes', async (t) => {
+  const file = path.join(dir, 'corrupt.json');
+  writeFileSync(file, '{"version": 1, "alarms": [ {"id": "half');
+  const ev = new Evaluator(depsFor(new FileAlarms(file, log), busA));
+  lines.length = 0;
+  ev.start();
+  t.teardown(() => ev.stop(1_000));
+  const failedPasses = () => lines.map((l) => JSON.parse(l) as { level: string; msg: string; err?: string }).filter((l) => l.msg.startsWith('an alarms pass failed'));
+  await new Promise((r) => setTimeout(r, 3_500));
+  t.equal(failedPasses().length, 1, 'three passes and more, one warning');
+  t.match(failedPasses()[0]?.err, /is not valid JSON/);
+  writeFileSync(file, '{"version": 1, "alarms": 7}');
+  await new Promise((r) => setTimeout(r, 2_500));
+  t.equal(failedPasses().length, 2, 'another reason: logged once more');
+  writeFileSync(file, '{"version": 1, "alarms": []}\n');
+  await new Promise((r) => setTimeout(r, 2_000));
+  t.ok(lines.some((l) => l.includes('the alarms can be read again')), 'mended: said once');
+  t.equal(failedPasses().length, 2);
+  t.equal(readFileSync(file, 'utf8'), '{"version": 1, "alarms": []}\n', 'never reset');
 });

@@ -9,6 +9,10 @@
  * 401 with Jira's body); a create is checked as Jira does: a known project key (else 400
  * {errors: {project}}), an issue type and priority the project has, a summary, and a
  * description in Atlassian Document Format (`{type: 'doc', version: 1, content}`).
+ *
+ * `fake.failWith = 'forbidden'` answers every authenticated call 403 as Jira does for an account
+ * without the permission; `'hang'` never answers (a tracker that times out); `undefined` again
+ * serves normally.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -29,6 +33,8 @@ export interface FakeJira {
   calls: string[];
   /** the Authorization headers seen (a test checks the token never appears elsewhere) */
   authHeaders: string[];
+  /** how every authenticated call fails from now on (undefined: it does not) */
+  failWith: 'forbidden' | 'hang' | undefined;
   close(): Promise<void>;
 }
 
@@ -49,7 +55,7 @@ export async function startFakeJira(opts: FakeJiraOptions): Promise<FakeJira> {
   const issueTypes = opts.issueTypes ?? ['Bug', 'Task', 'Incident'];
   const priorities = opts.priorities ?? ['Highest', 'High', 'Medium', 'Low'];
   const expected = `Basic ${Buffer.from(`${opts.email}:${opts.apiToken}`).toString('base64')}`;
-  const state = { issues: [] as FakeJiraIssue[], unauthorized: 0, calls: [] as string[], authHeaders: [] as string[] };
+  const state = { issues: [] as FakeJiraIssue[], unauthorized: 0, calls: [] as string[], authHeaders: [] as string[], failWith: undefined as FakeJira['failWith'] };
   let seq = 10000;
   let commentSeq = 1;
 
@@ -69,6 +75,11 @@ export async function startFakeJira(opts: FakeJiraOptions): Promise<FakeJira> {
         state.unauthorized++;
         // what Jira Cloud answers for a wrong email or token
         send(res, 401, { errorMessages: ['Client must be authenticated to access this resource.'], errors: {} });
+        return;
+      }
+      if (state.failWith === 'hang') return; // never answered: the caller's deadline ends it
+      if (state.failWith === 'forbidden') {
+        send(res, 403, { errorMessages: ['You do not have permission to create issues in this project.'], errors: {} });
         return;
       }
       let body: any;
@@ -134,6 +145,8 @@ export async function startFakeJira(opts: FakeJiraOptions): Promise<FakeJira> {
     get unauthorized() { return state.unauthorized; },
     get calls() { return state.calls; },
     get authHeaders() { return state.authHeaders; },
+    get failWith() { return state.failWith; },
+    set failWith(v) { state.failWith = v; },
     close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }),
   };
 }
