@@ -12,8 +12,10 @@
  * The statement timeout covers each FETCH; the whole export is bounded by the same timeout on
  * the client side as well (the connection is closed, which ends the query on the server).
  * Values are decoded exactly as the engine decodes them (postgresql-values.ts). Used for the
- * server's own database (not a plugins.auth scope's, not the embedded one): the others read
- * the result in one piece and page it in memory.
+ * server's own database (not a plugins.auth scope's, not the embedded one). A scope's own
+ * connection, whatever its engine, is read a page at a time too, by the engine's `pages` on a
+ * pooled connection (engines/postgresql.ts for PostgreSQL); only the embedded database (one
+ * connection) is read in one piece and paged in memory.
  */
 import pg from 'pg';
 import { CortadoError } from '../../protocol/errors.js';

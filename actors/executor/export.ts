@@ -15,6 +15,9 @@
  *   PostgreSQL (a cursor on one of its pool's connections, PostgresEngine.pages). Only the
  *   embedded demo database answers one statement with its rows (bounded by the LIMIT and
  *   query.max_result_mb on the wire): that result is read whole and paged from there.
+ * - A plugins.auth scope's own connection holds one of plugins.auth.max_workers' slots for the
+ *   whole export, as sql.execute does (handle.ts inSlot); the wait for a slot comes off the
+ *   timeout, and a slot not free within it is DB_TIMEOUT (reason max_workers).
  * - The file is written to a temporary file, then stored in chunks (bus.objects); one over
  *   export.max_file_size_mb is not stored (`too_large`), which the e-mail or the download says.
  */
@@ -33,7 +36,7 @@ import type { EngineResult, ExecuteOptions } from './engines/engine.js';
 import { capsFromConfig } from './engines/wire-cap.js';
 import { checkCatalogLock } from './guard/catalog-lock.js';
 import { guardSql } from './guard/index.js';
-import { leaseFor, queryTimeoutMs, type ExecutorDeps } from './handle.js';
+import { inSlot, leaseFor, queryTimeoutMs, type ExecutorDeps } from './handle.js';
 import { sanitizeDbError } from './sanitize.js';
 import { cursorAvailable, pgCursorPages } from './export-pg.js';
 
@@ -140,9 +143,13 @@ export async function exportSql(input: SqlExportRequest, deps: ExportDeps, ctx: 
       }
     }
     const file = path.join(dir, filename);
-    const written = await writeExport(pages(), {
-      format: input.format, file, title: input.title,
-      when: `${when.date} ${when.time} ${timeZone}`, maxRows, maxBytes,
+    // a scope's own connection takes a plugins.auth.max_workers slot for the whole read, as a query does (the wait comes off the timeout)
+    const written = await inSlot(deps, lease, opts.timeoutMs, (timeoutMs) => {
+      opts.timeoutMs = timeoutMs;
+      return writeExport(pages(), {
+        format: input.format, file, title: input.title,
+        when: `${when.date} ${when.time} ${timeZone}`, maxRows, maxBytes,
+      });
     });
     let object: string | undefined;
     if (!written.too_large) {

@@ -57,7 +57,7 @@ function guardFor(sql: string, lease: Lease, limits: GuardLimits): GuardResult {
 }
 
 /** Run `work` within a max_workers slot when the engine is a scope's own; the queue's wait is taken off the timeout. */
-async function inSlot<T>(deps: ExecutorDeps, lease: Lease, timeoutMs: number, work: (timeoutMs: number) => Promise<T>): Promise<T> {
+export async function inSlot<T>(deps: ExecutorDeps, lease: Lease, timeoutMs: number, work: (timeoutMs: number) => Promise<T>): Promise<T> {
   if (!lease.scoped || !deps.scopes) return work(timeoutMs);
   const slot = await deps.scopes.workers.acquire(timeoutMs);
   try {

@@ -1,0 +1,78 @@
+/**
+ * An export on a plugins.auth scope's own connection takes one of plugins.auth.max_workers'
+ * slots for as long as it reads, as a query does (actors/executor/export.ts, handle.ts inSlot).
+ * A real stack on a real PostgreSQL, max_workers 1, two sign-ins (two scopes, each with a pool
+ * of its own): while the first one's export waits on a table the test keeps locked, the second
+ * one's export of `SELECT 1` does not run; once the lock goes, both finish.
+ */
+import t from 'tap';
+import { generateFernetKey } from '../../actors/lib/fernet.js';
+import { testConfig } from '../helpers/config.js';
+import { startNats } from '../helpers/nats.js';
+import { ADMIN_URL, createTestDb } from '../helpers/pg.js';
+import { call, startStack } from '../helpers/stack.js';
+
+const role = `xslot_${process.pid}_${Date.now().toString(36)}`;
+const PASSWORD = 'xslot-pw-1';
+const nats = await startNats();
+const db = await createTestDb('xslot');
+await db.pool.query(`
+  CREATE TABLE blocker (id int); INSERT INTO blocker VALUES (1);
+  CREATE ROLE ${role} LOGIN PASSWORD '${PASSWORD}';
+  GRANT CONNECT ON DATABASE ${db.name} TO ${role};
+  GRANT USAGE ON SCHEMA public TO ${role};
+  GRANT SELECT ON blocker TO ${role};
+`);
+const stack = await startStack(testConfig({
+  natsUrl: nats.url,
+  db: { host: db.host, port: db.port, name: db.name, user: db.user },
+  extra: { config_db: { encryption_key: generateFernetKey() }, plugins: { auth: { enabled: true, max_workers: 1 } }, query: { timeout: 60 } },
+}));
+t.teardown(async () => {
+  await stack.stop();
+  await db.drop();
+  const { default: pg } = await import('pg');
+  const admin = new pg.Client({ connectionString: ADMIN_URL });
+  await admin.connect();
+  await admin.query(`DROP ROLE IF EXISTS ${role}`).catch(() => undefined);
+  await admin.end();
+  await nats.stop();
+});
+
+async function signIn(): Promise<Record<string, string>> {
+  const r = await call(`${stack.url}/auth/login`, { body: { username: role, password: PASSWORD } });
+  if (r.status !== 200) throw new Error(`login: ${r.status} ${r.text}`);
+  return { 'x-session-id': r.body.session_id as string };
+}
+
+t.test('a scope\'s export holds a max_workers slot while it reads', async (t) => {
+  const first = await signIn();
+  const second = await signIn();
+  t.not(first['x-session-id'], second['x-session-id'], 'two scopes');
+  const exportAs = (h: Record<string, string>, sql: string) => call(`${stack.url}/api/export`, { body: { sql, format: 'csv', title: 'slot' }, headers: h });
+  // warm each scope's engine up (its catalog, its pool), one after the other
+  t.equal((await exportAs(first, 'SELECT 1 AS one')).status, 200);
+  t.equal((await exportAs(second, 'SELECT 1 AS one')).status, 200);
+
+  const lock = await db.pool.connect();
+  await lock.query('BEGIN; LOCK TABLE blocker IN ACCESS EXCLUSIVE MODE');
+  let firstDone = false;
+  let secondDone = false;
+  const a = exportAs(first, 'SELECT id FROM blocker').finally(() => { firstDone = true; });
+  // the first export is on the database, waiting for the lock (its slot taken)
+  for (let i = 0; i < 200; i++) {
+    const r = await db.pool.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE usename = $1 AND wait_event_type = 'Lock'`, [role]);
+    if (r.rows[0].n > 0) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const b = exportAs(second, 'SELECT 1 AS one').finally(() => { secondDone = true; });
+  await new Promise((r) => setTimeout(r, 2_500));
+  t.notOk(firstDone, 'the first export waits for the lock');
+  t.notOk(secondDone, 'the second scope\'s export waits for the one slot (its own pool is free)');
+  await lock.query('ROLLBACK');
+  lock.release();
+  const [ra, rb] = await Promise.all([a, b]);
+  t.equal(ra.status, 200, ra.text.slice(0, 200));
+  t.equal(rb.status, 200, rb.text.slice(0, 200));
+  t.match(ra.text, /id[\s\S]*1/, 'the first export has its row');
+});
