@@ -16,11 +16,13 @@
  * ≤ 1 ms, throughput ≥ 50 % of the floor). Needs nats-server on PATH and a PostgreSQL
  * (DATABASE_URL, else 127.0.0.1:5432).
  *   BENCH_SECONDS=10 BENCH_WARMUP=2 BENCH_PASSES=3 npm run bench
- * Other knobs: BENCH_CONNS ("1,32"), BENCH_PATHS ("floor,pipeline"), BENCH_TOPOLOGIES (how
+ * Other knobs: BENCH_CONNS ("1,32"), BENCH_PATHS ("floor,mfloor,pipeline"), BENCH_TOPOLOGIES (how
  * cortado runs: ";" between shapes, "|" between the processes of one shape, roles as on the
  * command line; default "all;edge|actors"), BENCH_ROLES (one process with these roles),
  * BENCH_CPU_PROF=<dir> (CPU profiles of the cortado processes), BENCH_HTTP_SERVERS (the pipeline
- * edge's app.http_server, comma-separated: "uws,node" measures both; default auto).
+ * edge's app.http_server, comma-separated, each measured in full: "uws,node"). Unset, the edge
+ * runs what `auto` picks, measured in full, and where uWebSockets.js loads (Node 20) the
+ * node:http twin too: the pipeline alone, one process, 32 clients (about 45 s more).
  *
  * Then the schema-linking section (bench/linking/bench.ts): recall, complete questions, noise
  * and prompt tokens at 100, 1,000 and 10,000 generated tables, and the introspection of a real
@@ -135,6 +137,10 @@ async function main(): Promise<void> {
   // BENCH_HTTP_SERVERS: the pipeline edge's app.http_server, one measurement each ("uws,node"
   // reports both; uws is skipped on a Node it has no native build for: 22, 24)
   const servers = (process.env.BENCH_HTTP_SERVERS ?? 'auto').split(',').map((s) => s.trim()).filter(Boolean);
+  // unset where uWebSockets.js loads: the node:http twin as well, in one short cell (the pipeline
+  // at 32 clients in the first shape), so both servers are reported
+  const twin = process.env.BENCH_HTTP_SERVERS === undefined && uwsAvailable();
+  if (twin) servers.push('node');
   for (const server of servers) {
     if (server === 'uws' && !uwsAvailable()) {
       console.log(`\n(uWebSockets.js has no native build for Node ${process.version}: the uws edge is not measured)`);
@@ -143,15 +149,19 @@ async function main(): Promise<void> {
     const serverFile = server === 'auto' ? file : path.join(dir, `bench-${server}.yaml`);
     if (server !== 'auto') writeFileSync(serverFile, YAML.stringify({ ...cfg, app: { ...(cfg.app as object), http_server: server } }));
     console.log(`\npipeline edge: app.http_server ${server}${server === 'auto' ? ` (${uwsAvailable() ? 'uws' : 'node'} on Node ${process.version})` : ''}`);
-    for (const topology of topologies) await measure(topology, { file: serverFile, httpPort, prof, nats, fake });
+    if (twin && server === 'node') await measure(topologies[0]!, { file: serverFile, httpPort, prof, nats, fake }, { conns: [32], paths: ['pipeline'] });
+    else for (const topology of topologies) await measure(topology, { file: serverFile, httpPort, prof, nats, fake });
   }
 }
 
 async function measure(
   topology: string,
   env: { file: string; httpPort: number; prof: string[]; nats: { url: string; proc: ChildProcess }; fake: { pid: number | undefined; url: string } },
+  only: { conns?: number[]; paths?: PathName[] } = {},
 ): Promise<void> {
   const { file, httpPort, prof, nats, fake } = env;
+  const conns = only.conns ?? CONNS;
+  const paths: readonly string[] = only.paths ?? PATHS;
   const groups = topology.split('|').map((g) => g.split(/\s+/).filter((r) => r && r !== 'all').flatMap((r) => ['--role', r]));
   const mine: ChildProcess[] = [];
   const cortados = groups.map((roles) => {
@@ -186,9 +196,9 @@ async function measure(
   const pids: Record<string, Array<number | undefined>> = { cortado: cortados.map((p) => p.pid), floor: [floor.pid, mfloor.pid], nats: [nats.proc.pid], model: [fake.pid], loader: [process.pid] };
   if (cortados.length > 1) cortados.forEach((p, i) => { pids[`cortado${i + 1}`] = [p.pid]; });
   for (let pass = 0; pass < PASSES; pass++) {
-    for (const c of CONNS) {
+    for (const c of conns) {
       for (const [name, url] of [['floor', floorUrl], ['mfloor', mfloorUrl], ['pipeline', `${pipelineUrl}/api/query`]] as const) {
-        if (!PATHS.includes(name)) continue;
+        if (!paths.includes(name)) continue;
         let before: Snapshot = {};
         let after: Snapshot = {};
         const r = await load({
@@ -226,14 +236,14 @@ async function measure(
   console.log(`\nCortado benchmark — cortado as ${shape}; ${PASSES} interleaved passes of ${SECONDS} s per cell (after ${WARMUP} s warm-up), medians; edge server: ${floor.kind}; query: 20 rows by primary key\n`);
   console.log('| path     | conns |   req/s |  p50 ms |  p90 ms |  p99 ms | errors |');
   console.log('| -------- | ----: | ------: | ------: | ------: | ------: | -----: |');
-  for (const c of CONNS) {
+  for (const c of conns) {
     for (const name of NAMES) if (cells[name][c]) console.log(row(name, c, summary(cells[name][c]!)));
   }
   console.log('\nCPU ms per request, and busy cores ("machine": every process on the box, foreign load included)\n');
   const parts = ['cortado', ...(cortados.length > 1 ? cortados.map((_p, i) => `cortado${i + 1}`) : []), 'floor', 'nats', 'model', 'postgres', 'loader', 'machine'];
   console.log(`| path     | conns |      | ${parts.map((p) => p.padStart(8)).join(' | ')} |`);
   console.log(`| -------- | ----: | ---- | ${parts.map(() => '-------:').join(' | ')} |`);
-  for (const c of CONNS) {
+  for (const c of conns) {
     for (const name of NAMES) {
       const list = cells[name][c];
       if (!list) continue;
@@ -244,7 +254,7 @@ async function measure(
   }
   console.log(`\npipeline steps at 1 client, median ms (inside the assistant): ${breakdown}`);
   console.log('');
-  for (const c of CONNS) {
+  for (const c of conns) {
     const p = cells.pipeline[c];
     if (!p) continue;
     for (const [floorName, label, goal] of [['floor', 'the floor', 0.5], ['mfloor', 'the with-model floor', 0.7]] as const) {
