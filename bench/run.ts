@@ -29,7 +29,9 @@
  * 10,000-table PostgreSQL database. Then the export section (bench/export.ts): csv and xlsx
  * writers, and the edge's event-loop delay during a 100,000-row export. Then the latency section
  * (bench/latency.ts): 500 and 2,000 questions in flight with the model answering after 1.5 s,
- * and 1,000 MCP SSE sessions held. BENCH_ONLY=pipeline, linking, export or latency runs one part.
+ * and 1,000 MCP SSE sessions held. Then the browser section (bench/ui.ts): the widget script's
+ * gzipped size and Chart.js's, and the time from a 1,000-row reply's arrival to its table and chart
+ * drawn, in Chromium on /demo. BENCH_ONLY=pipeline, linking, export, latency or ui runs one part.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -47,6 +49,7 @@ import { perRequest, snapshot, type Snapshot } from './cpu.js';
 import { linkingSection } from './linking/bench.js';
 import { exportSection } from './export.js';
 import { latencySection } from './latency.js';
+import { uiSection } from './ui.js';
 import { load, type LoadResult } from './load.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -280,6 +283,7 @@ try {
   if (!process.env.BENCH_ONLY || process.env.BENCH_ONLY === 'linking') await linkingSection();
   if (!process.env.BENCH_ONLY || process.env.BENCH_ONLY === 'export') await exportSection();
   if (!process.env.BENCH_ONLY || process.env.BENCH_ONLY === 'latency') await latencySection();
+  if (!process.env.BENCH_ONLY || process.env.BENCH_ONLY === 'ui') await uiSection();
 } finally {
   for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
   await new Promise((r) => setTimeout(r, 500));

@@ -21,6 +21,7 @@ import { chatAnswer, sqlAnswer, startFakeLlm } from '../helpers/fake-llm.js';
 import { startNats } from '../helpers/nats.js';
 import { createTestDb } from '../helpers/pg.js';
 import { call, startStack } from '../helpers/stack.js';
+import { ANSWER_PROBE, timeAnswer } from '../../bench/ui.js';
 
 // the browser's globals, in functions that run in the page (this project compiles without the DOM lib)
 declare const document: any, window: any, navigator: any;
@@ -41,6 +42,8 @@ await db.pool.query(`
   INSERT INTO channels VALUES ('web', 55), ('mobile', 30), ('store', 15);
   CREATE TABLE big (id integer NOT NULL, name text NOT NULL, score numeric NOT NULL);
   INSERT INTO big SELECT i, 'item ' || lpad(i::text, 4, '0'), (i * 7919) % 1000 FROM generate_series(1, 1000) i;
+  CREATE TABLE daily (day date NOT NULL, revenue numeric NOT NULL);
+  INSERT INTO daily SELECT d::date, 1000 + (extract(doy FROM d) * 7919)::int % 500 FROM generate_series('2023-01-01'::date, '2023-01-01'::date + 999, '1 day') d;
 `);
 const fake = await startFakeLlm();
 const stack = await startStack(testConfig({
@@ -127,7 +130,7 @@ async function axe(page: Page, t: Test, what: string): Promise<void> {
   t.same(bad.map((v) => `${v.id} (${v.impact}, ${v.nodes.length})`), [], `${what}: no serious or critical accessibility violation`);
 }
 
-t.test('a 1,000-row answer: steps, SQL with copy, a sortable paged table, timing measured', async (t) => {
+t.test('a 1,000-row answer: steps, SQL with copy, a sortable paged table; a 1,000-row series drawn after its reply, timed', async (t) => {
   const { page, errors } = await mountPage({ history: true });
   fake.script({ text: sqlAnswer('SELECT id, name, score FROM big ORDER BY id -- every item', 'Every item with its score.') });
   await ask(page, 'Show every item');
@@ -162,18 +165,22 @@ t.test('a 1,000-row answer: steps, SQL with copy, a sortable paged table, timing
   const favs = await page.evaluate(async () => (await (await import(['/static', 'history.js'].join('/'))).createHistory({ signedIn: false }).favourites()).map((e: any) => [e.question, e.row_count]));
   t.same(favs, [['Show every item', 1000]], 'kept in the history and starred');
 
-  // rendering 1,000 rows from a finished reply, measured (reported, not asserted)
-  const ms = await page.evaluate(() => {
-    const rows = Array.from({ length: 1000 }, (_, i) => [i + 1, `item ${i + 1}`, (i * 7919) % 1000, `2024-01-${String((i % 28) + 1).padStart(2, '0')}`]);
-    const reply = { intent: 'sql', sql: 'SELECT 1', columns: [{ name: 'id', type: 'int4' }, { name: 'name', type: 'text' }, { name: 'score', type: 'numeric' }, { name: 'day', type: 'date' }], rows, row_count: 1000, request_id: 'r' };
-    const box = document.createElement('div');
-    document.body.append(box);
-    const t0 = performance.now();
-    (window as any).answerModule.renderAnswer(box, reply, {});
-    return performance.now() - t0;
+  // from the reply's arrival (the stream chunk completing its `result` event) to the table and the
+  // chart drawn, for 1,000 rows. The goal (100 ms) is measured by `BENCH_ONLY=ui npm run bench`;
+  // this bound, generous (the first chart loads Chart.js; the machine is shared), catches a regression
+  await page.evaluate(ANSWER_PROBE);
+  fake.script({ text: sqlAnswer('SELECT day, revenue FROM daily ORDER BY day', 'Revenue per day.') });
+  const timing = await timeAnswer(page, async () => {
+    await page.fill('textarea.question', 'Revenue per day');
+    await page.click('button.go');
   });
-  t.comment(`renderAnswer of 1,000 rows (with a line chart): ${ms.toFixed(1)} ms`);
-  t.ok(ms > 0);
+  const daily = page.locator('.answer').first();
+  t.equal(timing.rows, 1000, 'a reply of 1,000 rows');
+  t.equal(await daily.locator('tbody tr').count(), 50, 'its table');
+  t.equal(await daily.locator('.chart').getAttribute('data-type'), 'line', 'its chart');
+  t.ok(await page.evaluate('!!window.Chart.getChart(document.querySelector(".answer .chart canvas"))'), 'drawn by Chart.js on the canvas');
+  t.comment(`reply → table and chart drawn, 1,000 rows (Chart.js loaded then): ${timing.drawnMs.toFixed(1)} ms; next frame ${timing.frameMs.toFixed(1)} ms`);
+  t.ok(timing.drawnMs > 0 && timing.drawnMs < 3000, `drawn ${timing.drawnMs.toFixed(1)} ms after the reply arrived (a regression bound, not the goal)`);
   await page.screenshot({ path: `${ARTIFACTS}/answer-table.png`, fullPage: true });
   t.same(errors, [], 'no script errors');
   await page.context().close();

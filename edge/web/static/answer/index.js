@@ -179,7 +179,7 @@ function renderFavourite(opts) {
  * Render one finished reply (an /api/query reply, or a legacy /query one) into `container`.
  * opts: {base, headers, credentials, question, onChoice(text), onConfirm(reply) → Promise,
  *        feedback (default true), downloads (default true), history, onAuthRequired}
- * Returns {node, setInsights(list), destroy()}.
+ * Returns {reply, drawn (a promise: every chart drawn), setFavouriteEntry(entry), setInsights(list), destroy()}.
  */
 export function renderAnswer(container, reply, opts = {}) {
   const r = normaliseReply(reply);
@@ -228,9 +228,11 @@ export function renderAnswer(container, reply, opts = {}) {
   }
   if (actions.length) parts.push(el('div', { class: 'actions' }, ...actions));
   container.replaceChildren(...parts);
-  for (const c of charts) void c.drawChart();
+  const drawn = Promise.all(charts.map((c) => c.drawChart()));
   return {
     reply: r,
+    /** settles once every chart of the answer is drawn (at once when there is none) */
+    drawn,
     setFavouriteEntry: (e) => fav?.set(e),
     setInsights(list) {
       if (!list?.length) return;
@@ -339,6 +341,8 @@ export function mountAsk(root, opts) {
         view?.destroy();
         view = renderAnswer(c.body, r, renderOpts);
         views.add(view);
+        // the answer is on screen, its chart drawn: a mark the bench measures from the reply's arrival
+        void view.drawn.then(() => performance.mark?.('cortado:answer-drawn', { detail: { request_id: r.request_id ?? null, rows: r.rows?.length ?? 0 } }));
         if (o.history && r.intent !== 'clarify') {
           o.history.add({ question: text, ...(r.sql ? { sql: r.sql } : {}), ...(r.row_count !== undefined ? { row_count: r.row_count } : {}), ...(r.request_id ? { request_id: r.request_id } : {}), at: new Date().toISOString() })
             .then((entry) => view.setFavouriteEntry(entry), () => undefined);
