@@ -142,3 +142,49 @@ t.test('sign in, tables, a question, confirm, expiry with the question kept, sig
   t.same(errors, []);
   await page.close();
 });
+
+t.test('table discovery (plugins.auth.enable_discovery_tokens): the search asks /auth/discover; history kept on the server', async (t) => {
+  config.plugins.auth.enable_discovery_tokens = true;
+  t.teardown(() => { config.plugins.auth.enable_discovery_tokens = false; });
+  const page = await browser.newPage({ viewport: { width: 1000, height: 800 } });
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  const discovered: string[] = [];
+  page.on('request', (r) => { if (new URL(r.url()).pathname === '/auth/discover') discovered.push(new URL(r.url()).searchParams.get('q') ?? ''); });
+  await page.goto(origin);
+  await page.click(`${W} .ctd-launch`);
+  const form = page.locator(`${W} form.ctd-login`);
+  await form.waitFor();
+  await form.locator('input[name=username]').fill(role);
+  await form.locator('input[name=password]').fill(PASS);
+  await form.locator('button[type=submit]').click();
+  const search = page.locator(`${W} .ctd-tables input[type=search]`);
+  await page.waitForSelector(`${W} .ctd-tables li button`);
+  t.equal(await search.getAttribute('aria-label'), 'Search tables', 'discovery on: a search, not a filter');
+  // typed one key at a time: one search, once the typing stopped (on the session's own connection,
+  // so the tables the role may not read are not found)
+  await search.pressSequentially('stor', { delay: 30 });
+  const found = page.locator(`${W} .ctd-tables li button`, { hasText: `${db.name}.public.stores` });
+  await Promise.race([found.waitFor(), page.locator(`${W} .ctd-note.ctd-error`).waitFor().then(async () => { throw new Error(`the search failed: ${await page.locator(`${W} .ctd-note`).textContent()}`); })]);
+  t.same(await page.locator(`${W} .ctd-tables li button`).allTextContents(), [`${db.name}.public.stores`], 'the search\'s answer, named by database and schema');
+  t.same(discovered, ['stor'], 'one request to /auth/discover, after the typing stopped');
+  await search.fill('secret');
+  await page.waitForFunction(`document.querySelector('div${W}').shadowRoot.querySelectorAll('.ctd-tables li button').length === 0`);
+  t.same(discovered, ['stor', 'secret'], 'a table the role may not read is not found');
+  await search.fill('');
+  await page.waitForFunction(`document.querySelector('div${W}').shadowRoot.querySelectorAll('.ctd-tables li button').length === 1`);
+  t.same(await page.locator(`${W} .ctd-tables li button`).allTextContents(), ['stores'], 'an empty search: the session\'s own tables again');
+
+  await page.fill(`${W} textarea.question`, 'Which store sells most, again?');
+  await page.click(`${W} button.go`);
+  await page.locator(`${W} .answer button.fav:not([disabled])`).first().waitFor();
+  await page.click(`${W} button.ctd-hist`);
+  await page.locator(`${W} .ctd-h-where:not(:empty)`).waitFor();
+  t.match(await page.locator(`${W} .ctd-h-where`).textContent(), /server/, 'a database login keeps its history on the server');
+  t.ok((await page.locator(`${W} .ctd-h-recent .ctd-h-q`).allTextContents()).includes('Which store sells most, again?'));
+  const sid = await storedSession(page, 'agent');
+  const server = await call(`${stack.url}/api/history`, { headers: { 'x-session-id': sid! } });
+  t.ok(server.body.entries.some((e: { question: string }) => e.question === 'Which store sells most, again?'), 'on /api/history');
+  t.same(errors, []);
+  await page.close();
+});
