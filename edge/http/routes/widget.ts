@@ -5,8 +5,10 @@
  * It is bundled from edge/web/static/widget/index.js and the answer modules it imports
  * (edge/web/static/answer/) by esbuild, once per process, on the first request (minified IIFE,
  * kept in memory). Chart.js is not in it: the answer view loads /vendor/chart.umd.min.js from
- * the widget's own origin when it first draws a chart. When esbuild cannot be loaded or the
- * bundle does not build, the route answers 503 saying why, and tries again on the next request.
+ * the widget's own origin when it first draws a chart. esbuild is a dependency of its own
+ * (package.json, pinned; its binary comes in the @esbuild/<platform> package, so no install script
+ * is needed). When it cannot be loaded or the bundle does not build, the route answers 503 saying
+ * why, and tries again on the next request.
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
