@@ -366,8 +366,8 @@ export const ConfigSchema = Type.Object({
       ),
       allowed_operations: StrList([]),
     }),
-    /** (Cortado) US dollars per TiB billed, for the console's costs (BigQuery on-demand list price) */
-    price_per_tb_usd: Num(6.25, { minimum: 0 }),
+    /** (Cortado) US dollars per TiB billed, for the console's costs; unset: database.bigquery.price_per_tb_usd, else 6.25 (BigQuery on-demand list price) */
+    price_per_tb_usd: Opt(Type.Number({ minimum: 0 })),
     /** (Cortado) the share of slot capacity at or above which a saturation point counts as saturated */
     saturation_threshold: Num(0.9, { minimum: 0, maximum: 10 }),
     /** (Cortado) how long one project's operation may take before that project answers TIMEOUT (the console's request itself waits 120 s) */

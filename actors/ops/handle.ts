@@ -27,6 +27,14 @@ export interface OpsDeps {
   now?: () => number;
 }
 
+/** BigQuery's on-demand list price, USD per TiB, when no price is configured */
+export const LIST_PRICE_PER_TIB = 6.25;
+
+/** The console's price per TiB: ops_agent.price_per_tb_usd when set, else database.bigquery.price_per_tb_usd, else the list price. */
+export function pricePerTib(config: Pick<Config, 'ops_agent' | 'database'>): number {
+  return config.ops_agent.price_per_tb_usd ?? config.database.bigquery.price_per_tb_usd ?? LIST_PRICE_PER_TIB;
+}
+
 export function status(deps: OpsDeps): OpsStatusReply {
   const c = deps.config.ops_agent;
   const reason = !c.enabled
@@ -40,7 +48,7 @@ export function status(deps: OpsDeps): OpsStatusReply {
     targets: deps.targets.map((t) => t.target),
     allowed_operations: [...deps.allowed],
     ai_insights: c.ai_insights,
-    price_per_tb_usd: c.price_per_tb_usd,
+    price_per_tb_usd: pricePerTib(deps.config),
     saturation_threshold: c.saturation_threshold,
   };
 }
@@ -62,7 +70,7 @@ export async function run(input: OpsRunRequest, deps: OpsDeps, ctx: Ctx): Promis
     windowHours: input.window_hours ?? DEFAULT_WINDOW_HOURS,
     limit: input.limit ?? DEFAULT_LIMIT,
     now,
-    pricePerTib: c.price_per_tb_usd,
+    pricePerTib: pricePerTib(deps.config),
     threshold: c.saturation_threshold,
     deadline: Math.min(replyBy, Date.now() + c.project_timeout_seconds * 1000),
   };

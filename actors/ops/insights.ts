@@ -70,7 +70,7 @@ export function summarizeOps(op: OpsOperation, projects: readonly OpsProjectResu
         const slotHours = all.reduce((a, j) => a + j.slot, 0) / 3_600_000;
         const max = all.reduce((a, j) => Math.max(a, j.cost), 0);
         const costed = p.target.engine === 'bigquery';
-        lines.push(`- ${name} (${p.target.engine}, last ${r.window_days} days): ${all.length} top queries; ${costed ? `cost $${round2(cost)}, most expensive single query $${round2(max)}, ` : ''}${round2(bytes / 2 ** 30)} GiB, ${round2(slotHours)} slot-hours${costed ? `; top users by cost: ${top.map(([u, c]) => `${u} $${round2(c)}`).join(', ') || 'none'}` : ''}`);
+        lines.push(`- ${name} (${p.target.engine}, last ${r.window_days} days): ${all.length} top queries (by bytes and by slot time; not every query); ${costed ? `cost of these top queries $${round2(cost)}, most expensive single query $${round2(max)}, ` : ''}${round2(bytes / 2 ** 30)} GiB, ${round2(slotHours)} slot-hours${costed ? `; top users by cost: ${top.map(([u, c]) => `${u} $${round2(c)}`).join(', ') || 'none'}` : ''}`);
         break;
       }
       case 'forecast_monthly_costs':

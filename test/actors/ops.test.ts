@@ -19,7 +19,7 @@ import { forecast, mergePeriods, TIMELINE_LAG_MS } from '../../actors/ops/comput
 import * as alarms from '../../actors/alarms/handle.js';
 import { jiraTracker } from '../../actors/alarms/tracker.js';
 import { FileAlarms } from '../../store/index.js';
-import { run } from '../../actors/ops/handle.js';
+import { pricePerTib, run } from '../../actors/ops/handle.js';
 import { parseOpsInsights } from '../../actors/ops/insights.js';
 import { allowedOperations } from '../../actors/ops/targets.js';
 import { testConfig } from '../helpers/config.js';
@@ -116,6 +116,8 @@ t.test('status: the targets, the operations in force (empty list = all four), th
   t.same(s.allowed_operations, ['get_expensive_queries', 'forecast_monthly_costs', 'find_public_datasets', 'check_slot_saturation']);
   t.equal(s.price_per_tb_usd, 5);
   t.equal(s.saturation_threshold, 0.9);
+  const priced = (ops?: number, db?: number) => pricePerTib(testConfig({ natsUrl: nats.url, extra: { ops_agent: ops === undefined ? {} : { price_per_tb_usd: ops }, database: { bigquery: db === undefined ? {} : { price_per_tb_usd: db } } } }));
+  t.same([priced(5, 8), priced(undefined, 8), priced()], [5, 8, 6.25], 'the console\'s own price, else the database\'s, else the list price');
 });
 
 t.test('expensive queries: top by bytes and by slot time in the window, priced per TiB, text cut; the denied project fails alone', async (t) => {
@@ -366,7 +368,7 @@ t.test('AI insights: routed as ops_insights, fed aggregates only, at most ai_ins
   const req = llm.requests[from]!;
   t.equal(req.model, 'claude-ops', 'model_routing.ops_insights');
   const prompt = [req.system, ...req.messages.map((m) => m.content)].join('\n');
-  t.match(prompt, /acme-prod\/US \(bigquery, last 7 days\): 3 top queries; cost \$27\.5/);
+  t.match(prompt, /acme-prod\/US \(bigquery, last 7 days\): 3 top queries \(by bytes and by slot time; not every query\); cost of these top queries \$27\.5/);
   t.match(prompt, /top users by cost: ana@acme\.test \$22\.5, bo@acme\.test \$5/);
   t.match(prompt, /acme-locked\/EU: failed \(FORBIDDEN\)/);
   t.notMatch(prompt, /SELECT|job_big|job_slow/, 'no query text, no job id');
