@@ -77,6 +77,12 @@ const config = testConfig({
 const stack = await startStack(config);
 const shop = await foreignServer(() => hostPage(stack.url));
 const other = await foreignServer(() => hostPage(stack.url));
+/** a plain page (no hostile CSS) with both widgets: the accessibility and theme checks */
+let plainTheme = '';
+const plain = await foreignServer(() => `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>A plain page</title></head>
+<body><main><h1>A plain page</h1><p>Two widgets below.</p></main>
+<script src="${stack.url}/widget.js" data-cortado-widget="assistant"${plainTheme ? ` data-theme="${plainTheme}"` : ''}></script>
+<script src="${stack.url}/widget.js" data-cortado-widget="agent"${plainTheme ? ` data-theme="${plainTheme}"` : ''}></script></body></html>`);
 const watcher = await Bus.connect({ url: nats.url, prefix: 'cortado', name: 'widget-watcher', log: createLogger({ svc: 'w', level: 'silent' }) });
 const generated: Array<{ request_id: string; widget?: string; channel?: string }> = [];
 const unlisten = watcher.listen(QueryGeneratedEvt.subject, (d) => generated.push(d as never));
@@ -94,6 +100,7 @@ t.teardown(async () => {
   await watcher.close();
   await shop.close();
   await other.close();
+  await plain.close();
   await stack.stop();
   await fake.close();
   await db.drop();
@@ -377,6 +384,111 @@ t.test('the directory login form in the widget on another site: a download, and 
   t.same(favs.body.entries.map((e: { question: string }) => e.question), ['Revenue per month, signed in'], 'starred on the server');
   t.equal(await page.evaluate(`localStorage.getItem(${JSON.stringify(`cortado:${stack.url}:history`)})`), null, 'nothing in the host page\'s storage');
   t.same(errors, []);
+});
+
+const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+/**
+ * axe-core inside one widget's shadow root (and the answer view's, nested in it): the serious and
+ * critical violations, and how many checked nodes lay in a shadow tree (axe names those by a path
+ * of selectors; none would mean it never looked inside).
+ */
+async function axeWidget(page: Page, kind: 'assistant' | 'agent'): Promise<{ bad: string[]; inShadow: number; nested: number }> {
+  if (!(await page.evaluate('typeof window.axe === "object"'))) await page.evaluate(AXE);
+  return page.evaluate(`axe.run({ include: [{ fromShadowDom: ['[data-cortado-widget="${kind}"]', '.ctd-w'] }] }).then((r) => {
+    const shadow = r.passes.flatMap((p) => p.nodes).filter((n) => Array.isArray(n.target[0]));
+    return {
+      bad: r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
+        .map((v) => v.impact + ' ' + v.id + ': ' + v.help + ' (' + v.nodes.slice(0, 3).map((n) => JSON.stringify(n.target)).join('; ') + ')'),
+      inShadow: shadow.length,
+      nested: shadow.filter((n) => n.target[0].length >= 3).length,
+    };
+  })`) as Promise<{ bad: string[]; inShadow: number; nested: number }>;
+}
+
+/** a computed style of an element inside a widget (through its shadow roots) */
+function styleOf(page: Page, selector: string, prop: string): Promise<string> {
+  return page.locator(selector).first().evaluate((e, p) => (globalThis as unknown as { getComputedStyle(x: unknown): Record<string, string> }).getComputedStyle(e)[p]!, prop);
+}
+
+const DARK_CARD = 'rgb(38, 32, 25)';
+const DARK_INK = 'rgb(239, 230, 220)';
+const LIGHT_CARD = 'rgb(255, 255, 255)';
+
+t.test('themes: the widgets follow prefers-color-scheme and data-theme; axe finds nothing serious in either (answers, history, both login forms, the agent)', async (t) => {
+  for (const scheme of ['light', 'dark'] as const) {
+    const context = await browser.newContext({ viewport: { width: 1100, height: 900 }, colorScheme: scheme });
+    t.teardown(() => context.close());
+    const page = await context.newPage();
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    plainTheme = '';
+    await page.goto(plain.origin);
+    const A = '[data-cortado-widget="assistant"]';
+    const G = '[data-cortado-widget="agent"]';
+
+    // the Assistant with an answer (a table, a chart) and its history open
+    await page.click(`${A} .ctd-launch`);
+    await page.fill(`${A} textarea.question`, `Revenue per month, ${scheme}`);
+    await page.click(`${A} button.go`);
+    await page.locator(`${A} .answer button.fav:not([disabled])`).first().waitFor();
+    await page.locator(`${A} .answer .chart canvas`).first().waitFor();
+    await page.click(`${A} button.ctd-hist`);
+    await page.locator(`${A} .ctd-h-recent .ctd-h-q`).first().waitFor();
+    t.equal(await styleOf(page, `${A} .ctd-panel`, 'backgroundColor'), scheme === 'dark' ? DARK_CARD : LIGHT_CARD, `${scheme}: the panel's background`);
+    t.equal(await styleOf(page, `${A} .answer`, 'backgroundColor'), scheme === 'dark' ? DARK_CARD : LIGHT_CARD, `${scheme}: an answer's background (the answer view's own shadow root)`);
+    t.equal(await styleOf(page, `${A} textarea.question`, 'color'), scheme === 'dark' ? DARK_INK : 'rgb(43, 33, 24)', `${scheme}: the question's text`);
+    t.equal(await styleOf(page, `${A} .ctd-w`, 'colorScheme'), scheme, `${scheme}: native controls in the same scheme`);
+    const answer = await axeWidget(page, 'assistant');
+    t.same(answer.bad, [], `${scheme}: the Assistant with an answer and its history: no serious or critical violation`);
+    t.ok(answer.inShadow > 20 && answer.nested > 5, `axe looked inside the shadow roots (${answer.inShadow} nodes, ${answer.nested} in the answer view's)`);
+    await page.screenshot({ path: `${ARTIFACTS}/widget-assistant-${scheme}.png` });
+    await page.click(`${A} .ctd-head button[aria-label^="Close"]`);
+
+    // the Agent: its database login form, then signed in (its tables, a question)
+    await page.click(`${G} .ctd-launch`);
+    const form = page.locator(`${G} form.ctd-login`);
+    await form.waitFor();
+    t.same((await axeWidget(page, 'agent')).bad, [], `${scheme}: the Agent's database login form`);
+    await form.locator('input[name=username]').fill(role);
+    await form.locator('input[name=password]').fill(PASS);
+    await form.locator('button[type=submit]').click();
+    await page.locator(`${G} .ctd-tables li button`).first().waitFor();
+    await page.fill(`${G} textarea.question`, `Revenue per month, the agent, ${scheme}`);
+    await page.click(`${G} button.go`);
+    await page.locator(`${G} .answer tbody tr`).first().waitFor();
+    t.equal(await styleOf(page, `${G} .ctd-panel`, 'backgroundColor'), scheme === 'dark' ? DARK_CARD : LIGHT_CARD, `${scheme}: the Agent's panel`);
+    t.same((await axeWidget(page, 'agent')).bad, [], `${scheme}: the Agent signed in, with tables and an answer`);
+    await page.screenshot({ path: `${ARTIFACTS}/widget-agent-${scheme}.png` });
+    t.same(errors, []);
+    await page.close();
+
+    // the Assistant's directory login form (plugins.assistant_login)
+    config.plugins.assistant_login.enabled = true;
+    const gate = await context.newPage();
+    await gate.goto(plain.origin);
+    await gate.click(`${A} .ctd-launch`);
+    await gate.locator(`${A} form.ctd-login`).waitFor();
+    t.equal(await styleOf(gate, `${A} form.ctd-login input[name=username]`, 'backgroundColor'), scheme === 'dark' ? DARK_CARD : LIGHT_CARD, `${scheme}: the login form's fields`);
+    t.same((await axeWidget(gate, 'assistant')).bad, [], `${scheme}: the Assistant's directory login form`);
+    await gate.screenshot({ path: `${ARTIFACTS}/widget-login-${scheme}.png` });
+    config.plugins.assistant_login.enabled = false;
+    await gate.close();
+  }
+
+  // data-theme on the tag wins over the visitor's preference, both ways
+  for (const [scheme, theme, card] of [['light', 'dark', DARK_CARD], ['dark', 'light', LIGHT_CARD]] as const) {
+    const context = await browser.newContext({ colorScheme: scheme });
+    t.teardown(() => context.close());
+    const page = await context.newPage();
+    plainTheme = theme;
+    await page.goto(plain.origin);
+    plainTheme = '';
+    await page.click('[data-cortado-widget="assistant"] .ctd-launch');
+    await page.locator('[data-cortado-widget="assistant"] textarea.question').waitFor();
+    t.equal(await styleOf(page, '[data-cortado-widget="assistant"] .ctd-panel', 'backgroundColor'), card, `data-theme="${theme}" in a ${scheme} browser`);
+    t.equal(await styleOf(page, '[data-cortado-widget="agent"] .ctd-launch', 'backgroundColor'), theme === 'dark' ? 'rgb(224, 185, 143)' : 'rgb(138, 90, 46)', 'the other widget\'s launcher too');
+  }
 });
 
 t.test('/demo: both widgets, the snippet copies, no serious accessibility violation; off by ui.sections', async (t) => {

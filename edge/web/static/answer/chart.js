@@ -74,7 +74,8 @@ function datasets(spec, type, columns, rows) {
       data: order.map((i) => num(rows[i][y])),
       borderColor: type === 'pie' ? '#fff' : color,
       backgroundColor: type === 'pie' ? order.map((_, j) => PALETTE[j % PALETTE.length]) : type === 'line' ? color : `${color}cc`,
-      tension: 0.2,
+      // a curve through every point of a long series costs more to draw than it shows
+      tension: rows.length > 200 ? 0 : 0.2,
       pointRadius: rows.length > 60 ? 0 : 3,
     };
   });
@@ -107,13 +108,18 @@ export function renderChart(columns, rows, opts = {}) {
     try {
       const Chart = await loadChartJs(opts.base ?? '');
       if (!canvas.isConnected && !box.isConnected) await new Promise((r) => requestAnimationFrame(r));
+      // the text and grid colours of the theme the chart is drawn in (the --ctd-* of a dark page or widget)
+      const style = getComputedStyle(box);
+      const ink = style.getPropertyValue('--ctd-muted').trim() || '#6f6054';
+      const grid = style.getPropertyValue('--ctd-line').trim() || 'rgba(0,0,0,0.1)';
+      const axis = { ticks: { color: ink }, grid: { color: grid }, border: { color: grid } };
       chart = new Chart(canvas, {
         type,
         data: datasets(spec, type, columns, rows),
         options: {
-          responsive: true, maintainAspectRatio: false, animation: false,
-          plugins: { legend: { display: type === 'pie' || spec.ys.length > 1 } },
-          ...(type === 'pie' ? {} : { scales: { y: { beginAtZero: type === 'bar' } } }),
+          responsive: true, maintainAspectRatio: false, animation: false, color: ink,
+          plugins: { legend: { display: type === 'pie' || spec.ys.length > 1, labels: { color: ink } } },
+          ...(type === 'pie' ? {} : { scales: { x: axis, y: { ...axis, beginAtZero: type === 'bar' } } }),
         },
       });
       status.textContent = '';

@@ -79,8 +79,8 @@ export const ANSWER_CSS = `
 .ctd-ask .error-text { color: var(--ctd-err, #b3261e); font-size: 13px; }
 .ctd-ask .actions { display: flex; flex-wrap: wrap; gap: 6px; align-items: center; margin-top: 10px; }
 .ctd-ask .feedback { display: flex; flex-wrap: wrap; gap: 6px; align-items: center; }
-.ctd-ask .feedback input { font: inherit; font-size: 13px; padding: 4px 8px; border: 1px solid var(--ctd-line, #d9c9b8); border-radius: 6px; min-width: 0; flex: 1 1 160px; }
-.ctd-ask button[aria-pressed="true"] { background: var(--ctd-accent, #8a5a2e); color: #fff; }
+.ctd-ask .feedback input { font: inherit; font-size: 13px; padding: 4px 8px; border: 1px solid var(--ctd-line, #d9c9b8); border-radius: 6px; min-width: 0; flex: 1 1 160px; background: var(--ctd-input, #fff); color: inherit; }
+.ctd-ask button[aria-pressed="true"] { background: var(--ctd-accent, #8a5a2e); color: var(--ctd-on-accent, #fff); }
 .ctd-ask button.fav[aria-pressed="true"] .ctd-icon { fill: currentColor; }
 .ctd-ask .downloads { display: flex; flex-wrap: wrap; gap: 6px; align-items: center; }
 .ctd-ask .confirm { border: 2px solid var(--ctd-accent, #8a5a2e); border-radius: 10px; padding: 12px; margin-top: 10px; background: var(--ctd-card, #fff); }

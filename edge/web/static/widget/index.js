@@ -13,6 +13,8 @@
 //   data-cortado-transport  sse (default) | ws
 //   data-cortado-examples   example questions, separated by "|"
 //   data-cortado-base       another Cortado URL than the script's own
+//   data-theme              auto (default: the visitor's prefers-color-scheme) | light | dark
+//                           (data-cortado-theme is the same)
 // `window.Cortado.mount(options)` mounts one more from code.
 
 import { createShell } from './shell.js';
@@ -41,6 +43,8 @@ function fromTag(script) {
   if (d.cortadoTransport) out.transport = d.cortadoTransport;
   if (d.cortadoExamples) out.examples = d.cortadoExamples.split('|').map((s) => s.trim()).filter(Boolean);
   if (d.cortadoBase) out.base = d.cortadoBase.replace(/\/+$/, '');
+  const theme = d.cortadoTheme ?? d.theme;
+  if (theme) out.theme = theme;
   return out;
 }
 
@@ -55,8 +59,9 @@ export function mount(options = {}) {
     open: Boolean(options.open),
     transport: options.transport === 'ws' ? 'ws' : undefined,
     examples: Array.isArray(options.examples) ? options.examples.map(String).slice(0, 10) : [],
+    theme: options.theme === 'light' || options.theme === 'dark' ? options.theme : 'auto',
   };
-  const shell = createShell({ kind, title: cfg.title, position: cfg.position, stack: registry.count++ > 0 });
+  const shell = createShell({ kind, title: cfg.title, position: cfg.position, theme: cfg.theme, stack: registry.count++ > 0 });
   const start = kind === 'agent' ? startAgent : startAssistant;
   return start(shell, cfg).catch((err) => {
     shell.say(`The widget could not start: ${err?.message ?? err}`, 'error');

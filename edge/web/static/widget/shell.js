@@ -6,9 +6,26 @@
 
 import { ICONS } from './icons.js';
 
+const LIGHT = `color-scheme: light;
+  --ctd-bg: #faf7f3; --ctd-card: #fff; --ctd-ink: #2b2118; --ctd-muted: #6e5e4f; --ctd-line: #d9c9b8; --ctd-field: #d9cbbb;
+  --ctd-accent: #8a5a2e; --ctd-on-accent: #fff; --ctd-accent-ink: #6b4423; --ctd-input: #fff; --ctd-link: #0b57d0; --ctd-focus: #1a73e8;
+  --ctd-soft: #f6f1ea; --ctd-chip: #f4ece3; --ctd-chip-ink: #5b3a21; --ctd-code-bg: #1f1a16; --ctd-code-ink: #f3e9dd;
+  --ctd-err: #b3261e; --ctd-err-bg: #fdecea; --ctd-ok: #2e7d32; --ctd-warn: #8f5500; --ctd-info: #4e79a7;`;
+const DARK = `color-scheme: dark;
+  --ctd-bg: #1b1612; --ctd-card: #262019; --ctd-ink: #efe6dc; --ctd-muted: #b5a595; --ctd-line: #4a3e33; --ctd-field: #55483c;
+  --ctd-accent: #e0b98f; --ctd-on-accent: #1b1612; --ctd-accent-ink: #e0b98f; --ctd-input: #1f1a15; --ctd-link: #8ab4f8; --ctd-focus: #8ab4f8;
+  --ctd-soft: #2f271f; --ctd-chip: #3d332a; --ctd-chip-ink: #f0e2d2; --ctd-code-bg: #120e0b; --ctd-code-ink: #f3e9dd;
+  --ctd-err: #f0b0a8; --ctd-err-bg: #3a1f1c; --ctd-ok: #8fd19e; --ctd-warn: #f2c178; --ctd-info: #8ab4f8;`;
+
+// The widget's own palettes (the --ctd-* properties the answer view reads too, inherited into its
+// shadow root): light, or dark when the host page's visitor prefers it (prefers-color-scheme), or
+// as the tag's data-theme says ("light" | "dark"; "auto", the default, follows the preference).
 export const WIDGET_CSS = `
 :host { all: initial; }
 *, *::before, *::after { box-sizing: border-box; }
+.ctd-w { ${LIGHT} }
+@media (prefers-color-scheme: dark) { .ctd-w:not([data-theme=light]) { ${DARK} } }
+.ctd-w[data-theme=dark] { ${DARK} }
 .ctd-w { font: 14px/1.45 var(--ctd-font, system-ui, -apple-system, "Segoe UI", Roboto, sans-serif); color: var(--ctd-ink, #2b2118); }
 .ctd-launch { position: fixed; bottom: 16px; width: 56px; height: 56px; border-radius: 50%; border: 0; cursor: pointer;
   background: var(--ctd-accent, #8a5a2e); color: var(--ctd-on-accent, #ffffff); box-shadow: 0 4px 14px rgba(0,0,0,.25);
@@ -121,7 +138,7 @@ let count = 0;
 
 /**
  * Mount the frame. opts: { kind: 'assistant'|'agent', title, position: 'right'|'left',
- * open: boolean, stack: boolean (a second launcher above the first) }.
+ * open: boolean, stack: boolean (a second launcher above the first), theme: 'auto'|'light'|'dark' }.
  */
 export function createShell(opts) {
   const id = `ctd-${opts.kind}-${++count}`;
@@ -133,7 +150,7 @@ export function createShell(opts) {
   if (opts.css) adoptCss(root, opts.css);
 
   const side = opts.position === 'left' ? 'ctd-left' : 'ctd-right';
-  const wrap = el('div', { class: 'ctd-w' });
+  const wrap = el('div', { class: 'ctd-w', 'data-theme': opts.theme === 'light' || opts.theme === 'dark' ? opts.theme : 'auto' });
   const launch = el('button', {
     type: 'button', class: `ctd-launch ${side}${opts.stack ? ' ctd-stack' : ''}`, 'aria-haspopup': 'dialog',
     'aria-expanded': 'false', 'aria-controls': id, 'aria-label': `Open ${opts.title}`, title: opts.title,
