@@ -208,6 +208,8 @@ t.test('Run Now, and a dropped table fails with the drift message', async (t) =>
   t.notOk(failed?.success, 'the run failed');
   t.match(failed?.error_message, /the table drift_t no longer exists/);
   t.match(failed?.error_message, /Regenerate/, 'and offers regeneration');
+  t.equal(failed?.drift, true, 'recorded as drift');
+  t.notOk(ok?.drift, 'a run that worked is no drift');
   t.equal(failed?.rows_returned, null);
   t.ok(failed?.email_sent, 'the failure e-mail went out');
   await until('the failure e-mail', () => mailsTo('drift').length >= 2);
