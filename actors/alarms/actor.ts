@@ -13,6 +13,7 @@
  * - Settings that cannot work (a bad default recipient, the tracker on without its url, email,
  *   api_token or project_key) stop the start with CONFIG_INVALID naming the keys.
  */
+import { existsSync } from 'node:fs';
 import { CortadoError } from '../../protocol/errors.js';
 import type { Kv } from '../../protocol/kv.js';
 import { Actor, AlarmCreate, AlarmDelete, AlarmGet, AlarmHistory, AlarmList, AlarmTest, AlarmUpdate, Bucket } from '../../protocol/subjects.js';
@@ -61,6 +62,10 @@ export async function startAlarms(deps: ActorDeps, opts: AlarmsOptions = {}): Pr
   if (config.config_db.enabled) {
     storage = await openStorage(config, log);
     store = storage.alarms;
+    const file = config.alarms.storage_path.trim();
+    if (file && existsSync(file)) {
+      log.warn({ file }, 'alarms.storage_path is ignored: config_db is on and keeps the alarms; the alarms in that file are not read nor evaluated (re-create them, then remove the file)');
+    }
   } else {
     store = new FileAlarms(config.alarms.storage_path, log);
   }

@@ -57,6 +57,8 @@ const stack = await startStack(config, { edge: true, actors: ['identity', 'setti
 let clock = Date.parse('2026-07-01T09:00:30Z');
 const log = createLogger({ svc: 'alarms', level: 'debug', destination: new Writable({ write(c, _e, cb) { lines.push(String(c)); cb(); } }) });
 const bus = await Bus.connect({ url: nats.url, prefix: 'cortado', name: 'alarms-tok', log, strict: true });
+// a file left at alarms.storage_path from before config_db: ignored, and said at start
+writeFileSync(config.alarms.storage_path, '{"version": 1, "alarms": []}\n');
 const alarms: RunningAlarms = await startAlarms({ bus, config, log }, { now: () => clock, lease: false });
 t.teardown(async () => {
   await bus.stopServing(['alarms'], Date.now() + 2_000);
@@ -88,6 +90,8 @@ t.test('without the token: the view says so, a firing alarm records the refusal 
   const list = await as('/api/alarms');
   t.equal(list.status, 200, list.text);
   t.equal(list.body.storage.kind, 'postgresql', 'config_db wins over the file');
+  const ignored = lines.join('').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { level: string; msg: string; file?: string }).filter((l) => l.msg.startsWith('alarms.storage_path is ignored'));
+  t.same(ignored.map((l) => [l.level, l.file]), [['warn', config.alarms.storage_path]], 'the file left at alarms.storage_path is said ignored at start, once');
   t.equal(list.body.tracker.api_token_set, false);
   const created = await as('/api/alarms', { body: { name: 'Open data', condition: { kind: 'public_dataset', threshold: 0 }, cron: '* * * * *' } });
   t.equal(created.status, 201, created.text);
