@@ -3,7 +3,9 @@
  * alarms processes (test/helpers/alarms-lease-child.ts), sharing one alarms file and
  * measuring through the real ops actor over the BigQuery stand-in. Only the lease holder
  * evaluates; when it is SIGKILLed (it never gives the lease back), the other takes over once
- * the lease expires and evaluates the next tick; each tick is evaluated once.
+ * the lease expires and evaluates the next tick; each tick is evaluated once. E-mails reach a
+ * real SMTP test server and issues the Jira REST v3 stand-in: exactly one each per firing, one
+ * e-mail and one comment on resolve.
  *
  * The clock the ticks are read from is the test's (a file the processes read); the lease runs on real
  * time (its KV entry's TTL), so a takeover takes up to LEASE_TTL_MS + a renewal.
@@ -21,7 +23,9 @@ import { ROOT } from '../../config/load.js';
 import { LEASE_TTL_MS } from '../../actors/alarms/evaluator.js';
 import { testConfig } from '../helpers/config.js';
 import { startFakeBigQuery } from '../helpers/fake-bigquery.js';
+import { startFakeJira } from '../helpers/fake-jira.js';
 import { startNats } from '../helpers/nats.js';
+import { startSmtp } from '../helpers/smtp.js';
 import { createTestDb } from '../helpers/pg.js';
 import { until } from '../helpers/processes.js';
 import { startStack } from '../helpers/stack.js';
@@ -31,6 +35,8 @@ process.env.METADATA_SERVER_DETECTION = 'none';
 const nats = await startNats();
 const db = await createTestDb('alarms_lease');
 const fake = await startFakeBigQuery({ databaseUrl: db.url, projectId: 'acme-prod' });
+const smtp = await startSmtp({ tls: 'none' });
+const jira = await startFakeJira({ email: 'ops-bot@acme.test', apiToken: 'jira-lease-Tt31', projectKey: 'DATA' });
 const dir = mkdtempSync(path.join(tmpdir(), 'alarms-lease-'));
 const keyPath = path.join(dir, 'key.json');
 writeFileSync(keyPath, JSON.stringify(fake.serviceAccount()));
@@ -41,9 +47,11 @@ const extra = {
   database: { provider: 'bigquery', bigquery: { project_id: 'acme-prod', base_url: fake.url } },
   ops_agent: { enabled: true, config: { projects: [{ project_id: 'acme-prod', region: 'US', credentials_path: keyPath }], allowed_operations: ['find_public_datasets'] } },
   alarms: { enabled: true, storage_path: alarmsFile, default_recipients: ['oncall@acme.test'] },
+  email: { enabled: true, smtp: { host: smtp.host, port: smtp.port, from_email: 'cortado@acme.test', use_tls: false, use_ssl: false } },
+  jira: { enabled: true, url: jira.url, email: 'ops-bot@acme.test', api_token: 'jira-lease-Tt31', project_key: 'DATA' },
 };
 const config = testConfig({ natsUrl: nats.url, extra });
-// the mailer with email off: an alarm's e-mail is logged, not sent (and not a failure to note)
+// the mailer of the stack sends the children's e-mails to the SMTP test server
 const stack = await startStack(config, { edge: false, actors: ['ops', 'mailer'] });
 
 const clockFile = path.join(dir, 'clock');
@@ -86,6 +94,8 @@ t.teardown(async () => {
   await client.close();
   await stack.stop();
   await fake.close();
+  await smtp.close();
+  await jira.close();
   await db.drop();
   await nats.stop();
   rmSync(dir, { recursive: true, force: true });
@@ -129,5 +139,20 @@ t.test('the lease holder evaluates; killed, the other takes over at the next tic
 
   const got = await client.request(AlarmGet, { id }, { requestId: 'lease-2' });
   t.equal(got.state, 'firing', 'the dataset made public fired at 09:02');
-  t.same(got.history.map((h) => [h.state, h.at, h.value]), [['firing', '2026-07-01T09:02:05.000Z', 1]], 'one state change, recorded once');
+  t.same(got.history.map((h) => [h.state, h.at, h.value]), [['firing', '2026-07-01T09:02:05.000Z', 1], ['firing', '2026-07-01T09:02:05.000Z', 1]], 'one state change and its issue, recorded once');
+  t.equal(got.issue_key, 'DATA-1');
+  const [fired] = await smtp.waitFor(1);
+  t.equal(fired?.parsed.subject, '[Cortado alarm] FIRING: Public datasets (1 public dataset)');
+  t.equal(jira.issues.length, 1, 'one issue in the tracker');
+
+  // resolved at the next tick: one e-mail more, one comment, no new issue
+  fake.ops.seed({ project: 'acme-prod', datasets: [{ dataset_id: 'sales', access: [{ role: 'OWNER', userByEmail: 'ana@acme.test' }] }] });
+  setClock('2026-07-01T09:03:05Z');
+  await until('tick 09:03 evaluated', () => ticksOf(b).length === 2, 10_000);
+  const mails = await smtp.waitFor(2);
+  await pause(2_500); // more passes of the survivor: nothing more is sent
+  t.same(mails.map((m) => m.parsed.subject), ['[Cortado alarm] FIRING: Public datasets (1 public dataset)', '[Cortado alarm] RESOLVED: Public datasets (0 public datasets)']);
+  t.equal(smtp.received.length, 2, 'exactly one e-mail per change, across both processes');
+  t.same([jira.issues.length, jira.issues[0]?.comments.length], [1, 1], 'exactly one issue and one resolve comment');
+  t.equal((await client.request(AlarmGet, { id }, { requestId: 'lease-3' })).state, 'ok');
 });
