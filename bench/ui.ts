@@ -7,8 +7,9 @@
  *     table), and measures from the arrival of the reply's `result` event (the stream chunk that
  *     completes it, seen by a probe wrapped round the page's fetch) to the answer view's
  *     `cortado:answer-drawn` mark (the table in the page and the chart drawn on its canvas), and to
- *     the next animation frame. The first question loads Chart.js (reported alone); the goal is
- *     judged on the median of the warm ones.
+ *     the next animation frame. The first question draws the page's first chart (Chart.js is fetched
+ *     while the question is answered, and its first chart is cold): reported alone; the goal is
+ *     judged on the median of the others.
  *   the widget script ≤ 150 KB gzipped: /widget.js as served, gzipped (level 9); Chart.js, which
  *     the first chart loads from /vendor/chart.umd.min.js, beside it.
  *
@@ -190,7 +191,7 @@ export async function uiSection(): Promise<void> {
     console.log('| --- | --- | --- |');
     console.log(`| /widget.js (the widgets and the answer view) | ${widget.bytes.toLocaleString('en')} bytes, ${kb(widget.gzip)} gzipped | ≤ 150 KB gzipped: ${widget.gzip <= 150 * 1024 ? 'met' : 'not met'} |`);
     console.log(`| Chart.js (/vendor/chart.umd.min.js, loaded by the first chart) | ${chart.bytes.toLocaleString('en')} bytes, ${kb(chart.gzip)} gzipped | not in the widget script |`);
-    console.log(`| reply → table and chart drawn, first question (Chart.js loaded then) | ${ms(runs[0]!.drawnMs)} (next frame ${ms(runs[0]!.frameMs)}) | |`);
+    console.log(`| reply → table and chart drawn, first question (the page's first chart: Chart.js fetched while the question was answered) | ${ms(runs[0]!.drawnMs)} (next frame ${ms(runs[0]!.frameMs)}) | |`);
     console.log(`| reply → table and chart drawn, median of ${warm.length} | ${ms(drawn)} (min ${ms(Math.min(...warm.map((r) => r.drawnMs)))}, max ${ms(Math.max(...warm.map((r) => r.drawnMs)))}) | ≤ 100 ms: ${drawn <= 100 ? 'met' : 'not met'} |`);
     console.log(`| reply → the next frame after it, median | ${ms(frame)} | |`);
     if (errors.length) console.log(`\npage errors: ${errors.join('; ')}`);

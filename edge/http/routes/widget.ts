@@ -5,7 +5,7 @@
  * It is bundled from edge/web/static/widget/index.js and the answer modules it imports
  * (edge/web/static/answer/) by esbuild, once per process, on the first request (minified IIFE,
  * kept in memory). Chart.js is not in it: the answer view loads /vendor/chart.umd.min.js from
- * the widget's own origin when it first draws a chart. esbuild is a dependency of its own
+ * the widget's own origin when the first question is asked. esbuild is a dependency of its own
  * (package.json, pinned; its binary comes in the @esbuild/<platform> package, so no install script
  * is needed). When it cannot be loaded or the bundle does not build, the route answers 503 saying
  * why, and tries again on the next request.
