@@ -60,6 +60,8 @@ export function parseConfig(text: string, file: string, env: NodeJS.ProcessEnv =
   const interpolated = interpolate(raw, '', env, problems);
   const warnings = unknownKeys(ConfigSchema, interpolated, '');
   if (problems.length) throw invalid(file, problems);
+  // what the file itself says, before the defaults fill it in (in place)
+  const jobTimeoutSet = hasKey(interpolated, ['scheduler', 'job_timeout_seconds']);
 
   let value = Value.Default(ConfigSchema, interpolated);
   value = Value.Convert(ConfigSchema, value);
@@ -70,18 +72,31 @@ export function parseConfig(text: string, file: string, env: NodeJS.ProcessEnv =
   const config = value as Config;
   problems.push(...crossChecks(config));
   if (problems.length) throw invalid(file, problems);
-  warnings.push(...advice(config));
+  warnings.push(...advice(config, { jobTimeoutSet }));
   BASELINES.set(config, structuredClone(config));
   return { config, file, warnings };
 }
 
-/** Settings that are valid but do not do what they seem to (warned at start, not refused). */
-export function advice(c: Config): string[] {
+function hasKey(value: unknown, keys: readonly string[]): boolean {
+  let at = value;
+  for (const k of keys) {
+    if (at === null || typeof at !== 'object' || !Object.prototype.hasOwnProperty.call(at, k)) return false;
+    at = (at as Record<string, unknown>)[k];
+  }
+  return true;
+}
+
+/**
+ * Settings that are valid but do not do what they seem to (warned at start, not refused):
+ * a `scheduler.job_timeout_seconds` written in the file over the query timeout that caps it
+ * (the default 300 s under a lower query.timeout is the documented cap, not warned about).
+ */
+export function advice(c: Config, opts: { jobTimeoutSet?: boolean } = {}): string[] {
   const out: string[] = [];
   const provider = c.database.provider;
   const own = c.database[provider].timeout;
   const ceiling = own ?? c.query.timeout;
-  if (c.scheduler.job_timeout_seconds > ceiling) {
+  if (opts.jobTimeoutSet !== false && c.scheduler.job_timeout_seconds > ceiling) {
     const key = own !== undefined ? `database.${provider}.timeout` : 'query.timeout';
     out.push(`scheduler.job_timeout_seconds (${c.scheduler.job_timeout_seconds} s) is over ${key} (${ceiling} s), the ceiling of every query: a scheduled query is cancelled after ${ceiling} s. Raise ${key} or lower job_timeout_seconds.`);
   }

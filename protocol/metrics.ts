@@ -445,7 +445,7 @@ const schedulerLateness = new client.Histogram({
   buckets: SECONDS_LATE, registers: reg,
 });
 const mail = new client.Counter({
-  name: 'cortado_mail_total', help: 'e-mails by outcome: sent, failed, logged (email.enabled is false)',
+  name: 'cortado_mail_total', help: 'e-mails by outcome: sent, failed (refused or failed: mail.failed), logged (email.enabled is false), unknown (a mailer died mid-send; not sent again); a repeat of an idempotency key is not counted again',
   labelNames: ['outcome'] as const, registers: reg,
 });
 
@@ -455,7 +455,7 @@ export function observeScheduledRun(success: boolean, trigger: string, latenessS
   if (latenessSeconds !== undefined) schedulerLateness.observe(Math.max(0, latenessSeconds));
 }
 
-export function countMail(outcome: 'sent' | 'failed' | 'logged'): void {
+export function countMail(outcome: 'sent' | 'failed' | 'logged' | 'unknown'): void {
   if (enabled) mail.labels(outcome).inc();
 }
 

@@ -186,6 +186,8 @@ export const AuditQuery = defineRequest({ subject: 'audit.query', owner: Actor.A
 
 export const ResultMask = defineRequest({ subject: 'result.mask', owner: Actor.Masking, timeoutMs: 30_000, request: P.ResultMaskRequest, reply: P.ResultMaskReply });
 export const MailSend = defineRequest({ subject: 'mail.send', owner: Actor.Mailer, timeoutMs: 60_000, request: P.MailSendRequest, reply: P.MailSendReply });
+/** what became of the e-mail of one idempotency key (a scheduled run redelivered after its e-mail) */
+export const MailOutcome = defineRequest({ subject: 'mail.outcome', owner: Actor.Mailer, timeoutMs: 10_000, request: P.MailOutcomeRequest, reply: P.MailOutcomeReply });
 export const SchemaDiscover = defineRequest({ subject: 'schema.discover', owner: Actor.Catalog, timeoutMs: 60_000, request: P.SchemaDiscoverRequest, reply: P.SchemaDiscoverReply });
 
 // ---- semantic layer (the semantic actor; store/semantic.ts) --------------------------------
@@ -285,6 +287,7 @@ export const LoginEvt = defineEvent({ subject: 'evt.identity.login', payload: I.
 export const TokenEvt = defineEvent({ subject: 'evt.identity.token', payload: I.TokenEvent, durable: true });
 export const AlertRaisedEvt = defineEvent({ subject: 'evt.alert.raised', payload: P.AlertRaised, durable: true });
 export const MailSentEvt = defineEvent({ subject: 'evt.mail.sent', payload: P.MailSent, durable: true });
+export const MailFailedEvt = defineEvent({ subject: 'evt.mail.failed', payload: P.MailFailed, durable: true });
 export const ScopeEndedEvt = defineEvent({ subject: 'evt.identity.scope.ended', payload: Sc.ScopeEnded, durable: true });
 export const SemanticChangedEvt = defineEvent({ subject: 'evt.semantic.changed', payload: Se.SemanticChanged, durable: true });
 export const ScheduleRanEvt = defineEvent({ subject: 'evt.schedule.ran', payload: Sch.ScheduleRan, durable: true });
@@ -303,7 +306,7 @@ export const REQUESTS = [
   SchemaTables, SchemaDescribe, SchemaContext, LlmComplete, LlmStatus, InsightsGenerate,
   IdentityLogin, IdentitySession, IdentityLogout, TokenIssue, TokenCheck, TokenList, TokenRevoke, TokenDelete,
   ConfigView, ConfigUpdate, ConfigReset, ConfigHistory, ConfigStored, PromptsList, MaskRulesList, MaskRuleCreate, MaskRuleUpdate,
-  MaskRuleDelete, LdapView, LdapUpdate, LdapTest, AuditQuery, ResultMask, MailSend, SchemaDiscover,
+  MaskRuleDelete, LdapView, LdapUpdate, LdapTest, AuditQuery, ResultMask, MailSend, MailOutcome, SchemaDiscover,
   AuthLogin, AuthAutoSession, AuthLogout, AuthToken, ScopeResolve, SqlConnectTest, SysStats,
   SemanticEntityList, SemanticEntityGet, SemanticEntityCreate, SemanticEntityUpdate, SemanticEntityDelete,
   SemanticColumnAdd, SemanticColumnUpdate, SemanticColumnDelete,
@@ -316,7 +319,7 @@ export const REQUESTS = [
   HistoryAdd, HistoryList, HistoryFavourite, HistoryDelete, DashboardList, DashboardGet, DashboardSave, DashboardDelete,
 ] as const;
 export const EVENTS = [
-  QueryGeneratedEvt, QueryExecutedEvt, QueryRejectedEvt, QueryFailedEvt, ConfigChangedEvt, LoginEvt, TokenEvt, AlertRaisedEvt, MailSentEvt,
+  QueryGeneratedEvt, QueryExecutedEvt, QueryRejectedEvt, QueryFailedEvt, ConfigChangedEvt, LoginEvt, TokenEvt, AlertRaisedEvt, MailSentEvt, MailFailedEvt,
   ScopeEndedEvt, SemanticChangedEvt, QuestionCompletedEvt, ScheduleRanEvt, AlarmFiredEvt, AlarmResolvedEvt,
 ] as const;
 
@@ -359,7 +362,7 @@ export const Bucket = {
   Confirmations: 'confirmations',
   /** conversation turns (assistant) */
   Conversations: 'conversations',
-  /** today's e-mail count (mailer, email.max_emails_per_day) */
+  /** the mailer's: today's e-mail count (`day.<date>`, email.max_emails_per_day) and each idempotency key's e-mail (`sent.<key>`) */
   Mail: 'mail',
   /** alert claims and question counts (alerts) */
   Alerts: 'alerts',

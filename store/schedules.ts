@@ -84,7 +84,7 @@ export type ExecutionOutcome = Pick<Execution, 'success' | 'email_sent' | 'email
 
 /** A run's outcome before its e-mail (markMailing). */
 export type MailingOutcome = Pick<Execution, 'success' | 'error_message' | 'rows_returned'> & { duration_ms: number }
-  & Partial<Pick<Execution, 'attachment'>>;
+  & Partial<Pick<Execution, 'attachment' | 'drift'>>;
 
 export interface ExecutionsRepository {
   /**
@@ -267,9 +267,10 @@ export class MemoryExecutions implements ExecutionsRepository {
   async markMailing(id: string, outcome: MailingOutcome): Promise<Execution | undefined> {
     const e = this.byId.get(id);
     if (!e || e.status !== 'running') return undefined;
-    const { attachment, ...rest } = copy(outcome);
+    const { attachment, drift, ...rest } = copy(outcome);
     Object.assign(e, rest, { email_sent: false, email_error: null });
     if (attachment !== undefined) e.attachment = attachment;
+    if (drift === true) e.drift = true;
     return copy(e);
   }
 
@@ -538,10 +539,10 @@ export class PostgresExecutions implements ExecutionsRepository {
   async markMailing(id: string, o: MailingOutcome): Promise<Execution | undefined> {
     const r = await this.db.query<ExecutionRow>(
       `UPDATE cortado_schedule_executions SET success = $2, email_sent = false, email_error = NULL, error_message = $3, rows_returned = $4,
-         duration_ms = $5, attachment = COALESCE($6::jsonb, attachment)
+         duration_ms = $5, attachment = COALESCE($6::jsonb, attachment), drift = drift OR $7
        WHERE id = $1 AND status = 'running' RETURNING ${EXECUTION_COLUMNS}`,
       [id, o.success, o.error_message === null ? null : clean(o.error_message), o.rows_returned, o.duration_ms,
-        o.attachment === undefined ? null : json(o.attachment)]);
+        o.attachment === undefined ? null : json(o.attachment), o.drift === true]);
     return r.rows[0] && executionFromRow(r.rows[0]);
   }
 

@@ -1,14 +1,14 @@
 /**
- * The mailer actor: mail.send over the bus (handle.ts). Today's e-mail count lives in a
- * JetStream KV bucket shared by every mailer copy; without JetStream it is counted in this
- * process (warned).
+ * The mailer actor: mail.send and mail.outcome over the bus (handle.ts). Its KV bucket, shared
+ * by every mailer copy, holds today's e-mail count and each idempotency key's e-mail; without
+ * JetStream both are kept in this process (warned).
  */
 import type { ConnectionOptions } from 'node:tls';
-import { Actor, Bucket, MailSend } from '../../protocol/subjects.js';
+import { Actor, Bucket, MailOutcome, MailSend } from '../../protocol/subjects.js';
+import { memoryKv, type Kv } from '../../protocol/kv.js';
 import type { ActorDeps, RunningActor } from '../runtime/actor.js';
-import { countMail } from '../../protocol/metrics.js';
 import { EXPORT_TTL_MS } from '../lib/export/index.js';
-import { KvCounter, MemoryCounter, send, Transports, type DailyCounter } from './handle.js';
+import { KvCounter, MAIL_BUCKET_TTL_MS, outcome, send, SentLog, Transports } from './handle.js';
 
 export interface MailerOptions {
   /** extra TLS socket options for the SMTP connection (a CA to trust); operators use NODE_EXTRA_CA_CERTS */
@@ -17,14 +17,20 @@ export interface MailerOptions {
 
 export async function startMailer(deps: ActorDeps, opts: MailerOptions = {}): Promise<RunningActor> {
   const { bus, config, log } = deps;
-  let counter: DailyCounter;
+  let kv: Kv<unknown>;
   try {
-    // two days: yesterday's count must not vanish at the stroke of midnight in another time zone's clock skew
-    counter = new KvCounter(await bus.bucket<number>(Bucket.Mail, { ttlMs: 2 * 24 * 3_600_000 }));
+    // a day's count must outlive its day in every time zone; an idempotency record, any redelivery of its run
+    kv = await bus.bucket<unknown>(Bucket.Mail, { ttlMs: MAIL_BUCKET_TTL_MS });
+    const ttl = await kv.ttlMs().catch(() => MAIL_BUCKET_TTL_MS);
+    if (ttl > 0 && ttl < MAIL_BUCKET_TTL_MS) {
+      log.warn({ ttl_hours: Math.round(ttl / 3_600_000) }, 'the mailer bucket was made with a shorter TTL: an e-mail\'s idempotency key is remembered that long only');
+    }
   } catch (err) {
-    log.warn({ err: (err as Error).message }, 'no JetStream KV: max_emails_per_day is counted in this process only');
-    counter = new MemoryCounter();
+    log.warn({ err: (err as Error).message }, 'no JetStream KV: max_emails_per_day and the e-mails\' idempotency keys are kept in this process only');
+    kv = memoryKv<unknown>({ ttlMs: MAIL_BUCKET_TTL_MS });
   }
+  const counter = new KvCounter(kv.as<number>());
+  const sent = new SentLog(kv.as());
   const transports = new Transports(opts.tls);
   // the exports bucket (attachments[].object, html_object), opened on first use
   let opening: ReturnType<typeof bus.objects> | undefined;
@@ -35,17 +41,9 @@ export async function startMailer(deps: ActorDeps, opts: MailerOptions = {}): Pr
     });
     return opening;
   };
-  bus.serve(MailSend, async (input, ctx) => {
-    // /metrics: sent, logged (email.enabled is false) or failed (protocol/metrics.ts)
-    try {
-      const reply = await send(input, { bus, config, log, counter, transports, objects }, ctx);
-      countMail(reply.sent ? 'sent' : 'logged');
-      return reply;
-    } catch (err) {
-      countMail('failed');
-      throw err;
-    }
-  });
+  // /metrics (cortado_mail_total) is counted where the events are published (handle.ts)
+  bus.serve(MailSend, (input, ctx) => send(input, { bus, config, log, counter, transports, objects, sent }, ctx));
+  bus.serve(MailOutcome, (input, ctx) => outcome(input, { sent }, ctx));
   const smtp = config.email.smtp;
   log.info({ enabled: config.email.enabled, host: smtp.host, port: smtp.port, tls: smtp.use_ssl ? 'ssl' : smtp.use_tls ? 'starttls' : 'none' }, 'mailer ready');
   return {

@@ -11,11 +11,16 @@
  *    it on the database), at most export.max_rows rows, masked as any answer, written as the
  *    schedule's format (csv, excel, html) and stored in the exports bucket: sql.export does the
  *    three (actors/executor/export.ts), rows going from the database to the file page by page;
- * 3. the e-mail (mail-template.ts: email.templates, the schedule's subject) through the mailer
- *    (MailSend), the stored report attached (csv, excel) or embedded (html); a failed run
- *    e-mails the failure template;
+ * 3. the outcome so far kept on the execution (markMailing: it stays running), then the e-mail
+ *    (mail-template.ts: email.templates, the schedule's subject) through the mailer (MailSend,
+ *    idempotency_key = the execution id: one e-mail per execution, however often it is asked
+ *    for), the stored report attached (csv, excel) or embedded (html); a failed run e-mails the
+ *    failure template;
  * 4. the execution record (success, email_sent, email_error, error_message, rows_returned,
  *    duration_ms, the attachment) and the event `schedule.ran`.
+ * A run delivered again (its worker died, or recording it failed) whose e-mail reached a mailer
+ * is finished from what steps 3 kept and the mailer recorded (MailOutcome): no query, no second
+ * e-mail. One whose e-mail never reached a mailer runs again from step 1.
  * Nothing of the rows is logged: counts only.
  */
 import { randomUUID } from 'node:crypto';
@@ -23,7 +28,7 @@ import type { Bus, Ctx } from '../../protocol/bus.js';
 import { CortadoError, toCortadoError } from '../../protocol/errors.js';
 import type { Logger } from '../../protocol/log.js';
 import type { ScheduleIdRequest, ScheduleJob } from '../../protocol/schemas/schedules.js';
-import { MailSend, ScheduleRanEvt, SchemaDescribe, SchemaTables, SqlCheck, SqlExport } from '../../protocol/subjects.js';
+import { MailOutcome, MailSend, ScheduleRanEvt, SchemaDescribe, SchemaTables, SqlCheck, SqlExport } from '../../protocol/subjects.js';
 import type { Config } from '../../config/schema.js';
 import type { Execution, ExecutionOutcome, ExecutionsRepository, ScheduleRecord, SchedulesRepository } from '../../store/schedules.js';
 import { reportMail, type ReportFile } from '../lib/mail-template.js';
@@ -49,11 +54,14 @@ const GONE_NAMES = new Set(['TABLE_NOT_FOUND', 'COLUMN_NOT_FOUND', 'SCHEMA_NOT_F
 /** How the drift message ends: what the owner can do about it. */
 const REGENERATE = 'Regenerate the schedule\'s SQL from its question (edit the schedule with "regenerate", or PUT /api/schedules/{id} with {"regenerate": true}), or edit the SQL.';
 
+/** How every drift message starts; the execution records `drift: true` for it (the page offers regeneration then). */
+const DRIFT = 'The database changed since this report\'s SQL was written';
+
 /** A run that cannot go on: its message is the execution's error_message and the failure e-mail's. */
 class RunFailure extends Error {}
 
 function drift(what: string): RunFailure {
-  return new RunFailure(`The database changed since this report's SQL was written: ${what}. ${REGENERATE}`);
+  return new RunFailure(`${DRIFT}: ${what}. ${REGENERATE}`);
 }
 
 function unquote(name: string): string {
@@ -104,12 +112,38 @@ function isGone(err: CortadoError): boolean {
     || (typeof d.error_name === 'string' && GONE_NAMES.has(d.error_name));
 }
 
+/**
+ * The query timeout ceiling the executor applies (the provider's `timeout`, else
+ * `query.timeout`), in seconds: a job timeout above it is capped to it (config/load.ts warns).
+ */
+export function queryCeilingSeconds(config: Config): number {
+  return config.database[config.database.provider].timeout ?? config.query.timeout;
+}
+
+/** The timeout that stopped a query, said as the setting that set it. */
+export function timeoutMessage(config: Config, appliedMs: number | undefined): string {
+  const job = config.scheduler.job_timeout_seconds;
+  const ceiling = queryCeilingSeconds(config);
+  const applied = appliedMs !== undefined ? appliedMs / 1000 : Math.min(job, ceiling);
+  const shown = (sec: number): string => `${Number.isInteger(sec) ? sec : sec.toFixed(1)} s`;
+  if (applied >= job) {
+    return `The query ran longer than the job timeout (scheduler.job_timeout_seconds: ${job} s) and was cancelled on the database.`;
+  }
+  const key = config.database[config.database.provider].timeout !== undefined ? `database.${config.database.provider}.timeout` : 'query.timeout';
+  if (applied >= ceiling) {
+    return `The query ran longer than the query timeout (${key}: ${ceiling} s) and was cancelled on the database. `
+      + `scheduler.job_timeout_seconds (${job} s) is over it, and no query runs longer than ${key}.`;
+  }
+  return `The query ran longer than the time the run had left (${shown(applied)}; scheduler.job_timeout_seconds: ${job} s) and was cancelled on the database.`;
+}
+
 /** Why the run failed, for people (no stack, no SQL of others, no values). */
 function failureMessage(err: unknown, config: Config): string {
   if (err instanceof RunFailure) return err.message;
   const e = toCortadoError(err);
-  if (e.code === 'DB_TIMEOUT') {
-    return `The query ran longer than the job timeout (scheduler.job_timeout_seconds: ${config.scheduler.job_timeout_seconds} s) and was cancelled on the database.`;
+  if (e.code === 'DB_TIMEOUT' && e.details?.reason !== 'max_workers') {
+    const applied = e.details?.timeout_ms;
+    return timeoutMessage(config, typeof applied === 'number' && applied > 0 ? applied : undefined);
   }
   if (isGone(e)) return drift(e.message).message;
   if (e.code === 'SQL_REJECTED') return `The report's SQL is refused by the SQL guard: ${e.message}. ${REGENERATE}`;
@@ -149,8 +183,12 @@ async function produce(s: ScheduleRecord, deps: RunDeps, ctx: Ctx, at: Date): Pr
   return { file, rows: out.rows, truncated: out.truncated };
 }
 
-/** The e-mail of a run; what the execution records of it. */
-async function mail(s: ScheduleRecord, deps: RunDeps, ctx: Ctx, at: Date, report: Report | undefined, error: string | undefined): Promise<Pick<Execution, 'email_sent' | 'email_error'>> {
+type Mailed = Pick<Execution, 'email_sent' | 'email_error'>;
+
+const MAIL_OFF = 'e-mail is off (email.enabled is false): the e-mail was logged, not sent';
+
+/** The e-mail of a run (one per execution: its id is the idempotency key); what the execution records of it. */
+async function mail(s: ScheduleRecord, e: Execution, deps: RunDeps, ctx: Ctx, at: Date, report: Report | undefined, error: string | undefined): Promise<Mailed> {
   const { config } = deps;
   const m = reportMail({
     templates: config.email.templates, schedule_name: s.name, subject: s.subject, format: s.format, at, timeZone: s.timezone,
@@ -165,13 +203,41 @@ async function mail(s: ScheduleRecord, deps: RunDeps, ctx: Ctx, at: Date, report
       ...(m.html !== undefined ? { html: m.html } : {}),
       ...(m.html_object !== undefined ? { html_object: m.html_object } : {}),
       ...(m.attachment ? { attachments: [m.attachment] } : {}),
+      idempotency_key: e.id,
     }, ctx);
-    return sent.sent
-      ? { email_sent: true, email_error: null }
-      : { email_sent: false, email_error: 'e-mail is off (email.enabled is false): the e-mail was logged, not sent' };
+    return sent.sent ? { email_sent: true, email_error: null } : { email_sent: false, email_error: MAIL_OFF };
   } catch (err) {
+    // another worker's copy of this run is sending its e-mail right now: no outcome yet, so the run comes again
+    if (toCortadoError(err).details?.delivery === 'in_progress') throw err;
     return { email_sent: false, email_error: toCortadoError(err).message };
   }
+}
+
+/**
+ * A run delivered again that got as far as its e-mail (markMailing kept its outcome): the
+ * mailer's record of the e-mail (MailOutcome, the execution id) finishes the execution, with
+ * no query and no second e-mail. False when no mailer ever took the e-mail: run it again. A
+ * send still under way answers TIMEOUT: thrown, so the run comes again a little later.
+ */
+async function finishMailed(s: ScheduleRecord, e: Execution, deps: RunDeps): Promise<boolean> {
+  const ctx: Ctx = scheduleCtx(s, { requestId: e.id, user: s.owner_user });
+  const o = await deps.bus.request(MailOutcome, { idempotency_key: e.id }, ctx);
+  if (o.state === 'none') return false;
+  const mailed: Mailed = o.state === 'sent' ? { email_sent: true, email_error: null }
+    : o.state === 'logged' ? { email_sent: false, email_error: MAIL_OFF }
+      : { email_sent: false, email_error: o.error ?? 'the e-mail was not sent' };
+  deps.log.warn({ rid: e.id, schedule: s.id, email: o.state }, 'a run delivered again after its e-mail: recorded from what it kept and the mailer recorded, not run or e-mailed again');
+  await finish(s, e, {
+    success: e.success,
+    ...mailed,
+    error_message: e.error_message,
+    rows_returned: e.rows_returned,
+    duration_ms: e.duration_ms,
+    finished_at: new Date(deps.now()).toISOString(),
+    ...(e.attachment ? { attachment: { ...e.attachment, sent: mailed.email_sent && e.attachment.sent } } : {}),
+    ...(e.drift ? { drift: true } : {}),
+  }, deps, ctx, undefined);
+  return true;
 }
 
 /**
@@ -185,6 +251,8 @@ export async function runJob(job: ScheduleJob, deliveries: number, deps: RunDeps
   if (e.status === 'running' && deliveries <= 1) return;
   const s = await schedules.get(job.schedule_id);
   if (!s) return;
+  // it got as far as its e-mail (markMailing): finished from the mailer's record when a mailer took it
+  if (e.status === 'running' && e.duration_ms !== null && await finishMailed(s, e, deps)) return;
   if (e.status === 'running') log.warn({ execution: e.id, schedule: s.id }, 'a run whose worker stopped before it finished: run again');
   const running = await executions.markRunning(e.id, new Date(deps.now()).toISOString());
   if (!running) return;
@@ -213,18 +281,29 @@ export async function runExecution(s: ScheduleRecord, e: Execution, deps: RunDep
       log.warn({ rid: e.id, schedule: s.id, code: toCortadoError(err).code }, 'a scheduled run failed');
     }
   }
-  const mailed = await mail(s, deps, ctx, at, report, error);
-  const outcome: ExecutionOutcome = {
-    success: error === undefined,
+  // what the run came to, kept before the e-mail: a redelivery after the e-mail finishes from it
+  const attachment = report ? { filename: report.file.filename, bytes: report.file.bytes, sent: report.file.too_large !== true } : undefined;
+  const ran = { success: error === undefined, error_message: error ?? null, rows_returned: report ? report.rows : null, ...(error?.startsWith(DRIFT) ? { drift: true } : {}) };
+  const kept = await deps.executions.markMailing(e.id, { ...ran, duration_ms: Math.round(performance.now() - started), ...(attachment ? { attachment } : {}) });
+  if (!kept) {
+    log.info({ rid: e.id, schedule: s.id }, 'a scheduled run no longer running (its schedule deleted, or another worker finished it): not e-mailed');
+    return undefined;
+  }
+  const mailed = await mail(s, e, deps, ctx, at, report, error);
+  return finish(s, e, {
+    ...ran,
     ...mailed,
-    error_message: error ?? null,
-    rows_returned: report ? report.rows : null,
     duration_ms: Math.round(performance.now() - started),
     finished_at: new Date(deps.now()).toISOString(),
-    ...(report ? { attachment: { filename: report.file.filename, bytes: report.file.bytes, sent: mailed.email_sent && report.file.too_large !== true } } : {}),
-  };
+    ...(attachment ? { attachment: { ...attachment, sent: mailed.email_sent && attachment.sent } } : {}),
+  }, deps, ctx, Number.isFinite(lateness) ? lateness : undefined);
+}
+
+/** Step 4: the execution recorded done, counted, logged, and `schedule.ran`. */
+async function finish(s: ScheduleRecord, e: Execution, outcome: ExecutionOutcome, deps: RunDeps, ctx: Ctx, lateness: number | undefined): Promise<Execution | undefined> {
+  const { log } = deps;
   const done = await deps.executions.markDone(e.id, outcome);
-  observeScheduledRun(outcome.success, e.trigger, Number.isFinite(lateness) ? lateness : undefined);
+  observeScheduledRun(outcome.success, e.trigger, lateness);
   log.info({
     rid: e.id, schedule: s.id, trigger: e.trigger, success: outcome.success, rows: outcome.rows_returned, ms: outcome.duration_ms, email_sent: outcome.email_sent,
   }, 'scheduled run done');

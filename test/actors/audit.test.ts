@@ -1,6 +1,7 @@
 /**
  * The audit actor reads the event stream through a durable consumer: killed (SIGKILL) in the
- * middle of a backlog and started again, it writes every event exactly once to config_db.
+ * middle of a backlog and started again, it writes every event exactly once to config_db. The
+ * scheduled reports' events (schedule.ran, mail.sent, mail.failed) are among them.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -11,13 +12,15 @@ import t from 'tap';
 import YAML from 'yaml';
 import { Bus } from '../../protocol/bus.js';
 import { createLogger } from '../../protocol/log.js';
-import { QueryExecutedEvt } from '../../protocol/subjects.js';
+import { MailSend, QueryExecutedEvt, ScheduleRanEvt } from '../../protocol/subjects.js';
+import { startMailer } from '../../actors/mailer/actor.js';
 import { ROOT } from '../../config/load.js';
 import { toEntry } from '../../actors/audit/handle.js';
 import { generateFernetKey } from '../../actors/identity/fernet.js';
-import { testConfigObject } from '../helpers/config.js';
+import { testConfig, testConfigObject } from '../helpers/config.js';
 import { startNats } from '../helpers/nats.js';
 import { createTestDb } from '../helpers/pg.js';
+import { startSmtp } from '../helpers/smtp.js';
 
 const N = 1500;
 const nats = await startNats();
@@ -89,4 +92,60 @@ t.test('killed mid-stream and restarted: nothing lost, nothing duplicated', { ti
   t.equal(missing.rows[0].n, 0, 'the very events published');
   second.proc.kill('SIGTERM');
   t.equal(await second.exited, 0);
+});
+
+t.test('schedule.ran, mail.sent and mail.failed reach the audit log', { timeout: 90_000 }, async (t) => {
+  const PASSWORD = 'audit-smtp-Pw-7781';
+  const smtp = await startSmtp({ tls: 'none', auth: { user: 'mailer', pass: PASSWORD } });
+  t.teardown(() => smtp.close());
+  const cfg = testConfig({
+    natsUrl: nats.url,
+    extra: {
+      email: {
+        enabled: true, max_recipients_per_email: 1,
+        smtp: { host: smtp.host, port: smtp.port, user: 'mailer', password: PASSWORD, from_email: 'reports@example.org', use_tls: false, use_ssl: false },
+      },
+    },
+  });
+  const mailerBus = await Bus.connect({ url: nats.url, prefix: 'cortado', name: 'mailer', log });
+  const mailer = await startMailer({ bus: mailerBus, config: cfg, log });
+  const bus = await Bus.connect({ url: nats.url, prefix: 'cortado', name: 'scheduler', log });
+  t.teardown(async () => {
+    await mailerBus.stopServing(['mailer'], Date.now() + 2_000);
+    await mailer.stop();
+    await mailerBus.close();
+    await bus.close();
+  });
+  const audit = auditProcess();
+
+  const run = randomUUID();
+  // a report e-mailed, one refused (two recipients over a cap of one), one failed at the SMTP login
+  t.equal((await bus.request(MailSend, { to: ['boss@example.org'], subject: 'Report', text: 'attached', idempotency_key: run }, { requestId: run, user: 'ann' })).sent, true);
+  await t.rejects(bus.request(MailSend, { to: ['a@example.org', 'b@example.org'], subject: 'Report', text: 't' }, { requestId: `${run}-cap`, user: 'ann' }), { code: 'LIMIT_EXCEEDED' });
+  cfg.email.smtp.password = `${PASSWORD}-wrong`;
+  await t.rejects(bus.request(MailSend, { to: ['boss@example.org'], subject: 'Report', text: 't' }, { requestId: `${run}-auth`, user: 'ann' }), { code: 'INTERNAL' });
+  bus.publish(ScheduleRanEvt, {
+    id: randomUUID(), ts: new Date().toISOString(), request_id: run, user: 'ann', schedule_id: 's1', schedule_name: 'Daily sales', execution_id: run,
+    execution_time: new Date().toISOString(), trigger: 'manual', success: true, rows_returned: 2, duration_ms: 12, email_sent: true,
+  }, { requestId: run, user: 'ann' });
+  await bus.flush();
+
+  type Row = { type: string; request_id: string; user: string | null; code: string | null; payload: any };
+  let rows: Row[] = [];
+  const end = Date.now() + 60_000;
+  while (Date.now() < end) {
+    const r = await cfgDb.pool.query<Row>(`SELECT type, request_id, username AS "user", code, payload FROM cortado_audit_log WHERE request_id LIKE $1 || '%' ORDER BY type`, [run]).catch(() => ({ rows: [] as Row[] }));
+    rows = r.rows;
+    if (rows.length >= 4) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const of = (type: string, rid: string) => rows.find((r) => r.type === type && r.request_id === rid);
+  t.match(of('mail.sent', run), { user: 'ann', payload: { sent: true, to: ['boss@example.org'], idempotency_key: run } }, 'mail.sent');
+  t.match(of('mail.failed', `${run}-cap`), { user: 'ann', code: 'LIMIT_EXCEEDED', payload: { reason: 'max_recipients_per_email' } }, 'mail.failed: a refusal');
+  t.match(of('mail.failed', `${run}-auth`), { code: 'INTERNAL', payload: { reason: 'smtp_auth', error: /refused the login/ } }, 'mail.failed: an SMTP failure');
+  t.match(of('schedule.ran', run), { user: 'ann', payload: { schedule_name: 'Daily sales', success: true, email_sent: true } }, 'schedule.ran');
+  t.equal(rows.length, 4, 'each once');
+  t.notOk(JSON.stringify(rows).includes(PASSWORD), 'the SMTP password is in no audit entry');
+  audit.proc.kill('SIGTERM');
+  t.equal(await audit.exited, 0);
 });

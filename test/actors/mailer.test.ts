@@ -7,7 +7,7 @@ import t from 'tap';
 import { Bus } from '../../protocol/bus.js';
 import { CortadoError } from '../../protocol/errors.js';
 import { createLogger } from '../../protocol/log.js';
-import { Bucket, MailSend, MailSentEvt } from '../../protocol/subjects.js';
+import { Bucket, MailFailedEvt, MailSend, MailSentEvt } from '../../protocol/subjects.js';
 import { startMailer } from '../../actors/mailer/actor.js';
 import { KvCounter, MemoryCounter, send, Transports, utcDay, type MailerDeps } from '../../actors/mailer/handle.js';
 import { testConfig } from '../helpers/config.js';
@@ -49,7 +49,12 @@ const actorBus = await Bus.connect({ url: nats.url, prefix: 'cortado', name: 'ma
 const client = await Bus.connect({ url: nats.url, prefix: 'cortado', name: 'client', log: quiet, strict: true });
 const mailer = await startMailer({ bus: actorBus, config, log }, { tls: { ca: [tlsServer.cert!] } });
 const events: any[] = [];
-const unlisten = client.listen(MailSentEvt.subject, (data) => events.push(data));
+const failures: any[] = [];
+const unlisteners = [
+  client.listen(MailSentEvt.subject, (data) => events.push(data)),
+  client.listen(MailFailedEvt.subject, (data) => failures.push(data)),
+];
+const unlisten = () => { for (const u of unlisteners) u(); };
 await client.flush();
 
 t.teardown(async () => {
@@ -82,14 +87,16 @@ async function refused(p: Promise<unknown>): Promise<CortadoError> {
   throw new Error('expected a refusal');
 }
 
-async function eventFor(rid: string): Promise<any> {
+async function eventFor(rid: string, list: any[] = events): Promise<any> {
   const end = Date.now() + 3_000;
   for (;;) {
-    const e = events.find((x) => x.request_id === rid);
+    const e = list.find((x) => x.request_id === rid);
     if (e || Date.now() > end) return e;
     await new Promise((r) => setTimeout(r, 20));
   }
 }
+/** the mail.failed event of a request */
+const failureFor = (rid: string) => eventFor(rid, failures);
 
 t.test('e-mail off: logged with recipients, subject, attachment name and size; not sent', async (t) => {
   config.email.enabled = false;
@@ -158,8 +165,9 @@ t.test('SMTP login refused: a clear error, the password nowhere', async (t) => {
   t.match(err.message, /refused the login of "mailer"/);
   t.match(err.details, { smtp: 'auth', response_code: 535 });
   t.notMatch(err.message, PASSWORD);
-  const e = await eventFor('auth-1');
-  t.match(e, { sent: false, error: /refused the login/ });
+  const e = await failureFor('auth-1');
+  t.match(e, { reason: 'smtp_auth', code: 'INTERNAL', error: /refused the login/, to: ['a@example.org'] });
+  t.notOk(events.some((x) => x.request_id === 'auth-1'), 'no mail.sent for a failure');
   await new Promise((r) => setTimeout(r, 100));
   const all = lines.join('\n');
   t.notOk(all.includes(PASSWORD), 'the SMTP password is in no log line');
@@ -174,6 +182,7 @@ t.test('connection refused: a clear error, quickly', async (t) => {
   t.match(err.message, new RegExp(`cannot connect to the SMTP server 127.0.0.1:${closedPort}: connection refused`));
   t.match(err.details, { smtp: 'connection' });
   t.ok(Date.now() - started < 5_000);
+  t.match(await failureFor('conn-1'), { reason: 'smtp_connection', code: 'INTERNAL' });
 });
 
 t.test('an untrusted certificate: a TLS error', async (t) => {
@@ -202,6 +211,9 @@ t.test('recipient cap: more distinct recipients than max_recipients_per_email ar
   const bad = await refused(client.request(MailSend, { to: ['not an address'], subject: 's', text: 't' }, ctx('cap-3')));
   t.equal(bad.code, 'VALIDATION_FAILED');
   t.equal(plain.received.length, before);
+  t.match(await failureFor('cap-1'), { reason: 'max_recipients_per_email', code: 'LIMIT_EXCEEDED', to: ['a@x.org', 'b@x.org', 'c@x.org', 'd@x.org'] }, 'a refusal is a mail.failed event');
+  t.match(await failureFor('cap-2'), { reason: 'max_recipients_per_email' });
+  t.match(await failureFor('cap-3'), { reason: 'invalid', code: 'VALIDATION_FAILED' });
 });
 
 t.test('daily cap: counted in KV, a failed send gives its slot back, 0 sends nothing', async (t) => {
@@ -221,7 +233,7 @@ t.test('daily cap: counted in KV, a failed send gives its slot back, 0 sends not
   t.equal(err.code, 'LIMIT_EXCEEDED');
   t.match(err.message, /allowance is used up/);
   t.match(err.details, { limit: 'max_emails_per_day' });
-  t.match(await eventFor('day-4'), { sent: false, error: /allowance/ });
+  t.match(await failureFor('day-4'), { reason: 'max_emails_per_day', code: 'LIMIT_EXCEEDED', error: /allowance/ });
   await new Promise((r) => setTimeout(r, 200));
   t.equal(plain.received.length - before, 2, 'exactly the allowance arrived');
   t.equal(await counter.used(day), used + 2);
@@ -250,4 +262,5 @@ t.test('attachments over export.max_file_size_mb are refused', async (t) => {
   const err = await refused(send({ to: ['a@x.org'], subject: 's', text: 't', attachments: [{ filename: 'big.csv', content_type: 'text/csv', content: big }] }, deps, ctx('big-1')));
   t.equal(err.code, 'LIMIT_EXCEEDED');
   t.match(err.details, { limit: 'max_file_size_mb', max: 1 });
+  t.match(await failureFor('big-1'), { reason: 'max_file_size_mb', code: 'LIMIT_EXCEEDED', attachments: [{ filename: 'big.csv', bytes: 1024 * 1024 + 1 }] });
 });

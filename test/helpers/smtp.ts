@@ -6,7 +6,9 @@
  *   127.0.0.1 (`cert` is its PEM: the client must trust it, nothing turns verification off);
  *   AUTH only after STARTTLS.
  * - `tls: 'implicit'`: TLS from the first byte (port 465 style).
- * With `auth`, only that user and password get in; without, no AUTH is needed.
+ * With `auth`, only that user and password get in; without, no AUTH is needed. With `hold`, a
+ * message is counted as received when its data has arrived, and the server's "250 accepted"
+ * waits until `hold()` resolves (a client that dies in between sent it without knowing).
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -51,7 +53,7 @@ export function selfSignedCert(): { key: string; cert: string } {
   }
 }
 
-export async function startSmtp(opts: { tls?: 'none' | 'starttls' | 'implicit'; auth?: { user: string; pass: string } } = {}): Promise<SmtpServer> {
+export async function startSmtp(opts: { tls?: 'none' | 'starttls' | 'implicit'; auth?: { user: string; pass: string }; hold?: () => Promise<void> } = {}): Promise<SmtpServer> {
   const mode = opts.tls ?? 'none';
   const pair = mode === 'none' ? undefined : selfSignedCert();
   const received: ReceivedMail[] = [];
@@ -85,7 +87,7 @@ export async function startSmtp(opts: { tls?: 'none' | 'starttls' | 'implicit'; 
             parsed,
           });
           for (const w of waiters.splice(0)) w();
-          cb();
+          return opts.hold ? opts.hold().then(() => cb(), () => cb()) : cb();
         }, (err: Error) => cb(err));
       });
     },
