@@ -31,6 +31,8 @@ const FIXED: readonly string[] = [
   'llm.provider',
   // the alarms actor opens its store (and serves or refuses every request) once, at start
   'alarms.enabled', 'alarms.storage_path',
+  // the scheduler starts its leader (cron firing) and sizes its work queue's consumer at start
+  'scheduler.enabled', 'scheduler.max_concurrent_jobs',
 ];
 
 export function isSecretKey(key: string): boolean {

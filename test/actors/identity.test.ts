@@ -61,6 +61,11 @@ t.test('runtime config rules', async (t) => {
   t.ok(overridable('ldap.server'));
   t.throws(() => checkOverride(config, 'query.max_limit', -1), { code: 'VALIDATION_FAILED' });
   t.throws(() => checkOverride(config, 'bus.url', 'nats://x'), { code: 'FORBIDDEN' });
+  // the scheduler reads these once, at start (the leader, the work queue's consumer): a change
+  // at run time would be accepted and do nothing, so it is refused
+  t.throws(() => checkOverride(config, 'scheduler.enabled', true), { code: 'FORBIDDEN' });
+  t.throws(() => checkOverride(config, 'scheduler.max_concurrent_jobs', 3), { code: 'FORBIDDEN' });
+  checkOverride(config, 'scheduler.timezone', 'Europe/Berlin');
   checkOverride(config, 'insights.max_insights', 2);
   applyOverride(config, 'insights.max_insights', 2);
   t.equal(config.insights.max_insights, 2);
