@@ -7,11 +7,14 @@
  * - alarms.enabled false (the default): every request is refused with a clear NOT_FOUND naming
  *   the setting; nothing is opened or evaluated.
  * - Storage: config_db on → its cortado_alarms table (config_db wins: alarms.storage_path is then
- *   not read); off → the JSON file at alarms.storage_path (store/alarms.ts: atomic writes under a
+ *   not read, and a file there is said ignored at start); off → the JSON file at alarms.storage_path (store/alarms.ts: atomic writes under a
  *   lock file, so several processes on one host may share it). A file that cannot be read is
  *   logged as an error at start and every request names it; it is never reset.
  * - Settings that cannot work (a bad default recipient, the tracker on without its url, email,
- *   api_token or project_key) stop the start with CONFIG_INVALID naming the keys.
+ *   api_token or project_key, or with a url that is not https off loopback) stop the start with
+ *   CONFIG_INVALID naming the keys; the same checks refuse them at run time
+ *   (config/ops-checks.ts). alarms.enabled and alarms.storage_path are read here once: they are
+ *   start-only keys (config/runtime.ts). The rest is read where it is used, per request.
  */
 import { existsSync } from 'node:fs';
 import { CortadoError } from '../../protocol/errors.js';

@@ -13,9 +13,9 @@
  * 4. notify, on a change only: e-mail to the alarm's recipients (MailSend) and the event
  *    `alarm.fired` / `alarm.resolved`; with the issue tracker on, a firing opens one issue (kept
  *    on the alarm as `issue_key`; while it is open no other is opened) and a resolve comments on
- *    it. A tracker that fails (401, refused, timeout) is written in the alarm's history and the
- *    log, never with the token; the e-mail goes anyway. A firing alarm whose issue could not be
- *    opened tries again at its next evaluation.
+ *    it. A tracker that fails (401, 403, 400, refused, timeout) is written in the alarm's history
+ *    and the log, never with the token, once per firing and reason (noteOnce); the e-mail goes
+ *    anyway. A firing alarm whose issue could not be opened tries again at its next evaluation.
  */
 import { randomUUID } from 'node:crypto';
 import type { Bus, Ctx } from '../../protocol/bus.js';
