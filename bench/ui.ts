@@ -7,14 +7,16 @@
  *     table), and measures from the arrival of the reply's `result` event (the stream chunk that
  *     completes it, seen by a probe wrapped round the page's fetch) to the answer view's
  *     `cortado:answer-drawn` mark (the table in the page and the chart drawn on its canvas), and to
- *     the next animation frame. The first question draws the page's first chart (Chart.js is fetched
- *     while the question is answered, and its first chart is cold): reported alone; the goal is
- *     judged on the median of the others.
+ *     the next animation frame. The scripted model answers after BENCH_UI_MODEL_MS (1,500 ms, a real
+ *     model's latency). The first question draws the page's first real chart (Chart.js is fetched
+ *     and warmed up off screen while the question is answered): reported alone, and judged on its
+ *     own against the goal too; the median is of the others.
  *   the widget script ≤ 150 KB gzipped: /widget.js as served, gzipped (level 9); Chart.js, which
  *     the first chart loads from /vendor/chart.umd.min.js, beside it.
  *
  * Prints a table; never fails on a time.
- *   BENCH_ONLY=ui npm run bench       BENCH_UI_RUNS: questions measured (default 9, the first cold)
+ *   BENCH_ONLY=ui npm run bench       BENCH_UI_RUNS: questions measured (default 9, the first the
+ *                                     page's first chart); BENCH_UI_MODEL_MS: the model's latency (1500)
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -33,6 +35,8 @@ import { createTestDb } from '../test/helpers/pg.js';
 
 const RUNS = Math.max(2, Number(process.env.BENCH_UI_RUNS ?? 9) || 9);
 const SQL = 'SELECT day, revenue FROM daily ORDER BY day';
+/** the scripted model's latency per call, ms (a hosted model takes seconds) */
+const MODEL_MS = Math.max(0, Number(process.env.BENCH_UI_MODEL_MS ?? 1500) || 0);
 
 /**
  * A page script (addInitScript) timing an answer: the reply's arrival, taken where the page's
@@ -120,7 +124,9 @@ export async function uiSection(): Promise<void> {
   try {
     await db.pool.query(`CREATE TABLE daily (day date PRIMARY KEY, revenue numeric(12,2) NOT NULL);
       INSERT INTO daily SELECT d::date, 1000 + (extract(doy FROM d) * 7919)::int % 500 FROM generate_series('2023-01-01'::date, '2023-01-01'::date + 999, '1 day') d;`);
-    const fakeProc = spawn(process.execPath, ['--import', 'tsx', 'bench/fake-llm.ts', SQL], { cwd: ROOT, env: process.env, stdio: ['ignore', 'pipe', 'inherit'] });
+    // the scripted model answers after a real model's latency, so the first question is timed as
+    // a real first answer is: Chart.js fetched and warmed up while the question is answered
+    const fakeProc = spawn(process.execPath, ['--import', 'tsx', 'bench/fake-llm.ts', SQL], { cwd: ROOT, env: { ...process.env, BENCH_MODEL_DELAY_MS: String(MODEL_MS) }, stdio: ['ignore', 'pipe', 'inherit'] });
     children.push(fakeProc);
     const fake = await new Promise<{ url: string }>((resolve, reject) => {
       createInterface({ input: fakeProc.stdout! }).once('line', (l) => resolve(JSON.parse(l) as { url: string }));
@@ -186,12 +192,12 @@ export async function uiSection(): Promise<void> {
     const drawn = median(warm.map((r) => r.drawnMs));
     const frame = median(warm.map((r) => r.frameMs));
     const ms = (n: number) => `${n.toFixed(1)} ms`;
-    console.log(`\nThe browser's budgets — Chromium headless (${browser.version()}), one cortado process, the Assistant widget on /demo (SSE), an answer of 1,000 rows (a daily series: a line chart and the paged table); ${RUNS} questions, the first loading Chart.js\n`);
+    console.log(`\nThe browser's budgets — Chromium headless (${browser.version()}), one cortado process, the Assistant widget on /demo (SSE), an answer of 1,000 rows (a daily series: a line chart and the paged table); the model answering after ${MODEL_MS} ms; ${RUNS} questions, the first loading Chart.js\n`);
     console.log('| measure | value | goal |');
     console.log('| --- | --- | --- |');
     console.log(`| /widget.js (the widgets and the answer view) | ${widget.bytes.toLocaleString('en')} bytes, ${kb(widget.gzip)} gzipped | ≤ 150 KB gzipped: ${widget.gzip <= 150 * 1024 ? 'met' : 'not met'} |`);
     console.log(`| Chart.js (/vendor/chart.umd.min.js, loaded by the first chart) | ${chart.bytes.toLocaleString('en')} bytes, ${kb(chart.gzip)} gzipped | not in the widget script |`);
-    console.log(`| reply → table and chart drawn, first question (the page's first chart: Chart.js fetched while the question was answered) | ${ms(runs[0]!.drawnMs)} (next frame ${ms(runs[0]!.frameMs)}) | |`);
+    console.log(`| reply → table and chart drawn, first question (the page's first chart: Chart.js fetched and warmed up while the question was answered) | ${ms(runs[0]!.drawnMs)} (next frame ${ms(runs[0]!.frameMs)}) | ≤ 100 ms: ${runs[0]!.drawnMs <= 100 ? 'met' : 'not met'} |`);
     console.log(`| reply → table and chart drawn, median of ${warm.length} | ${ms(drawn)} (min ${ms(Math.min(...warm.map((r) => r.drawnMs)))}, max ${ms(Math.max(...warm.map((r) => r.drawnMs)))}) | ≤ 100 ms: ${drawn <= 100 ? 'met' : 'not met'} |`);
     console.log(`| reply → the next frame after it, median | ${ms(frame)} | |`);
     if (errors.length) console.log(`\npage errors: ${errors.join('; ')}`);

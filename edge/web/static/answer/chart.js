@@ -6,7 +6,10 @@
 //   3. one category column and a measure, ≤ 30 categories → bar
 //   4. anything else (one row, no measure, several category columns, > 30 categories) → none
 // The user can switch between line, bar and pie, or hide the chart. Chart.js is served by
-// Cortado (/vendor/chart.umd.min.js) and loaded once, on the first chart.
+// Cortado (/vendor/chart.umd.min.js) and loaded once per page: when a question is asked
+// (prepareChartJs), or else on the first chart. Once loaded while a question is answered, it is
+// warmed up in idle time (a tiny chart of each type drawn off screen and destroyed), so that the
+// page's first real chart is not drawn cold.
 import { el } from './dom.js';
 import { isNumericType, isTemporalType } from './table.js';
 
@@ -61,6 +64,63 @@ export function loadChartJs(base = '') {
   return loading;
 }
 
+// Set on the Chart.js constructor (one per page, whichever bundle loaded it) once it has drawn a
+// chart, a warm-up one or a real one: the warm-up runs at most once per page, never after a real chart.
+const WARM = Symbol.for('cortado.chart.warm');
+const idle = (fn) => (typeof requestIdleCallback === 'function' ? requestIdleCallback(fn, { timeout: 1000 }) : setTimeout(fn, 50));
+
+/**
+ * Load Chart.js (loadChartJs) and, in idle time, warm it up: the first chart Chart.js draws in a
+ * page is slow (its code compiled, fonts measured, its controllers and scales set up), so a tiny
+ * chart of each type the answer view draws (line, bar, pie) is drawn on a detached canvas, never
+ * in the page, then destroyed, one type per idle callback so input is never held up for long.
+ * Once per page; skipped when a real chart was drawn first. Never rejects.
+ */
+export function prepareChartJs(base = '') {
+  return loadChartJs(base).then((Chart) => {
+    if (Chart[WARM]) return;
+    Chart[WARM] = 'warming';
+    const types = ['line', 'bar', 'pie'];
+    const step = () => {
+      if (Chart[WARM] === true) return; // a real chart came first: warm already
+      const type = types.shift();
+      if (!type) { Chart[WARM] = true; return; }
+      try {
+        const canvas = document.createElement('canvas');
+        canvas.width = 240;
+        canvas.height = 120;
+        const n = type === 'pie' ? 4 : 24;
+        const rows = Array.from({ length: n }, (_, i) => [`2023-01-${String(i + 1).padStart(2, '0')}`, 100 + ((i * 37) % 50), 50 + ((i * 11) % 40)]);
+        const columns = [{ name: 'day' }, { name: 'a' }, { name: 'b' }];
+        const spec = { type, x: 0, ys: type === 'pie' ? [1] : [1, 2], rule: type === 'line' ? 'time series' : 'category and measure' };
+        const data = datasets(spec, type, columns, rows);
+        if (type === 'line') Object.assign(data.datasets[1], { tension: 0, pointRadius: 0 }); // the long-series path too
+        const chart = new Chart(canvas, chartConfig(type, data, spec, '#6f6054', 'rgba(0,0,0,0.1)', { responsive: false, events: [] }));
+        chart.destroy();
+      } catch {
+        // a warm-up only: a failure here shows nowhere (the real chart reports its own)
+      }
+      idle(step);
+    };
+    idle(step);
+  }, () => undefined);
+}
+
+/** A Chart.js config for the answer view's chart (ink, grid: the theme's text and line colours). */
+function chartConfig(type, data, spec, ink, grid, extra = {}) {
+  const axis = { ticks: { color: ink }, grid: { color: grid }, border: { color: grid } };
+  return {
+    type,
+    data,
+    options: {
+      responsive: true, maintainAspectRatio: false, animation: false, color: ink,
+      plugins: { legend: { display: type === 'pie' || spec.ys.length > 1, labels: { color: ink } } },
+      ...(type === 'pie' ? {} : { scales: { x: axis, y: { ...axis, beginAtZero: type === 'bar' } } }),
+      ...extra,
+    },
+  };
+}
+
 const PALETTE = ['#a67c52', '#4e79a7', '#59a14f', '#e15759', '#76b7b2', '#edc948', '#b07aa1', '#ff9da7', '#9c755f', '#bab0ac'];
 
 function datasets(spec, type, columns, rows) {
@@ -112,16 +172,8 @@ export function renderChart(columns, rows, opts = {}) {
       const style = getComputedStyle(box);
       const ink = style.getPropertyValue('--ctd-muted').trim() || '#6f6054';
       const grid = style.getPropertyValue('--ctd-line').trim() || 'rgba(0,0,0,0.1)';
-      const axis = { ticks: { color: ink }, grid: { color: grid }, border: { color: grid } };
-      chart = new Chart(canvas, {
-        type,
-        data: datasets(spec, type, columns, rows),
-        options: {
-          responsive: true, maintainAspectRatio: false, animation: false, color: ink,
-          plugins: { legend: { display: type === 'pie' || spec.ys.length > 1, labels: { color: ink } } },
-          ...(type === 'pie' ? {} : { scales: { x: axis, y: { ...axis, beginAtZero: type === 'bar' } } }),
-        },
-      });
+      Chart[WARM] = true; // a pending warm-up is not needed any more
+      chart = new Chart(canvas, chartConfig(type, datasets(spec, type, columns, rows), spec, ink, grid));
       status.textContent = '';
     } catch (e) {
       status.textContent = `No chart: ${e.message}`;

@@ -4,7 +4,7 @@
 // downloads, thumbs up/down and a favourite star; chat answers are safe markdown; errors show
 // their code and request id; clarifying questions offer their choices as buttons.
 // ES module, no global side effects until mountAsk or renderAnswer is called.
-import { loadChartJs, renderChart } from './chart.js';
+import { prepareChartJs, renderChart } from './chart.js';
 import { el, icon, randomId } from './dom.js';
 import { renderMarkdown } from './markdown.js';
 import { highlight } from './sql.js';
@@ -376,9 +376,10 @@ export function mountAsk(root, opts) {
       if (!q) return;
       const c = card(q);
       go.disabled = true;
-      // Chart.js (not in the widget script) loads while the question is answered, so the first
-      // answer with a chart does not wait for it; a page that never asks never loads it
-      loadChartJs(o.base).catch(() => undefined);
+      // Chart.js (not in the widget script) loads while the question is answered, and is warmed
+      // up off screen in idle time, so the first answer with a chart waits neither for its
+      // download nor for its cold first draw; a page that never asks never loads it
+      void prepareChartJs(o.base);
       const payload = { question: q, widget: o.widget, ...(legacy ? { session_id: conversation } : { conversation_id: conversation }) };
       const tables = o.tables?.() ?? [];
       if (tables.length) payload.tables = tables;
