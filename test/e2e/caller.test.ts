@@ -126,6 +126,7 @@ t.test('every route says what it needs of its caller', async (t) => {
     'GET /api/analytics/models admin',
     'GET /api/analytics/models_per_day admin',
     'GET /api/analytics/channels admin',
+    'GET /api/analytics/widgets admin',
     'GET /api/analytics/tables admin',
     'GET /api/analytics/users admin',
     'GET /api/analytics/slowest admin',
