@@ -19,7 +19,8 @@ const log = createLogger({ svc: 'floor', level: 'silent' });
 const bus = await Bus.connect({ url: natsUrl, prefix: 'cortado', name: 'bench-floor', log });
 let n = 0;
 const server = await createHttpServer({
-  kind: 'auto',
+  // the pipeline's own server (bench/run.ts sets it): node:http unless the uws edge is measured
+  kind: process.env.BENCH_FLOOR_SERVER === 'uws' ? 'uws' : 'node',
   maxBodyBytes: 65536,
   handler: (req, res) => {
     void req.body().then(async () => {

@@ -20,9 +20,10 @@
  * cortado runs: ";" between shapes, "|" between the processes of one shape, roles as on the
  * command line; default "all;edge|actors"), BENCH_ROLES (one process with these roles),
  * BENCH_CPU_PROF=<dir> (CPU profiles of the cortado processes), BENCH_HTTP_SERVERS (the pipeline
- * edge's app.http_server, comma-separated, each measured in full: "uws,node"). Unset, the edge
- * runs what `auto` picks, measured in full, and where uWebSockets.js loads (Node 20) the
- * node:http twin too: the pipeline alone, one process, 32 clients (about 45 s more).
+ * edge's app.http_server, comma-separated, each measured in full: "node,uws"; the floors run on
+ * the same server). Unset, the edge runs node:http (the default), measured in full, and where
+ * uWebSockets.js loads (Node 20) the opt-in uws edge too: the pipeline alone, one process, 32
+ * clients (about 45 s more).
  *
  * Then the schema-linking section (bench/linking/bench.ts): recall, complete questions, noise
  * and prompt tokens at 100, 1,000 and 10,000 generated tables, and the introspection of a real
@@ -31,7 +32,11 @@
  * (bench/latency.ts): 500 and 2,000 questions in flight with the model answering after 1.5 s,
  * and 1,000 MCP SSE sessions held. Then the browser section (bench/ui.ts): the widget script's
  * gzipped size and Chart.js's, and the time from a 1,000-row reply's arrival to its table and chart
- * drawn, in Chromium on /demo. BENCH_ONLY=pipeline, linking, export, latency or ui runs one part.
+ * drawn, in Chromium on /demo. Then the masking section (bench/masking.ts): lineage per question on
+ * the accepted queries of the four dialects, and masking 1,000 rows with and without JSON
+ * documents. Then the parsers section (bench/parsers.ts): µs per guard call and per lineage parse in
+ * process and through their worker threads, and the time to replace a worker whose parser broke.
+ * BENCH_ONLY=pipeline, linking, export, latency, ui, masking or parsers runs one part.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -50,6 +55,8 @@ import { linkingSection } from './linking/bench.js';
 import { exportSection } from './export.js';
 import { latencySection } from './latency.js';
 import { uiSection } from './ui.js';
+import { maskingSection } from './masking.js';
+import { parsersSection } from './parsers.js';
 import { load, type LoadResult } from './load.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -137,32 +144,34 @@ async function main(): Promise<void> {
   // of the floor, whose edge is its own process too). BENCH_ROLES="edge actors:a,b" alone
   // runs one process with only those roles (to see what an actor costs).
   const topologies = (process.env.BENCH_TOPOLOGIES ?? process.env.BENCH_ROLES ?? 'all;edge|actors').split(';').map((t) => t.trim()).filter(Boolean);
-  // BENCH_HTTP_SERVERS: the pipeline edge's app.http_server, one measurement each ("uws,node"
-  // reports both; uws is skipped on a Node it has no native build for: 22, 24)
-  const servers = (process.env.BENCH_HTTP_SERVERS ?? 'auto').split(',').map((s) => s.trim()).filter(Boolean);
-  // unset where uWebSockets.js loads: the node:http twin as well, in one short cell (the pipeline
-  // at 32 clients in the first shape), so both servers are reported
+  // BENCH_HTTP_SERVERS: the pipeline edge's app.http_server, one measurement each ("node,uws"
+  // reports both; uws is skipped on a Node it has no native build for: 22, 24). The floors run
+  // on the same server as the pipeline they are compared with.
+  const servers = (process.env.BENCH_HTTP_SERVERS ?? 'node').split(',').map((s) => s.trim()).filter(Boolean);
+  // unset where uWebSockets.js loads: the opt-in uws edge as well, in one short cell (the
+  // pipeline at 32 clients in the first shape), so both servers are reported
   const twin = process.env.BENCH_HTTP_SERVERS === undefined && uwsAvailable();
-  if (twin) servers.push('node');
+  if (twin) servers.push('uws');
   for (const server of servers) {
     if (server === 'uws' && !uwsAvailable()) {
       console.log(`\n(uWebSockets.js has no native build for Node ${process.version}: the uws edge is not measured)`);
       continue;
     }
-    const serverFile = server === 'auto' ? file : path.join(dir, `bench-${server}.yaml`);
-    if (server !== 'auto') writeFileSync(serverFile, YAML.stringify({ ...cfg, app: { ...(cfg.app as object), http_server: server } }));
-    console.log(`\npipeline edge: app.http_server ${server}${server === 'auto' ? ` (${uwsAvailable() ? 'uws' : 'node'} on Node ${process.version})` : ''}`);
-    if (twin && server === 'node') await measure(topologies[0]!, { file: serverFile, httpPort, prof, nats, fake }, { conns: [32], paths: ['pipeline'] });
-    else for (const topology of topologies) await measure(topology, { file: serverFile, httpPort, prof, nats, fake });
+    const kind = server === 'uws' ? 'uws' : 'node';
+    const serverFile = path.join(dir, `bench-${server}.yaml`);
+    writeFileSync(serverFile, YAML.stringify({ ...cfg, app: { ...(cfg.app as object), http_server: server } }));
+    console.log(`\npipeline edge: app.http_server ${server}${server === 'auto' ? ' (node)' : ''}`);
+    if (twin && server === 'uws') await measure(topologies[0]!, { file: serverFile, kind, httpPort, prof, nats, fake }, { conns: [32], paths: ['pipeline'] });
+    else for (const topology of topologies) await measure(topology, { file: serverFile, kind, httpPort, prof, nats, fake });
   }
 }
 
 async function measure(
   topology: string,
-  env: { file: string; httpPort: number; prof: string[]; nats: { url: string; proc: ChildProcess }; fake: { pid: number | undefined; url: string } },
+  env: { file: string; kind: 'node' | 'uws'; httpPort: number; prof: string[]; nats: { url: string; proc: ChildProcess }; fake: { pid: number | undefined; url: string } },
   only: { conns?: number[]; paths?: PathName[] } = {},
 ): Promise<void> {
-  const { file, httpPort, prof, nats, fake } = env;
+  const { file, kind, httpPort, prof, nats, fake } = env;
   const conns = only.conns ?? CONNS;
   const paths: readonly string[] = only.paths ?? PATHS;
   const groups = topology.split('|').map((g) => g.split(/\s+/).filter((r) => r && r !== 'all').flatMap((r) => ['--role', r]));
@@ -175,10 +184,10 @@ async function measure(
   });
   const pipelineUrl = `http://127.0.0.1:${httpPort}`;
   await waitHealthy(pipelineUrl);
-  const floor = await child<{ port: number; kind: string }>(['bench/floor.ts', nats.url, '0', SQL]);
+  const floor = await child<{ port: number; kind: string }>(['bench/floor.ts', nats.url, '0', SQL], { BENCH_FLOOR_SERVER: kind });
   mine.push(children.at(-1)!);
   const floorUrl = `http://127.0.0.1:${floor.port}`;
-  const mfloor = await child<{ port: number; kind: string }>(['bench/floor.ts', nats.url, '0', SQL, fake.url]);
+  const mfloor = await child<{ port: number; kind: string }>(['bench/floor.ts', nats.url, '0', SQL, fake.url], { BENCH_FLOOR_SERVER: kind });
   mine.push(children.at(-1)!);
   const mfloorUrl = `http://127.0.0.1:${mfloor.port}`;
 
@@ -284,6 +293,8 @@ try {
   if (!process.env.BENCH_ONLY || process.env.BENCH_ONLY === 'export') await exportSection();
   if (!process.env.BENCH_ONLY || process.env.BENCH_ONLY === 'latency') await latencySection();
   if (!process.env.BENCH_ONLY || process.env.BENCH_ONLY === 'ui') await uiSection();
+  if (!process.env.BENCH_ONLY || process.env.BENCH_ONLY === 'masking') await maskingSection();
+  if (!process.env.BENCH_ONLY || process.env.BENCH_ONLY === 'parsers') await parsersSection();
 } finally {
   for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
   await new Promise((r) => setTimeout(r, 500));

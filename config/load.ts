@@ -14,6 +14,10 @@ import YAML from 'yaml';
 import { CortadoError } from '../protocol/errors.js';
 import { ConfigSchema, type Config } from './schema.js';
 import { opsConfigProblems } from './ops-checks.js';
+import { missingCredentials, resolveRoute } from './model-routing.js';
+
+/** Keys that only catalog.linking: model reads (warned about when set under lexical). */
+const LINKING_KEYS = ['catalog.linking_max_candidates', 'catalog.linking_max_chars', 'catalog.linking_timeout_ms', 'model_routing.table_selection'] as const;
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const DEFAULT_CONFIG_PATH = path.join(ROOT, 'config', 'config.yaml');
@@ -62,6 +66,7 @@ export function parseConfig(text: string, file: string, env: NodeJS.ProcessEnv =
   if (problems.length) throw invalid(file, problems);
   // what the file itself says, before the defaults fill it in (in place)
   const jobTimeoutSet = hasKey(interpolated, ['scheduler', 'job_timeout_seconds']);
+  const linkingSet = LINKING_KEYS.filter((k) => hasKey(interpolated, k.split('.')));
 
   let value = Value.Default(ConfigSchema, interpolated);
   value = Value.Convert(ConfigSchema, value);
@@ -72,7 +77,7 @@ export function parseConfig(text: string, file: string, env: NodeJS.ProcessEnv =
   const config = value as Config;
   problems.push(...crossChecks(config));
   if (problems.length) throw invalid(file, problems);
-  warnings.push(...advice(config, { jobTimeoutSet }));
+  warnings.push(...advice(config, { jobTimeoutSet, linkingSet }));
   BASELINES.set(config, structuredClone(config));
   return { config, file, warnings };
 }
@@ -89,16 +94,30 @@ function hasKey(value: unknown, keys: readonly string[]): boolean {
 /**
  * Settings that are valid but do not do what they seem to (warned at start, not refused):
  * a `scheduler.job_timeout_seconds` written in the file over the query timeout that caps it
- * (the default 300 s under a lower query.timeout is the documented cap, not warned about).
+ * (the default 300 s under a lower query.timeout is the documented cap, not warned about);
+ * plugins.auth without plugins.auth.require_login (per-person grants, and an open door beside
+ * them on the server's own role).
  */
-export function advice(c: Config, opts: { jobTimeoutSet?: boolean } = {}): string[] {
+export function advice(c: Config, opts: { jobTimeoutSet?: boolean; linkingSet?: readonly string[] } = {}): string[] {
   const out: string[] = [];
+  if (c.catalog.linking === 'model') {
+    const route = resolveRoute(c, 'table_selection');
+    const missing = missingCredentials(c, route.provider);
+    if (missing) out.push(`catalog.linking is "model", but the model it asks (task table_selection: ${route.provider}) is not configured (${missing}): every question falls back to the lexical ranking. Configure that provider, route table_selection to one that is (model_routing.table_selection), or set catalog.linking: lexical.`);
+  } else if (opts.linkingSet?.length) {
+    out.push(`${opts.linkingSet.join(', ')} ${opts.linkingSet.length === 1 ? 'has' : 'have'} no effect while catalog.linking is "lexical" (no model picks the tables): set catalog.linking: model to use ${opts.linkingSet.length === 1 ? 'it' : 'them'}, or remove ${opts.linkingSet.length === 1 ? 'it' : 'them'}.`);
+  }
   const provider = c.database.provider;
   const own = c.database[provider].timeout;
   const ceiling = own ?? c.query.timeout;
   if (opts.jobTimeoutSet !== false && c.scheduler.job_timeout_seconds > ceiling) {
     const key = own !== undefined ? `database.${provider}.timeout` : 'query.timeout';
     out.push(`scheduler.job_timeout_seconds (${c.scheduler.job_timeout_seconds} s) is over ${key} (${ceiling} s), the ceiling of every query: a scheduled query is cancelled after ${ceiling} s. Raise ${key} or lower job_timeout_seconds.`);
+  }
+  if (c.plugins.auth.enabled && !c.plugins.auth.require_login) {
+    out.push('plugins.auth is on but plugins.auth.require_login is false: anonymous callers of /api/query, /api/tables and /query' +
+      `${c.plugins.auth.auto_session.enabled ? ', and auto sessions,' : ''} read every table the server's own database role may read, whatever a person's own grants say. ` +
+      'Set plugins.auth.require_login: true to make every question need a login (docs/security.md, edge round 3).');
   }
   return out;
 }
@@ -190,10 +209,17 @@ function pointerToPath(pointer: string): string {
 function crossChecks(c: Config): string[] {
   const out: string[] = [];
   if (c.query.max_limit < c.query.default_limit) out.push('query.max_limit: must be at least query.default_limit');
+  // a shorter part of the request than the whole would never strike: refused, not ignored
+  if (c.app.headers_timeout_seconds > c.app.request_timeout_seconds) out.push('app.headers_timeout_seconds: must not exceed app.request_timeout_seconds (the headers are part of the request)');
+  if (c.app.body_idle_timeout_seconds > c.app.request_timeout_seconds) out.push('app.body_idle_timeout_seconds: must not exceed app.request_timeout_seconds (the body is part of the request)');
   if (c.email.smtp.use_tls && c.email.smtp.use_ssl) {
     out.push('email.smtp: use_tls (STARTTLS, port 587) and use_ssl (port 465) are not to be mixed; set one of them to false');
   }
   if (c.plugins.assistant_login.enabled && !c.ldap.enabled) out.push('plugins.assistant_login.enabled: requires ldap.enabled: true');
+  if (c.plugins.auth.require_login && !c.plugins.auth.enabled) out.push('plugins.auth.require_login: requires plugins.auth.enabled: true (without plugins.auth there is no login to require; query.require_session guards the legacy /query)');
+  if (c.plugins.auth.require_login && c.plugins.auth.auto_session.enabled) {
+    out.push('plugins.auth.auto_session.enabled: an auto session is a session without a login, which plugins.auth.require_login refuses; turn one of them off');
+  }
   const pg = c.database.postgresql;
   if (pg.min_connections > pg.max_connections) out.push('database.postgresql.min_connections: must not exceed max_connections');
   try {

@@ -47,3 +47,17 @@ export function resolveRoute(config: Config, task: LlmTask): Route {
 export function sameRoute(a: Route, b: Route): boolean {
   return a.provider === b.provider && a.model === b.model;
 }
+
+/**
+ * Why a provider's section cannot make a call (no key, no project), from the config alone; undefined
+ * when it looks usable. The provider's own status (actors/llm) says the same at run time.
+ */
+export function missingCredentials(config: Config, provider: LlmProviderName): string | undefined {
+  const llm = config.llm;
+  switch (provider) {
+    case 'anthropic': return llm.anthropic.api_key ? undefined : 'no API key in llm.anthropic.api_key';
+    case 'gemini': return llm.gemini.api_key ? undefined : 'no API key in llm.gemini.api_key';
+    case 'openai': return llm.openai.api_key || llm.openai.base_url.trim() ? undefined : 'neither llm.openai.api_key nor llm.openai.base_url';
+    case 'vertexai': return llm.vertexai.project_id ? undefined : 'no project in llm.vertexai.project_id';
+  }
+}

@@ -27,7 +27,8 @@ export function schemaHasKey(key: string): boolean {
 /** Sections and keys an override may not touch: read at start, or the keys to the kingdom. */
 const FIXED: readonly string[] = [
   'app.host', 'app.port', 'app.http_server', 'app.max_body_kb', 'app.trusted_proxies',
-  'bus', 'audit', 'database', 'config_db', 'analytics.enabled', 'analytics.backend', 'analytics.storage', 'analytics.postgresql', 'analytics.access', 'admin.username', 'admin.password', 'plugins.auth.enabled',
+  'app.headers_timeout_seconds', 'app.request_timeout_seconds', 'app.body_idle_timeout_seconds', 'app.keep_alive_timeout_seconds',
+  'bus', 'audit', 'database', 'config_db', 'analytics.enabled', 'analytics.backend', 'analytics.storage', 'analytics.postgresql', 'analytics.access', 'admin.username', 'admin.password', 'admin.ldap_group_dn', 'plugins.auth.enabled',
   'llm.provider',
   // the alarms actor opens its store (and serves or refuses every request) once, at start
   'alarms.enabled', 'alarms.storage_path',

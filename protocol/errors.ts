@@ -30,10 +30,12 @@ function spec(http: number, mcp: McpMapping, retryable: boolean, doc: string): E
 export const ERRORS = {
   VALIDATION_FAILED: spec(400, McpMapping.InvalidParams, false, 'The request body or a message does not match its schema.'),
   MALFORMED_BODY: spec(400, McpMapping.InvalidParams, false, 'The request body is not valid JSON.'),
+  MALFORMED_REQUEST: spec(400, McpMapping.InvalidParams, false, 'The HTTP message itself is malformed or its framing is ambiguous (two Content-Lengths, Transfer-Encoding beside Content-Length, bad chunks, broken header lines, two Hosts); it is refused and the connection closed.'),
   UNAUTHORIZED: spec(401, McpMapping.ToolError, false, 'No valid session, token or credentials.'),
   FORBIDDEN: spec(403, McpMapping.ToolError, false, 'Authenticated, but not allowed to do this.'),
   NOT_FOUND: spec(404, McpMapping.ToolError, false, 'No such route, table or record.'),
   METHOD_NOT_ALLOWED: spec(405, McpMapping.ToolError, false, 'The route exists but not for this HTTP method.'),
+  REQUEST_TIMEOUT: spec(408, McpMapping.ToolError, true, 'The request headers or body did not arrive in time (app.headers_timeout_seconds, request_timeout_seconds, body_idle_timeout_seconds); the connection is closed.'),
   CONFLICT: spec(409, McpMapping.ToolError, false, 'The record changed or already exists.'),
   CONFIRMATION_REQUIRED: spec(409, McpMapping.ToolError, false, 'The SQL waits for the user to confirm it before it runs.'),
   PAYLOAD_TOO_LARGE: spec(413, McpMapping.InvalidParams, false, 'The request body is over the size limit.'),

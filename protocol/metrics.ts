@@ -68,6 +68,7 @@ const guards = {
   consumer: new LabelGuard(50),
   strategy: new LabelGuard(20),
   engine: new LabelGuard(10),
+  parser: new LabelGuard(10),
 };
 
 const SECONDS_FAST = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -415,12 +416,47 @@ export function observeDb(engine: string, seconds: number, rows: number, code?: 
   if (code) dbErrors.labels(e, guards.code.value(code)).inc();
 }
 
+/** What became of a query Cortado cancelled on the database (actors/executor/engines/pg-cancel.ts, mysql.ts). */
+export type DbCancelOutcome = 'stopped' | 'terminated' | 'still_running';
+
+const dbCancels = new client.Counter({
+  name: 'cortado_db_cancel_total',
+  help: 'queries that ran past their timeout or that Cortado cancelled, by engine and what became of them: stopped (the database ended them), terminated (they ignored the cancel and their session was ended), still_running (they ignored both and keep a session busy)',
+  labelNames: ['engine', 'outcome'] as const, registers: reg,
+});
+
+export function countDbCancel(engine: string, outcome: DbCancelOutcome): void {
+  if (enabled) dbCancels.labels(guards.engine.value(engine), outcome).inc();
+}
+
 export function countGuardRejection(reason: string): void {
   if (enabled) guardRejections.labels(guards.reason.value(reason || 'unknown')).inc();
 }
 
 export function countMaskingHit(strategy: string, n = 1): void {
   if (enabled && n > 0) maskingHits.labels(guards.strategy.value(strategy)).inc(n);
+}
+
+const parserRestarts = new client.Counter({
+  name: 'cortado_sql_parser_restarts_total', help: 'SQL parser workers replaced (actors/lib/sql-parsers/pool.ts), by parser (guard, lineage) and reason (timeout, crash, memory, exit)',
+  labelNames: ['parser', 'reason'] as const, registers: reg,
+});
+
+/** A parser worker was thrown away and replaced: its job ran too long, its parser broke, or it died. */
+export function countParserRestart(parser: string, reason: string): void {
+  if (enabled) parserRestarts.labels(guards.parser.value(parser), guards.reason.value(reason)).inc();
+}
+
+// ---- the catalog's linking --------------------------------------------------------------------
+
+const tableLinking = new client.Counter({
+  name: 'cortado_table_linking_total', help: 'questions whose tables the model was asked to pick (catalog.linking: model), by outcome: model (its picks were used) or fallback (the ranking\'s choice), and the reason',
+  labelNames: ['outcome', 'reason'] as const, registers: reg,
+});
+
+/** One model-picking stage: `model` with reason `ok`, or `fallback` with why (unavailable, timeout, bad_reply, no_valid_name, error). */
+export function countTableLinking(outcome: 'model' | 'fallback', reason: string): void {
+  if (enabled) tableLinking.labels(outcome, guards.reason.value(reason)).inc();
 }
 
 // ---- the edge's rate limit -------------------------------------------------------------------

@@ -67,9 +67,9 @@ export function parseScope(value: string): { kind: ScopeKind; id: string } | und
 
 /**
  * The key something an owner named is kept under (a conversation): the owner, then the
- * caller's own name for it. Without an owner the name alone (callers that have none, such as
- * /api/query, share their names).
+ * caller's own name for it. Without an owner there is no key: a name is never shared between
+ * callers (every edge route names the owner of its questions, edge/caller.ts).
  */
-export function ownedKey(owner: string | undefined, name: string): string {
-  return owner ? `${owner}/${name}` : name;
+export function ownedKey(owner: string | undefined, name: string): string | undefined {
+  return owner ? `${owner}/${name}` : undefined;
 }

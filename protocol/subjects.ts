@@ -28,7 +28,7 @@ import * as Ops from './schemas/ops.js';
 import * as Al from './schemas/alarms.js';
 import * as W from './schemas/workspace.js';
 import * as Own from './schemas/own-tokens.js';
-import { SqlProfileReply, SqlProfileRequest } from './schemas/profile.js';
+import { SqlProfileReply, SqlProfileRequest, SqlValuesReply, SqlValuesRequest } from './schemas/profile.js';
 import { LlmCompleteReply, LlmCompleteRequest, LlmStatusReply } from './schemas/llm.js';
 import {
   ChatReplyReply,
@@ -113,6 +113,11 @@ export const SqlExport = defineRequest({
 /** statistics or a bounded sample of one schema's tables, and value-overlap checks (semantic discover) */
 export const SqlProfile = defineRequest({
   subject: 'sql.profile', owner: Actor.Executor, timeoutMs: 120_000, request: SqlProfileRequest, reply: SqlProfileReply,
+});
+
+/** Low-cardinality text values of every table the caller sees, from the engine's statistics (the catalog's value index). */
+export const SqlValues = defineRequest({
+  subject: 'sql.values', owner: Actor.Executor, timeoutMs: 120_000, request: SqlValuesRequest, reply: SqlValuesReply,
 });
 
 export const SchemaTables = defineRequest({
@@ -302,7 +307,7 @@ export const QuestionCompletedEvt = defineEvent({ subject: 'evt.question.complet
 export const SysStats = defineRequest({ subject: 'sys.stats', owner: 'sys', timeoutMs: 2_000, request: SysStatsRequest, reply: SysStatsReply });
 
 export const REQUESTS = [
-  Ask, AskConfirm, SqlEstimate, IntentDetect, ChatReply, SqlGenerate, SqlExecute, SqlCheck, SqlIntrospect, SqlPing, SqlProfile, SqlExport,
+  Ask, AskConfirm, SqlEstimate, IntentDetect, ChatReply, SqlGenerate, SqlExecute, SqlCheck, SqlIntrospect, SqlPing, SqlProfile, SqlValues, SqlExport,
   SchemaTables, SchemaDescribe, SchemaContext, LlmComplete, LlmStatus, InsightsGenerate,
   IdentityLogin, IdentitySession, IdentityLogout, TokenIssue, TokenCheck, TokenList, TokenRevoke, TokenDelete,
   ConfigView, ConfigUpdate, ConfigReset, ConfigHistory, ConfigStored, PromptsList, MaskRulesList, MaskRuleCreate, MaskRuleUpdate,

@@ -7,7 +7,7 @@
  *                                intent, tables, rows, step durations, tokens and cost, error
  *                                code; the question's text only when analytics.store_questions
  *   cortado_analytics_models     per question and model: calls, tokens, cost
- *   cortado_analytics_feedback   thumbs up or down (and a comment) per question and user
+ *   cortado_analytics_feedback   thumbs up or down (and a comment) per question, from its asker
  *
  * A question recorded twice (a redelivered event) is kept once: the request id is the key
  * (INSERT … ON CONFLICT DO NOTHING). Feedback may arrive before its question (the event is
@@ -68,7 +68,26 @@ CREATE TABLE cortado_analytics_feedback (
 CREATE INDEX cortado_analytics_feedback_ts_idx ON cortado_analytics_feedback (ts);
 `,
   },
+  {
+    version: 2,
+    name: 'analytics: a question\'s owner; feedback is its asker\'s',
+    sql: `
+ALTER TABLE cortado_analytics_questions ADD COLUMN owner text;  -- protocol/scope.ts; NULL: none said (older rows, scheduled runs)
+ALTER TABLE cortado_analytics_feedback ADD COLUMN owner text;
+-- ratings kept before: one per user, as they were
+UPDATE cortado_analytics_feedback SET owner = 'user:' || username;
+ALTER TABLE cortado_analytics_feedback ALTER COLUMN owner SET NOT NULL;
+ALTER TABLE cortado_analytics_feedback DROP CONSTRAINT cortado_analytics_feedback_pkey;
+ALTER TABLE cortado_analytics_feedback ADD PRIMARY KEY (request_id, owner);
+`,
+  },
 ];
+
+/**
+ * Feedback that counts for a question: its asker's (the owners match), or anyone's for a
+ * question whose owner is not known (recorded before owners were, or asked by no caller).
+ */
+const FEEDBACK_OF_Q = 'f.request_id = q.request_id AND (q.owner IS NULL OR q.owner = f.owner)';
 
 /** A question's widget type in the report's SQL: what its event said, `unknown` when it said none. */
 const WIDGET = "coalesce(q.widget, 'unknown')";
@@ -102,6 +121,8 @@ export interface FeedbackInput {
   rating: 'up' | 'down';
   comment?: string;
   user?: string;
+  /** who rates (protocol/scope.ts owner): only the question's own owner's rating is kept */
+  owner: string;
   ts: Date;
 }
 
@@ -151,12 +172,12 @@ export class AnalyticsStore {
     return this.db.tx(async (c) => {
       const r = await c.query(
         `INSERT INTO cortado_analytics_questions
-           (request_id, event_id, ts, channel, widget, username, question, intent, tables, row_count, durations, total_ms, input_tokens, output_tokens, cost_usd, code)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::jsonb, $12, $13, $14, $15, $16)
+           (request_id, event_id, ts, channel, widget, username, question, intent, tables, row_count, durations, total_ms, input_tokens, output_tokens, cost_usd, code, owner)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::jsonb, $12, $13, $14, $15, $16, $17)
          ON CONFLICT (request_id) DO NOTHING`,
         [clean(q.request_id), clean(q.id), iso(q.ts), optText(q.channel), optText(q.widget), optText(q.user),
           keepText ? clean(q.question) : null, optText(q.intent), [...new Set(q.tables)].map(clean), q.row_count ?? null,
-          json(durations), total, input, output, cost, optText(q.code)]);
+          json(durations), total, input, output, cost, optText(q.code), optText(q.owner)]);
       if (r.rowCount !== 1) return false;
       for (const m of q.models) {
         await c.query(
@@ -173,12 +194,19 @@ export class AnalyticsStore {
     });
   }
 
-  /** One user's thumbs for one question; a later one from the same user replaces the earlier. */
-  async feedback(f: FeedbackInput): Promise<void> {
-    await this.db.query(
-      `INSERT INTO cortado_analytics_feedback (request_id, username, rating, comment, ts) VALUES ($1, $2, $3, $4, $5)
-       ON CONFLICT (request_id, username) DO UPDATE SET rating = EXCLUDED.rating, comment = EXCLUDED.comment, ts = EXCLUDED.ts`,
-      [clean(f.request_id), clean(f.user ?? ''), f.rating, optText(f.comment), f.ts.toISOString()]);
+  /**
+   * The asker's thumbs for their question; a later one replaces the earlier. `false` (nothing
+   * kept) when the question is recorded with another owner: an answer is rated by whoever asked
+   * it. Feedback may come before its question: it is kept, and counts only if the owners match.
+   */
+  async feedback(f: FeedbackInput): Promise<boolean> {
+    const r = await this.db.query(
+      `INSERT INTO cortado_analytics_feedback (request_id, username, owner, rating, comment, ts)
+       SELECT $1, $2, $3, $4, $5, $6
+       WHERE NOT EXISTS (SELECT 1 FROM cortado_analytics_questions q WHERE q.request_id = $1 AND q.owner IS NOT NULL AND q.owner <> $3)
+       ON CONFLICT (request_id, owner) DO UPDATE SET username = EXCLUDED.username, rating = EXCLUDED.rating, comment = EXCLUDED.comment, ts = EXCLUDED.ts`,
+      [clean(f.request_id), clean(f.user ?? ''), clean(f.owner), f.rating, optText(f.comment), f.ts.toISOString()]);
+    return (r.rowCount ?? 0) > 0;
   }
 
   /**
@@ -223,9 +251,9 @@ export class AnalyticsStore {
     const [totals, perDay, steps, errors, models, modelsPerDay, channels, widgets, tables, users, slowest, disliked] = await Promise.all([
       run(`SELECT count(*) AS questions, count(q.code) AS errors, count(DISTINCT q.username) AS users,
                   coalesce(sum(q.input_tokens), 0) AS input_tokens, coalesce(sum(q.output_tokens), 0) AS output_tokens,
-                  coalesce(sum(q.cost_usd), 0)::float8 AS cost_usd,
-                  (SELECT count(*) FROM cortado_analytics_feedback f JOIN ${Q} USING (request_id) WHERE f.rating = 'up' AND ${where}) AS likes,
-                  (SELECT count(*) FROM cortado_analytics_feedback f JOIN ${Q} USING (request_id) WHERE f.rating = 'down' AND ${where}) AS dislikes
+                  coalesce(sum(q.cost_usd), 0)::float8 AS cost_usd, count(*) FILTER (WHERE q.intent = 'clarify') AS clarifications,
+                  (SELECT count(*) FROM cortado_analytics_feedback f JOIN ${Q} ON ${FEEDBACK_OF_Q} WHERE f.rating = 'up' AND ${where}) AS likes,
+                  (SELECT count(*) FROM cortado_analytics_feedback f JOIN ${Q} ON ${FEEDBACK_OF_Q} WHERE f.rating = 'down' AND ${where}) AS dislikes
            FROM ${Q} WHERE ${where}`),
       run(`SELECT to_char(d.day, 'YYYY-MM-DD') AS day, count(q.request_id) AS questions, count(q.code) AS errors,
                   coalesce(sum(q.input_tokens), 0) AS input_tokens, coalesce(sum(q.output_tokens), 0) AS output_tokens,
@@ -259,7 +287,7 @@ export class AnalyticsStore {
            WHERE ${where} ORDER BY q.total_ms DESC, q.ts DESC LIMIT ${top}`),
       run(`SELECT q.request_id, q.ts, q.channel, q.widget, q.username, q.question, count(*) AS downs,
                   (array_agg(f.comment ORDER BY f.ts DESC) FILTER (WHERE f.comment IS NOT NULL))[1] AS comment
-           FROM cortado_analytics_feedback f JOIN ${Q} USING (request_id)
+           FROM cortado_analytics_feedback f JOIN ${Q} ON ${FEEDBACK_OF_Q}
            WHERE f.rating = 'down' AND ${where}
            GROUP BY q.request_id ORDER BY count(*) DESC, max(f.ts) DESC LIMIT ${top}`),
     ]);
@@ -270,7 +298,7 @@ export class AnalyticsStore {
       totals: {
         questions: num(t.questions), errors: num(t.errors), users: num(t.users),
         input_tokens: num(t.input_tokens), output_tokens: num(t.output_tokens), cost_usd: num(t.cost_usd),
-        likes: num(t.likes), dislikes: num(t.dislikes),
+        likes: num(t.likes), dislikes: num(t.dislikes), clarifications: num(t.clarifications),
       },
       per_day: perDay.map((r) => ({
         day: String(r.day), questions: num(r.questions), errors: num(r.errors),

@@ -5,9 +5,11 @@
  * - The question's text travels in the event (the audit log has it anyway); it is kept here
  *   only when analytics.store_questions is on: questions can hold personal data, and the audit
  *   log already keeps them under its own access rules and retention.
- * - Feedback may name a question whose event has not arrived yet (it races the event): it is
- *   kept, the report joins it once the question is there, and feedback whose question never
- *   comes is forgotten after a day (store/analytics.ts ORPHAN_FEEDBACK_MS).
+ * - Feedback is its question's asker's: the edge says who rates (the owner, protocol/scope.ts)
+ *   and a rating from anyone but the question's owner is refused (FORBIDDEN). It may name a
+ *   question whose event has not arrived yet (it races the event): it is kept, the report joins
+ *   it once the question is there if the owners match, and feedback whose question never comes
+ *   is forgotten after a day (store/analytics.ts ORPHAN_FEEDBACK_MS).
  * - Report filters: `from` inclusive, `to` exclusive (a bare date YYYY-MM-DD as `to` means the
  *   end of that day), the last 30 days when absent; a time that cannot be read, or a range that
  *   ends before it starts or spans more than MAX_RANGE_DAYS, is VALIDATION_FAILED.
@@ -36,15 +38,19 @@ export async function record(q: QuestionCompleted, deps: AnalyticsDeps): Promise
   return deps.store.record(q, deps.config.analytics.store_questions);
 }
 
-/** Thumbs for one answer; ok false (nothing kept) while analytics are off. */
+/**
+ * Thumbs for one answer, from whoever asked it; ok false (nothing kept) while analytics are off.
+ * FORBIDDEN when the question is recorded with another owner.
+ */
 export async function feedback(input: FeedbackRequest, deps: AnalyticsDeps): Promise<{ ok: boolean }> {
   if (!deps.store) return { ok: false };
   const comment = input.comment?.trim();
-  await deps.store.feedback({
-    request_id: input.request_id, rating: input.rating, ts: (deps.now ?? (() => new Date()))(),
+  const kept = await deps.store.feedback({
+    request_id: input.request_id, rating: input.rating, owner: input.owner, ts: (deps.now ?? (() => new Date()))(),
     ...(comment ? { comment } : {}),
     ...(input.user ? { user: input.user } : {}),
   });
+  if (!kept) throw new CortadoError('FORBIDDEN', 'this answer was given to another caller: only whoever asked a question may rate its answer');
   return { ok: true };
 }
 
@@ -90,7 +96,7 @@ export async function report(filter: ReportFilter, deps: AnalyticsDeps): Promise
 function emptyReport(from: Date, to: Date): Omit<AnalyticsReport, 'enabled' | 'store_questions'> {
   return {
     range: { from: from.toISOString(), to: to.toISOString() },
-    totals: { questions: 0, errors: 0, users: 0, input_tokens: 0, output_tokens: 0, cost_usd: 0, likes: 0, dislikes: 0 },
+    totals: { questions: 0, errors: 0, users: 0, input_tokens: 0, output_tokens: 0, cost_usd: 0, likes: 0, dislikes: 0, clarifications: 0 },
     per_day: [], steps: [], errors: [], models: [], models_per_day: [], channels: [], widgets: [], tables: [], users: [], slowest: [], disliked: [],
   };
 }

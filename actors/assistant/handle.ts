@@ -61,7 +61,10 @@ function rowCap(maxRows: number | undefined, config: Config): { max_limit?: numb
   return maxRows === undefined ? {} : { max_limit: Math.min(maxRows, config.query.max_limit) };
 }
 
-/** Where a conversation is kept: under its owner (protocol/scope.ts), so no other caller continues it. */
+/**
+ * Where a conversation is kept: under its owner (protocol/scope.ts), so no other caller continues
+ * it. A question without an owner has no conversation: its conversation_id is not looked up.
+ */
 function conversationKey(owner: string | undefined, id: string | undefined): string | undefined {
   return id ? ownedKey(owner, id) : undefined;
 }
@@ -92,7 +95,7 @@ interface Run {
   fail(err: unknown): never;
 }
 
-function startRun(deps: AssistantDeps, ctx: Ctx, opts: { channel: Channel; question: string; widget?: string; stream?: boolean; conversation_id?: string }): Run {
+function startRun(deps: AssistantDeps, ctx: Ctx, opts: { channel: Channel; question: string; widget?: string; stream?: boolean; conversation_id?: string; owner?: string }): Run {
   const started = performance.now();
   const timing: Record<string, number> = {};
   const models = new Map<string, ModelUse>();
@@ -113,6 +116,8 @@ function startRun(deps: AssistantDeps, ctx: Ctx, opts: { channel: Channel; quest
     const fact: QuestionCompleted = {
       ...run.event(), question: opts.question, tables: run.read ?? run.tables ?? [], durations, models: [...models.values()],
       ...(opts.widget ? { widget: opts.widget } : {}),
+      // whose answer it is: only they may rate it (analytics feedback)
+      ...(opts.owner ? { owner: opts.owner } : {}),
       ...(run.intent ? { intent: run.intent } : {}),
       ...part,
     };
@@ -206,13 +211,15 @@ export async function ask(input: AskRequest, deps: AssistantDeps, ctx: Ctx): Pro
       }, ctx),
     );
     run.tables = context.tables;
-    progress('context', { tables: context.tables });
+    // the model call that picked the tables (catalog.linking: model) counts with the question's
+    if (context.usage) run.use(context.usage, 'table_selection');
+    progress('context', { tables: context.tables, ...(context.linking ? { linking: context.linking } : {}) });
 
     // a word two tables or metrics tie for: ask which one, once, rather than guess
     if (canClarify(input.channel) && stillAmbiguous(context.ambiguity, pinned?.clarified ?? [])) {
       const original = pending?.question ?? input.question;
-      let conversationId = input.conversation_id;
-      if (!conversation) {
+      let conversationId = conversation ? input.conversation_id : undefined;
+      if (!conversation && input.owner) {
         // a conversation of its own, so the answer can come back to it
         conversationId = randomUUID();
         conversation = conversationKey(input.owner, conversationId);
@@ -340,7 +347,7 @@ export async function ask(input: AskRequest, deps: AssistantDeps, ctx: Ctx): Pro
 export async function confirm(input: AskConfirmRequest, deps: AssistantDeps, ctx: Ctx): Promise<AskReply> {
   if (!deps.confirmations) throw new CortadoError('NOT_FOUND', 'there is no such confirmation (confirmations need JetStream KV)');
   const pending = await deps.confirmations.take(input.confirmation_id, input.owner);
-  const run = startRun(deps, ctx, { channel: pending.channel, question: pending.question, ...(input.widget ? { widget: input.widget } : {}), ...(input.stream ? { stream: true } : {}), ...(pending.conversation_id ? { conversation_id: pending.conversation_id } : {}) });
+  const run = startRun(deps, ctx, { channel: pending.channel, question: pending.question, owner: input.owner, ...(input.widget ? { widget: input.widget } : {}), ...(input.stream ? { stream: true } : {}), ...(pending.conversation_id ? { conversation_id: pending.conversation_id } : {}) });
   run.intent = 'sql';
   run.tables = pending.tables;
   try {

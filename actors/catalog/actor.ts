@@ -1,12 +1,12 @@
-import { Actor, ResultMask, SchemaContext, SchemaDescribe, SchemaDiscover, SchemaTables, SemanticChangedEvt } from '../../protocol/subjects.js';
+import { Actor, LlmComplete, ResultMask, SchemaContext, SchemaDescribe, SchemaDiscover, SchemaTables, SemanticChangedEvt } from '../../protocol/subjects.js';
 import type { ActorDeps, RunningActor } from '../runtime/actor.js';
-import { busCatalogSource, busSemantic, busSemanticTerms, busValues, context, describe, tables, type CatalogDeps } from './handle.js';
+import { busCatalogSource, busSemantic, busSemanticTerms, busValueIndex, busValues, context, describe, tables, type CatalogDeps } from './handle.js';
 import { discover } from './discover.js';
 
 export async function start(deps: ActorDeps): Promise<RunningActor> {
   const { bus, config, log } = deps;
   const semanticTerms = busSemanticTerms(bus, config);
-  const h: CatalogDeps = { config, catalog: busCatalogSource(bus, config), semantic: busSemantic(bus), semanticTerms, values: busValues(bus, config), mask: (input, ctx) => bus.request(ResultMask, input, ctx), log };
+  const h: CatalogDeps = { config, catalog: busCatalogSource(bus, config), semantic: busSemantic(bus), semanticTerms, values: busValues(bus, config), valueIndex: busValueIndex(bus, config), mask: (input, ctx) => bus.request(ResultMask, input, ctx), complete: (input, ctx) => bus.request(LlmComplete, input, ctx), log };
   // the layer's synonyms feed the ranking: read them again after any change
   const stopListening = bus.on(SemanticChangedEvt, () => semanticTerms.drop());
   bus.serve(SchemaTables, (input, ctx) => tables(input, h, ctx));

@@ -16,6 +16,8 @@ export interface Family {
   markers: string[];
   /** copy: a copy or snapshot of base; report: a roll-up or report table; undefined: an ordinary table */
   kind?: 'copy' | 'report';
+  /** a table of the same name in a sibling schema (northwind_eu.orders → northwind.orders): its index */
+  sibling?: number;
 }
 
 /** Name parts that make a copy, as written → the word a question would use for it. */
@@ -31,6 +33,8 @@ const COPY_MARKERS: ReadonlyMap<string, string> = new Map([
   ['deleted', 'old'], ['del', 'old'], ['draft', 'test'], ['wip', 'test'], ['x', 'temp'], ['z', 'temp'], ['zz', 'temp'], ['zzz', 'temp'],
   ['tbl', 'temp'], ['dedup', 'backup'], ['deduped', 'backup'], ['fix', 'backup'], ['fixed', 'backup'], ['bkup', 'backup'], ['orig', 'backup'],
   ['latest', 'new'], ['current', 'new'], ['curr', 'new'], ['work', 'temp'], ['wrk', 'temp'], ['dump', 'backup'], ['extract', 'raw'],
+  ['history', 'archive'], ['cdc', 'cdc'], ['changelog', 'cdc'], ['audit', 'audit'], ['aud', 'audit'], ['scd', 'snapshot'],
+  ['replica', 'backup'], ['mirror', 'backup'], ['shadow', 'backup'],
 ]);
 /** Per-region copies: the part → the region a question names. */
 const REGIONS: ReadonlyMap<string, string> = new Map([
@@ -47,14 +51,14 @@ const REPORT_MARKERS: ReadonlyMap<string, string> = new Map([
   ['dash', 'dashboard'], ['dashboard', 'dashboard'], ['cube', 'report'], ['mv', 'report'], ['rollup', 'aggregate'], ['by', 'report'],
   ['daily', 'daily'], ['weekly', 'weekly'], ['monthly', 'monthly'], ['quarterly', 'quarterly'], ['yearly', 'yearly'], ['annual', 'yearly'],
   ['hourly', 'hourly'], ['dly', 'daily'], ['wkly', 'weekly'], ['mthly', 'monthly'], ['ytd', 'ytd'], ['mtd', 'mtd'], ['trend', 'report'],
-  ['dm', 'report'], ['feed', 'report'], ['export', 'report'], ['extr', 'report'],
+  ['dm', 'report'], ['feed', 'report'], ['export', 'report'], ['extr', 'report'], ['int', 'report'], ['obt', 'report'],
 ]);
 /** Parts that make a report only on a table no foreign key joins (a `fct_` table with keys is a real fact table). */
 const LOOSE_REPORT_MARKERS: ReadonlyMap<string, string> = new Map([
   ['fct', 'report'], ['fact', 'report'], ['facts', 'report'], ['wide', 'report'], ['flat', 'report'], ['stats', 'summary'], ['metrics', 'kpi'],
 ]);
 /** Schemas whose tables are all copies (or reports) of tables elsewhere. */
-const COPY_SCHEMA = /^(?:archive|archived|arch|backup|backups|bkp|bak|staging|stage|stg|raw|landing|lnd|tmp|temp|scratch|sandbox|playground|test|dev|old|legacy|snapshots?|history|hist|import|ingest)(?:_|$)/i;
+const COPY_SCHEMA = /^(?:archive|archived|arch|backup|backups|bkp|bak|staging|stage|stg|raw|landing|lnd|tmp|temp|scratch|sandbox|playground|test|dev|old|legacy|snapshots?|history|hist|import|ingest|cdc|audit|replica|mirror|ods|lake|bronze|src|source|sources)(?:_|$)/i;
 const REPORT_SCHEMA = /^(?:reports?|reporting|rpt|marts?|datamarts?|kpis?|agg|aggregates?|analytics|bi|dashboards?|olap)(?:_|$)/i;
 
 const VERSION = /^v\d{1,3}$/;
@@ -165,6 +169,8 @@ const ASKED_BY: Readonly<Record<string, readonly string[]>> = {
   staging: ['staging', 'staged', 'stg'],
   raw: ['raw', 'unprocessed'],
   snapshot: ['snapshot', 'snapshots'],
+  cdc: ['cdc', 'changelog'],
+  audit: ['audit', 'audited', 'auditing'],
   report: ['report', 'reports', 'reporting', 'rollup', 'roll-up', 'precomputed', 'dashboard'],
   kpi: ['kpi', 'kpis'],
   aggregate: ['aggregate', 'aggregated', 'rollup', 'roll-up', 'precomputed'],

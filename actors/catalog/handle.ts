@@ -8,6 +8,8 @@
  *   names, columns, comments and the semantic layer's words in lexical.ts; copies folded onto
  *   their originals in families.ts; dates and literals apart in question.ts; literals matched
  *   to known values in values.ts; room kept for the foreign-key paths that join the tables);
+ * - model-pick.ts: with catalog.linking: model, the model picks the tables from the ranking's
+ *   best ones (a compact candidate list), the ranking's choice standing on any failure;
  * - names.ts: table names as people type them, resolved against the catalog;
  * - schema-text.ts: the schema text the model reads;
  * - cache.ts: the schema from the executor (`sql.introspect`), kept for
@@ -26,26 +28,35 @@ import type {
 } from '../../protocol/schemas/catalog.js';
 import type { Logger } from '../../protocol/log.js';
 import type { ContextReply, ContextRequest, SemanticMetric } from '../../protocol/schemas/semantic.js';
-import { SemanticContext, SqlIntrospect, SqlProfile } from '../../protocol/subjects.js';
+import { SemanticContext, SqlIntrospect, SqlProfile, SqlValues } from '../../protocol/subjects.js';
 import type { Config } from '../../config/schema.js';
 import { createCatalogCache, type CatalogSource } from './cache.js';
 import type { Catalog, CatalogEntry } from './catalog.js';
 import { metricAmbiguity } from './metric-ambiguity.js';
 import { editDistance, requireTable, resolveTables } from './names.js';
-import { linkTables, type LinkOptions } from './retrieval.js';
+import { linkTables, originalName, type Linked, type LinkOptions } from './retrieval.js';
+import { candidateTables, pickTables, type PickOutcome } from './model-pick.js';
 import { readQuestion } from './question.js';
 import { renderSchemaText } from './schema-text.js';
+import { buildThesaurus, defaultThesaurus, type Thesaurus } from './thesaurus.js';
 import { createSemanticTerms, type SemanticTermsSource } from './semantic-terms.js';
-import { createValueSource, literalMisses, matchLiterals, type ValueHit, type ValueMiss, type ValueSource } from './values.js';
+import {
+  createValueIndex, createValueSource, literalMisses, lookupValues, matchLiterals, VALUE_TABLES,
+  type KnownValues, type ValueHit, type ValueIndex, type ValueIndexSource, type ValueMiss, type ValueSource, type WholeColumns,
+} from './values.js';
+import { lexicalIndex } from './lexical.js';
+import { stem } from './catalog.js';
 import type { ResultMaskReply, ResultMaskRequest } from '../../protocol/schemas/policy.js';
+import type { LlmCompleteReply, LlmCompleteRequest } from '../../protocol/schemas/llm.js';
 
 export { createCatalogCache, type CatalogCacheOptions, type CatalogSource } from './cache.js';
 export { buildCatalog, compareNames, displayName, stem, tokenize, type Catalog, type CatalogEntry } from './catalog.js';
 export { closestName, editDistance, parseTableName, requireTable, resolveTable, resolveTables, type Resolution } from './names.js';
 export { linkTables, neighbours, scoreTables, selectTables, type Linked, type LinkOptions, type ScoredTable } from './retrieval.js';
 export { createSemanticTerms, injectable, semanticTerms, type KeptTerms, type SemanticTerms, type SemanticTermsSource } from './semantic-terms.js';
-export { createValueSource, literalMisses, matchLiterals, valueMatches, type KnownValues, type ValueHit, type ValueMiss, type ValueSource, type WholeColumns } from './values.js';
+export { createValueIndex, createValueSource, literalMisses, lookupValues, matchLiterals, valueMatches, type ValueIndex, type ValueIndexSource, type KnownValues, type ValueHit, type ValueMiss, type ValueSource, type WholeColumns } from './values.js';
 export { renderSchemaText, renderTable } from './schema-text.js';
+export { candidateLine, candidateTables, dataLine, pickPrompt, pickTables, renderCandidates, withJoinPaths, type PickOutcome, type PickSettings } from './model-pick.js';
 
 
 export interface CatalogDeps {
@@ -55,10 +66,14 @@ export interface CatalogDeps {
   semantic?: (input: ContextRequest, ctx: Ctx) => Promise<ContextReply>;
   /** the semantic layer's synonyms and descriptions by table, for the ranking (kept until evt.semantic.changed) */
   semanticTerms?: SemanticTermsSource;
-  /** known column values (sql.profile), for the question's literals */
+  /** known column values (sql.profile), for the question's literals where the value index has no statistics */
   values?: ValueSource;
+  /** every table's low-cardinality values (sql.values), for any phrase of the question */
+  valueIndex?: ValueIndexSource;
   /** the masking actor (result.mask): profiled values a clarifying question offers pass it first */
   mask?: (input: ResultMaskRequest, ctx: Ctx) => Promise<ResultMaskReply>;
+  /** the LLM actor (llm.complete): catalog.linking: model asks it to pick the tables; absent, the ranking's choice stands */
+  complete?: (input: LlmCompleteRequest, ctx: Ctx) => Promise<LlmCompleteReply>;
   log?: Logger;
 }
 
@@ -114,12 +129,26 @@ export async function describe(input: SchemaDescribeRequest, deps: CatalogDeps, 
   return out;
 }
 
-/** The schema context of one question, from a loaded catalog. */
-export function buildContext(catalog: Catalog, input: SchemaContextRequest, maxTables: number, opts: ContextOptions = {}): SchemaContextReply {
-  const linked = input.tables?.length
+/** The ranking's choice for a question, or undefined when the caller named the tables. */
+export function linkFor(catalog: Catalog, input: SchemaContextRequest, maxTables: number, opts: ContextOptions = {}): Linked | undefined {
+  return input.tables?.length
     ? undefined
     : linkTables(catalog, input.question, input.history ?? [], maxTables, { ...opts, clarified: [...(opts.clarified ?? []), ...(input.clarified ?? [])] });
-  const names = linked ? linked.tables : resolveTables(catalog, input.tables ?? []);
+}
+
+/**
+ * The schema context of one question, from a loaded catalog: the tables the caller named, else
+ * `linked` (the ranking's choice), else `chosen` when given (the model's picks, model-pick.ts).
+ */
+export function buildContext(
+  catalog: Catalog,
+  input: SchemaContextRequest,
+  maxTables: number,
+  opts: ContextOptions = {},
+  linked: Linked | undefined = linkFor(catalog, input, maxTables, opts),
+  chosen?: readonly string[],
+): SchemaContextReply {
+  const names = linked ? [...(chosen ?? linked.tables)] : resolveTables(catalog, input.tables ?? []);
   // beside a column, the known values that matched a literal of the question
   const values = new Map<string, Map<string, string[]>>();
   for (const hits of opts.valueHits?.values() ?? []) {
@@ -136,7 +165,10 @@ export function buildContext(catalog: Catalog, input: SchemaContextRequest, maxT
     business_context: '',
     tables: names,
   };
-  if (linked?.ambiguity) reply.ambiguity = linked.ambiguity;
+  // a tie between two tables the model settled (it chose one of them) is asked no more
+  const tie = linked?.ambiguity;
+  const settled = chosen && tie && tie.choices.every((c) => c.kind === 'table') && tie.choices.filter((c) => chosen.includes(c.value)).length === 1;
+  if (tie && !settled) reply.ambiguity = tie;
   return reply;
 }
 
@@ -144,22 +176,77 @@ export function buildContext(catalog: Catalog, input: SchemaContextRequest, maxT
  * What the ranking needs besides the catalog: the semantic layer's words, and where the
  * question's literals occur among the best tables' known values (asked only when it has some).
  */
+/** The thesaurus of a configuration: the shipped one, with catalog.synonyms added (made again when they change). */
+const thesauri = new WeakMap<object, Thesaurus>();
+export function thesaurusOf(config: Config): Thesaurus {
+  const extra = config.catalog.synonyms ?? {};
+  if (!Object.keys(extra).length) return defaultThesaurus();
+  let t = thesauri.get(extra);
+  if (!t) {
+    t = buildThesaurus(extra);
+    thesauri.set(extra, t);
+  }
+  return t;
+}
+
 export async function contextOptions(catalog: Catalog, input: SchemaContextRequest, deps: CatalogDeps, ctx: Ctx): Promise<ContextOptions> {
-  const opts: ContextOptions = {};
+  const opts: ContextOptions = { thesaurus: thesaurusOf(deps.config), lexicon: deps.config.catalog.lexicon !== false };
   const terms = await deps.semanticTerms?.get(ctx, catalog.defaultSchema);
   if (terms) opts.semantic = terms.docs;
-  if (!deps.values || !readQuestion(input.question).literals.length) return opts;
+  // the value index, where the catalog is too large to send whole: a phrase of the question that
+  // some table holds as a value ("Speedy Express", "seafood") brings that table, wherever it ranks
+  let index: ValueIndex | undefined;
+  if (deps.valueIndex && !input.tables?.length && catalog.entries.length > deps.config.catalog.max_tables_in_prompt) {
+    index = await deps.valueIndex.get(catalog, ctx);
+    if (index) {
+      const words = lexicalIndex(catalog);
+      // a word the schema uses, or one the business thesaurus maps to a word it uses ("movies" where
+      // tables say film), names tables: it is not looked up alone as a value
+      const thesaurus = opts.thesaurus;
+      const schemaWord = (w: string): boolean =>
+        words.has(stem(w)) || [stem(w), stem(w.replace(/s$/, ''))].some((k) => thesaurus?.get(k)?.some((r) => words.has(r.term)));
+      const hits = lookupValues(input.question, index, schemaWord, (t) => originalName(catalog, t));
+      if (hits.size) opts.valueHits = hits;
+    }
+  }
+  // where the engine keeps value statistics, the index holds what a profile of the best tables
+  // would read from them: the literals are looked up there, with no sql.profile (which reads the
+  // database's whole catalog at every call: seconds on thousands of tables)
+  const byIndex = index?.statistics === true;
+  if ((!deps.values && !byIndex) || !readQuestion(input.question).literals.length) return opts;
   const first = linkTables(catalog, input.question, input.history ?? [], deps.config.catalog.max_tables_in_prompt, opts);
   if (!first.literals.length) return opts;
   const pinned = input.tables?.length ? resolveTables(catalog, input.tables) : [];
-  const known = await deps.values.get(catalog, pinned.length ? pinned : first.candidates, ctx);
+  const tables = pinned.length ? pinned : first.candidates;
+  let known: KnownValues;
+  let whole: WholeColumns;
+  if (index && byIndex) {
+    known = new Map();
+    for (const name of tables.slice(0, VALUE_TABLES)) {
+      const columns = index.known.get(name);
+      if (columns) known.set(name, columns);
+    }
+    whole = index.whole;
+  } else {
+    known = await deps.values!.get(catalog, tables, ctx);
+    whole = deps.values!.whole(ctx);
+  }
   const hits = matchLiterals(first.literals, known);
+  // the index's hits and the best tables' stay together: the best tables alone would drop a
+  // source the index found the value in
+  if (opts.valueHits) {
+    for (const [lit, h] of opts.valueHits) {
+      const had = hits.get(lit) ?? [];
+      const seen = new Set(had.map((x) => `${x.table}\u0000${x.column}`));
+      hits.set(lit, [...had, ...h.filter((x) => !seen.has(`${x.table}\u0000${x.column}`))]);
+    }
+  }
   if (hits.size) opts.valueHits = hits;
   // a literal whose words are all settled (clarified, or the words of a meaning the assistant pinned into the question) is no typo
   const clarified = new Set((input.clarified ?? []).map((w) => w.toLowerCase()));
   const settled = (lit: string): boolean => clarified.has(lit.toLowerCase())
     || lit.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter((w) => w.length > 1).every((w) => clarified.has(w));
-  const misses = literalMisses(first.literals, hits, known, deps.values.whole(ctx), editDistance).filter((m) => !settled(m.literal));
+  const misses = literalMisses(first.literals, hits, known, whole, editDistance).filter((m) => !settled(m.literal));
   const miss = misses.length ? await unmasked(catalog, misses[0]!, deps, ctx) : undefined;
   if (miss) {
     const shown = miss.near.map((n) => `'${n.value}'`).join(', ');
@@ -199,11 +286,25 @@ async function unmasked(catalog: Catalog, miss: ValueMiss, deps: CatalogDeps, ct
 export async function context(input: SchemaContextRequest, deps: CatalogDeps, ctx: Ctx): Promise<SchemaContextReply> {
   const catalog = await deps.catalog.get(ctx);
   const opts = await contextOptions(catalog, input, deps, ctx);
-  const reply = buildContext(catalog, input, deps.config.catalog.max_tables_in_prompt, opts);
+  const cfg = deps.config.catalog;
+  const maxTables = cfg.max_tables_in_prompt;
+  // catalog.linking: model asks the ranking for a longer list of its best tables, for the model to pick from
+  const byModel = cfg.linking === 'model' && !input.tables?.length && catalog.entries.length > maxTables;
+  const linked = linkFor(catalog, input, maxTables, byModel ? { ...opts, candidates: cfg.linking_max_candidates } : opts);
+  let picked: PickOutcome | undefined;
+  if (byModel && linked) {
+    const candidates = candidateTables(catalog, linked.tables, linked.candidates, cfg.linking_max_candidates);
+    picked = await pickTables(catalog, candidates, input, {
+      maxTables, maxCandidates: cfg.linking_max_candidates, maxChars: cfg.linking_max_chars, timeoutMs: cfg.linking_timeout_ms,
+    }, { ...(deps.complete ? { complete: deps.complete } : {}), ...(deps.log ? { log: deps.log } : {}) }, ctx);
+  }
+  const reply = buildContext(catalog, input, maxTables, opts, linked, picked?.linking === 'model' ? picked.tables : undefined);
   const semantic = await semanticPart(catalog, input, reply.tables, deps, ctx);
   // a word two tables tie for (the ranking's), else a literal no value holds, else one two defined metrics tie for
   const ambiguity = reply.ambiguity ?? opts.valueAmbiguity ?? metricAmbiguity(input.question, semantic.metrics, input.clarified);
-  return { ...reply, business_context: semantic.block, ...(ambiguity ? { ambiguity } : {}) };
+  const how = linked ? { linking: picked?.linking ?? 'lexical' as const } : {};
+  const spent = picked && picked.usage.llm_calls > 0 ? { usage: picked.usage } : {};
+  return { ...reply, business_context: semantic.block, ...(ambiguity ? { ambiguity } : {}), ...how, ...spent };
 }
 
 /**
@@ -248,6 +349,11 @@ export function busSemanticTerms(bus: Pick<Bus, 'request'>, config?: Config): Se
 /** Known column values from the executor's sql.profile, kept for catalog.cache_ttl_seconds. */
 export function busValues(bus: Pick<Bus, 'request'>, config: Config): ValueSource {
   return createValueSource((input, ctx) => bus.request(SqlProfile, input, ctx), Math.max(60, config.catalog.cache_ttl_seconds));
+}
+
+/** The value index from the executor's sql.values, kept for catalog.cache_ttl_seconds (a minute at least). */
+export function busValueIndex(bus: Pick<Bus, 'request'>, config: Config): ValueIndexSource {
+  return createValueIndex((ctx) => bus.request(SqlValues, {}, ctx), Math.max(60, config.catalog.cache_ttl_seconds));
 }
 
 /** The semantic actor asked over the bus. */

@@ -1,19 +1,29 @@
 /**
  * The lexical index of a catalog: every table a document with fields (its name, its columns'
- * names, its comment, its columns' comments, and what the semantic layer says of it), scored
+ * names, its comment, its columns' comments, and what the semantic layer says of it; names with
+ * their run-together words cut, split.ts), scored
  * per field with BM25+ by MiniSearch: field weights, and each field's length normalised, so a
  * wide report table no longer wins by holding many columns. Built once per loaded catalog; the
  * semantic field is re-indexed for the tables whose entity changed only.
  */
 import MiniSearch from 'minisearch';
 import { type Catalog, type CatalogEntry, stem } from './catalog.js';
+import { splitIdentifier } from './split.js';
 
 /** How much a word counts by where it is found. */
 export const FIELD_BOOST = {
   name: 3,
+  /**
+   * the words a run-together name is made of (split.ts): `salesorderheader`'s sales, order,
+   * header — half a name's weight, so a schema of long compound names does not outrank the
+   * tables named by the question's word alone
+   */
+  name_parts: 1.5,
   semantic: 3,
   comment: 2,
   columns: 1,
+  /** the words of run-together column names (`extendedprice`, `custkey`), as the words of other columns */
+  column_parts: 1,
   column_comments: 0.8,
   schema: 0.5,
 } as const;
@@ -23,8 +33,10 @@ const FIELDS = Object.keys(FIELD_BOOST) as Field[];
 interface Doc {
   id: number;
   name: string;
+  name_parts: string;
   schema: string;
   columns: string;
+  column_parts: string;
   comment: string;
   column_comments: string;
   semantic: string;
@@ -51,13 +63,27 @@ export function words(text: string): string[] {
     .filter(Boolean);
 }
 
-/** The index terms of a text, joined by spaces (what the index splits again), remembered in `memo`. */
-function termsOf(text: string | undefined, memo: Map<string, string>): string {
+/** The dictionary words of an identifier's run-together words (split.ts: `salesorderheader` → sales order header), none when it has none. */
+export function identifierParts(text: string): string[] {
+  const out: string[] = [];
+  for (const w of words(text)) {
+    const parts = splitIdentifier(w);
+    if (parts) out.push(...parts);
+  }
+  return out;
+}
+
+/**
+ * The index terms of a text, joined by spaces (what the index splits again), remembered in
+ * `memo`; `parts`: of an identifier's run-together words' parts only.
+ */
+function termsOf(text: string | undefined, memo: Map<string, string>, parts = false): string {
   if (!text) return '';
-  let out = memo.get(text);
+  const key = parts ? `\u0000${text}` : text;
+  let out = memo.get(key);
   if (out === undefined) {
-    out = words(text).map(indexTerm).filter((t): t is string => t !== null).join(' ');
-    if (memo.size < 200_000) memo.set(text, out);
+    out = (parts ? identifierParts(text) : words(text)).map(indexTerm).filter((t): t is string => t !== null).join(' ');
+    if (memo.size < 200_000) memo.set(key, out);
   }
   return out;
 }
@@ -68,8 +94,25 @@ export function indexTerm(word: string): string | null {
   return stem(word);
 }
 
+/** A word of the question and the index terms that stand for it (its own term at 1, related ones lower). */
+export interface TermGroup {
+  /** the question's term (stemmed): what a hit reports as matched */
+  key: string;
+  /** how much the word counts (earlier questions' words less) */
+  weight: number;
+  /** index term → how much a match through it counts (the key itself at 1) */
+  terms: ReadonlyMap<string, number>;
+}
+
 export interface LexicalIndex {
   search(terms: ReadonlyMap<string, number>): Map<number, { score: number; terms: string[] }>;
+  /**
+   * Each group counts once per table, by its best term: a table matching `film` and `movie`
+   * for the one word "movies" gets the better of the two, not their sum. Scores add across groups.
+   */
+  searchGroups(groups: readonly TermGroup[]): Map<number, { score: number; terms: string[] }>;
+  /** whether any table uses this index term */
+  has(term: string): boolean;
   /** set what the semantic layer says of each table (by catalog name); only the changed ones are re-indexed */
   setSemantic(docs: ReadonlyMap<string, string>): void;
   /** entries by document id */
@@ -80,16 +123,20 @@ function docOf(e: CatalogEntry, id: number, semantic: string, memo: Map<string, 
   const t = e.table;
   // each word once per field: a wide table's hundred `amount_*` columns say `amount` once
   const columns = new Set<string>();
+  const columnParts = new Set<string>();
   const comments = new Set<string>();
   for (const c of t.columns) {
     for (const term of termsOf(c.name, memo).split(' ')) if (term) columns.add(term);
+    for (const term of termsOf(c.name, memo, true).split(' ')) if (term) columnParts.add(term);
     if (c.comment) for (const term of termsOf(c.comment, memo).split(' ')) if (term) comments.add(term);
   }
   return {
     id,
     name: termsOf(t.name, memo),
+    name_parts: termsOf(t.name, memo, true),
     schema: termsOf(t.schema, memo),
     columns: [...columns].join(' '),
+    column_parts: [...columnParts].filter((term) => !columns.has(term)).join(' '),
     comment: termsOf(t.comment, memo),
     column_comments: [...comments].join(' '),
     semantic: termsOf(semantic, memo),
@@ -166,8 +213,24 @@ function buildIndex(catalog: Catalog): Built {
     searchOptions: { tokenize: (s) => [s], processTerm: (s) => s },
   });
   const memo = new Map<string, string>();
-  mini.addAll(entries.map((e, i) => docOf(e, i, '', memo)));
+  const vocab = new Set<string>();
+  const remember = (d: Doc): Doc => {
+    for (const f of FIELDS) for (const term of d[f].split(' ')) if (term) vocab.add(term);
+    return d;
+  };
+  mini.addAll(entries.map((e, i) => remember(docOf(e, i, '', memo))));
   memo.clear();
+  /** one term's scores, kept while the index is unchanged (a term searched for many questions) */
+  const perTerm = new Map<string, Map<number, number>>();
+  const termScores = (term: string): Map<number, number> => {
+    let m = perTerm.get(term);
+    if (m) return m;
+    m = new Map();
+    if (vocab.has(term)) for (const h of mini.search(term, { boost: FIELD_BOOST })) m.set(h.id as number, h.score);
+    if (perTerm.size >= 5000) perTerm.clear();
+    perTerm.set(term, m);
+    return m;
+  };
   const byName = new Map(entries.map((e, i) => [e.name, i]));
   let semantic = new Map<string, string>();
 
@@ -180,8 +243,34 @@ function buildIndex(catalog: Catalog): Built {
       const m = new Map<string, string>();
       for (const i of changed) {
         const e = entries[i];
-        if (e) mini.replace(docOf(e, i, semantic.get(e.name) ?? '', m));
+        if (e) mini.replace(remember(docOf(e, i, semantic.get(e.name) ?? '', m)));
       }
+      perTerm.clear();
+    },
+    has(term) {
+      return vocab.has(term);
+    },
+    searchGroups(groups) {
+      const out = new Map<number, { score: number; terms: string[] }>();
+      for (const g of groups) {
+        const best = new Map<number, number>();
+        for (const [term, w] of g.terms) {
+          for (const [id, score] of termScores(term)) {
+            const v = score * w;
+            if (v > (best.get(id) ?? 0)) best.set(id, v);
+          }
+        }
+        for (const [id, v] of best) {
+          const had = out.get(id);
+          if (had) {
+            had.score += v * g.weight;
+            had.terms.push(g.key);
+          } else out.set(id, { score: v * g.weight, terms: [g.key] });
+        }
+      }
+      // as MiniSearch scores an OR query: the sum times the number of the question's words matched
+      for (const hit of out.values()) hit.score *= hit.terms.length;
+      return out;
     },
     search(terms) {
       const out = new Map<number, { score: number; terms: string[] }>();
@@ -202,8 +291,9 @@ function buildIndex(catalog: Catalog): Built {
         const id = byName.get(name);
         const e = id === undefined ? undefined : entries[id];
         if (id === undefined || !e) continue;
-        mini.replace(docOf(e, id, docs.get(name) ?? '', new Map()));
+        mini.replace(remember(docOf(e, id, docs.get(name) ?? '', new Map())));
       }
+      if (changed.size) perTerm.clear();
       semantic = new Map(docs);
     },
   };

@@ -15,6 +15,8 @@ export interface QuestionWords {
   literals: string[];
   /** every word as written, lowercased, unstemmed (what asks for an archive, a region copy …) */
   words: Set<string>;
+  /** each search term → the word of the question it came from, lowercased (what the lexicon looks up) */
+  surface: Map<string, string>;
 }
 
 const MONTHS = [
@@ -43,6 +45,11 @@ const FILLER_WORDS: ReadonlySet<string> = new Set([
   'did', 'does', 'do', 'done', 'have', 'has', 'had', 'been', 'being', 'are', 'is', 'was', 'were', 'will', 'got', 'made', 'make',
   'largest', 'bigger', 'higher', 'lower', 'growth', 'grew', 'increase', 'decrease', 'change', 'changed', 'level', 'levels',
 ]);
+
+/** A period word, or its plural ("on weekends", "mornings", "weekdays"). */
+function isPeriod(lower: string): boolean {
+  return PERIOD_WORDS.has(lower) || (lower.length > 3 && lower.endsWith('s') && PERIOD_WORDS.has(lower.slice(0, -1)));
+}
 
 const YEAR = /^(?:19|20)\d{2}$/;
 const DATE = /\b(?:\d{4}-\d{1,2}(?:-\d{1,2})?|\d{1,2}[./]\d{1,2}[./]\d{2,4})\b/g;
@@ -74,9 +81,9 @@ export function readQuestion(text: string): QuestionWords {
     words.add(lower);
     // a proper noun inside the sentence (a run of capitalised words), or a code (letters and digits): a value
     const capital = /^\p{Lu}[\p{L}&.'-]*$/u.test(raw) && !raw.includes('_') && !(raw.length > 1 && raw === raw.toUpperCase() && raw.length <= 3);
-    if (i > 0 && capital && !YEAR.test(lower) && !PERIOD_WORDS.has(lower)) run.push(raw);
+    if (i > 0 && capital && !YEAR.test(lower) && !isPeriod(lower)) run.push(raw);
     else endRun();
-    if (YEAR.test(lower) || PERIOD_WORDS.has(lower)) {
+    if (YEAR.test(lower) || isPeriod(lower)) {
       filters.push(raw);
       return;
     }
@@ -87,8 +94,14 @@ export function readQuestion(text: string): QuestionWords {
   });
   endRun();
   const terms = new Set<string>();
-  for (const w of kept) for (const term of termSet(w)) terms.add(term);
-  return { terms: [...terms], filters, literals, words };
+  const surface = new Map<string, string>();
+  for (const w of kept) {
+    for (const term of termSet(w)) {
+      terms.add(term);
+      if (!surface.has(term)) surface.set(term, w.toLowerCase());
+    }
+  }
+  return { terms: [...terms], filters, literals, words, surface };
 }
 
 /** Whether a (lowercased, unstemmed) word of the question is one of these, stemmed or not. */

@@ -1,15 +1,16 @@
 /**
  * Value linking: the literals of a question ('Berlin', "SPRING20", Acme) looked up among the
- * known values of the best tables' text columns, from the executor's `sql.profile` (the
- * engine's statistics where it keeps them, else a bounded sample), asked lazily for the tables
- * not yet known and kept per scope for the catalog's cache TTL.
+ * known values of the best tables' text columns. Where the engine keeps value statistics
+ * (PostgreSQL), from the value index (`sql.values`, below: one read of pg_stats for the whole
+ * database, kept); elsewhere from the executor's `sql.profile` (a bounded sample), asked lazily
+ * for the tables not yet known and kept per scope for the catalog's cache TTL.
  *
  * The schema text then names, beside a matching column, the values that matched: the model
  * learns which column holds 'Berlin' and how it is spelt there. Only values the user typed are
  * shown (never the other sampled values, which no mask rule has seen).
  */
 import type { Ctx } from '../../protocol/bus.js';
-import type { SqlProfileReply, SqlProfileRequest } from '../../protocol/schemas/profile.js';
+import type { SqlProfileReply, SqlProfileRequest, SqlValuesReply } from '../../protocol/schemas/profile.js';
 import type { Catalog } from './catalog.js';
 
 /** table (catalog name) → column → known values (text) */
@@ -172,3 +173,165 @@ export function createValueSource(profile: (input: SqlProfileRequest, ctx: Ctx) 
 function isText(type: string): boolean {
   return /char|text|string|varchar|enum|citext|name/i.test(type);
 }
+
+// ---- the value index: every table's low-cardinality values (sql.values) ----------------------
+
+/** How long a question waits for the index being built, at most: the next questions get it. */
+export const VALUE_INDEX_WAIT_MS = 1500;
+/**
+ * A value held by more tables than this is a generic word ('Other', 'Unknown'), not a link. The
+ * copies of a table (`raw_tpch.region`, `landing.tpch_region`, `world_old.country`) count as
+ * their original: a warehouse's landing and staging layers repeat every value of the sources.
+ */
+const MAX_COLUMNS_PER_VALUE = 6;
+/** Columns kept per value in the index (copies included): enough for the cap above to count originals. */
+const MAX_KEPT_PER_VALUE = 64;
+/** Words in a phrase looked up, at most. */
+const MAX_PHRASE_WORDS = 5;
+
+/**
+ * value (normalised: lower case, words joined by single spaces) → the columns holding it; with
+ * the same values by table and column, for the literal lookups that `sql.profile` answers where
+ * the engine keeps no value statistics.
+ */
+export interface ValueIndex extends Map<string, Array<{ table: string; column: string; value: string }>> {
+  /**
+   * The engine's own statistics answered (PostgreSQL): every low-cardinality text column of
+   * every table is here, so the question's literals are looked up here, not profiled table by
+   * table. False where the engine keeps none (MySQL, Trino, BigQuery: the index is empty).
+   */
+  statistics: boolean;
+  /** table (catalog name) → column → its values */
+  known: KnownValues;
+  /** the columns whose values are all here (the statistics' distinct count is no more than the values listed) */
+  whole: WholeColumns;
+}
+
+export interface ValueIndexSource {
+  /** the index of this scope and catalog: built on first use (waiting VALUE_INDEX_WAIT_MS at most), refreshed after the TTL in the background */
+  get(catalog: Catalog, ctx: Ctx): Promise<ValueIndex | undefined>;
+}
+
+const phrase = (s: string): string => s.normalize('NFKC').toLowerCase().split(/[^\p{L}\p{N}#&]+/u).filter(Boolean).join(' ');
+
+/**
+ * The value index through `ask` (sql.values over the bus), kept per scope for ttlSeconds. A
+ * failure costs the index, never the question: asked again after a minute.
+ */
+export function createValueIndex(ask: (ctx: Ctx) => Promise<SqlValuesReply>, ttlSeconds: number, now: () => number = Date.now): ValueIndexSource {
+  const kept = new Map<string, { at: number; index?: ValueIndex; building?: Promise<ValueIndex | undefined>; schema: string }>();
+  const build = (catalog: Catalog, ctx: Ctx): Promise<ValueIndex | undefined> =>
+    ask({ requestId: ctx.requestId, ...(ctx.scope ? { scope: ctx.scope } : {}), ...(ctx.user ? { user: ctx.user } : {}) })
+      .then((reply) => {
+        const index: ValueIndex = Object.assign(new Map<string, Array<{ table: string; column: string; value: string }>>(), {
+          statistics: reply.source === 'statistics',
+          known: new Map() as KnownValues,
+          whole: new Set() as WholeColumns,
+        });
+        for (const c of reply.columns) {
+          const table = c.schema === catalog.defaultSchema ? c.table : `${c.schema}.${c.table}`;
+          if (c.values.length) {
+            const columns = index.known.get(table) ?? new Map<string, string[]>();
+            columns.set(c.column, c.values);
+            index.known.set(table, columns);
+            if (c.distinct <= c.values.length) index.whole.add(`${table}\u0000${c.column}`);
+          }
+          for (const v of c.values) {
+            const key = phrase(v);
+            if (!key || key.length > 80) continue;
+            const list = index.get(key) ?? [];
+            if (list.length < MAX_KEPT_PER_VALUE) list.push({ table, column: c.column, value: v });
+            index.set(key, list);
+          }
+        }
+        return index;
+      })
+      .catch(() => undefined);
+  return {
+    async get(catalog, ctx) {
+      const key = ctx.scope ?? '';
+      let entry = kept.get(key);
+      const stale = !entry || now() - entry.at >= ttlSeconds * 1000 || entry.schema !== catalog.defaultSchema;
+      if (stale && !entry?.building) {
+        const e = entry ?? { at: now(), schema: catalog.defaultSchema };
+        e.building = build(catalog, ctx).then((index) => {
+          e.building = undefined;
+          // a failed build is tried again after a minute, not at every question
+          e.at = index ? now() : now() - Math.max(0, ttlSeconds * 1000 - 60_000);
+          e.schema = catalog.defaultSchema;
+          if (index) e.index = index;
+          return index;
+        });
+        kept.set(key, e);
+        entry = e;
+      }
+      if (entry?.index) return entry.index;
+      if (!entry?.building) return undefined;
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<undefined>((r) => {
+        timer = setTimeout(() => r(undefined), Math.max(0, Math.min(VALUE_INDEX_WAIT_MS, (ctx.deadline ?? Infinity) - now())));
+      });
+      try {
+        return await Promise.race([entry.building, late]);
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+  };
+}
+
+/**
+ * The phrases of a question found in the value index: every run of one to five words, each
+ * looked up whole ("Speedy Express", "OVERSEAS - DELUXE", "seafood"), a plural's last word also
+ * singular ("Senior Engineers"). A single lower-case word counts only when no table or column
+ * uses it (`isSchemaWord`): "sales" is a table word, "seafood" a value. A phrase inside a longer
+ * one that matched is not looked up again. A phrase held by more than MAX_COLUMNS_PER_VALUE
+ * tables is too common to say which table is meant; `originalOf` names the table a copy copies,
+ * so that a value's copies in the landing, raw and staging layers count once.
+ */
+export function lookupValues(question: string, index: ValueIndex, isSchemaWord: (word: string) => boolean, originalOf: (table: string) => string = (t) => t): Map<string, ValueHit[]> {
+  const out = new Map<string, ValueHit[]>();
+  const tokens = question.normalize('NFKC').split(/[^\p{L}\p{N}#&]+/u).filter(Boolean);
+  const used = new Set<number>();
+  for (let n = Math.min(MAX_PHRASE_WORDS, tokens.length); n >= 1; n -= 1) {
+    for (let i = 0; i + n <= tokens.length; i += 1) {
+      if ([...Array(n).keys()].some((k) => used.has(i + k))) continue;
+      const words = tokens.slice(i, i + n);
+      const raw = words.join(' ');
+      const lower = raw.toLowerCase();
+      if (n === 1) {
+        if (lower.length < 3 || /^\d+$/.test(lower) || STOP.has(lower)) continue;
+        const capital = /^\p{Lu}/u.test(raw) && i > 0;
+        if (!capital && !/\p{Lu}.*\p{Lu}/u.test(raw) && isSchemaWord(lower)) continue;
+      } else if (STOP.has(words[0]!.toLowerCase()) || STOP.has(words[n - 1]!.toLowerCase())) continue;
+      const keys = [phrase(raw)];
+      const last = lower.split(' ').at(-1) ?? '';
+      if (last.endsWith('s') && last.length > 3) keys.push(phrase(raw.slice(0, -1)));
+      if (last.endsWith('es') && last.length > 4) keys.push(phrase(raw.slice(0, -2)));
+      for (const key of keys) {
+        const hits = index.get(key);
+        if (!hits || hits.length >= MAX_KEPT_PER_VALUE || new Set(hits.map((h) => originalOf(h.table))).size > MAX_COLUMNS_PER_VALUE) continue;
+        const byColumn = new Map<string, ValueHit>();
+        for (const h of hits) {
+          const k = `${h.table}\u0000${h.column}`;
+          const had = byColumn.get(k);
+          if (had) had.values.push(h.value);
+          else byColumn.set(k, { table: h.table, column: h.column, values: [h.value] });
+        }
+        out.set(raw, [...byColumn.values()]);
+        for (let k = 0; k < n; k += 1) used.add(i + k);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+/** Words never looked up alone. */
+const STOP: ReadonlySet<string> = new Set([
+  'the', 'and', 'for', 'with', 'from', 'that', 'this', 'which', 'what', 'who', 'how', 'many', 'much', 'are', 'was', 'were', 'our', 'all', 'any',
+  'each', 'per', 'by', 'in', 'of', 'on', 'to', 'at', 'or', 'a', 'an', 'is', 'be', 'do', 'did', 'does', 'have', 'has', 'had', 'not', 'no',
+  'show', 'list', 'give', 'tell', 'top', 'most', 'least', 'more', 'less', 'than', 'over', 'under', 'total', 'average', 'number', 'count',
+  'year', 'month', 'week', 'day', 'today', 'last', 'next', 'this', 'there', 'their', 'they', 'them', 'when', 'where', 'why', 'other',
+  'none', 'yes', 'new', 'old', 'all', 'one', 'two', 'other', 'unknown', 'true', 'false', 'null', 'default', 'active', 'open', 'closed',
+]);

@@ -3,17 +3,19 @@
  * parser, opens (and warms) the pool, and checks what the role may do beyond reading
  * (privilege.ts): a refusal to start, or with database.allow_privileged_role a loud warning.
  */
-import { Actor, ScopeEndedEvt, SqlCheck, SqlConnectTest, SqlEstimate, SqlExecute, SqlExport, SqlIntrospect, SqlPing, SqlProfile } from '../../protocol/subjects.js';
+import { Actor, ScopeEndedEvt, SqlCheck, SqlConnectTest, SqlEstimate, SqlExecute, SqlExport, SqlIntrospect, SqlPing, SqlProfile, SqlValues } from '../../protocol/subjects.js';
 import type { ActorDeps, RunningActor } from '../runtime/actor.js';
 import { createEngine } from './engines/index.js';
-import { prepareGuard } from './guard/index.js';
+import { startGuardWorkers } from './guard/isolated.js';
 import { checkPostgresAllowList } from './guard/allow-postgresql.js';
+import { checkMysqlAllowList, hasStoredFunctions } from './guard/allow-mysql.js';
 import { PostgresEngine } from './engines/postgresql.js';
 import { check, connectTest, estimate, execute, introspect, ping, type ExecutorDeps } from './handle.js';
 import { createSecretBox } from '../lib/secrets.js';
 import { ScopeRegistry } from './scopes.js';
 import { checkRoleAtStart } from './privilege.js';
 import { profile } from './profile.js';
+import { values } from './value-index.js';
 import { exportSql, exportsBucket } from './export.js';
 
 export async function start(deps: ActorDeps): Promise<RunningActor> {
@@ -21,10 +23,12 @@ export async function start(deps: ActorDeps): Promise<RunningActor> {
   const engine = await createEngine(config, log);
   let ensureReadOnly: (() => Promise<void>) | undefined;
   try {
-    await prepareGuard(engine.dialect);
+    // the guard runs in worker threads (guard/isolated.ts): started here, parsers loaded
+    await startGuardWorkers(log);
     ensureReadOnly = await checkRoleAtStart(engine, config, log);
     // the guard's allow-list, less what a function or operator of the database shadows (only warns)
     if (engine instanceof PostgresEngine) await checkPostgresAllowList(() => engine.allowListCatalog(), log);
+    if (hasStoredFunctions(engine)) await checkMysqlAllowList(() => engine.storedFunctions(), log, (names) => engine.missingBuiltins(names));
   } catch (err) {
     await engine.close().catch(() => undefined);
     throw err;
@@ -41,6 +45,7 @@ export async function start(deps: ActorDeps): Promise<RunningActor> {
   bus.serve(SqlPing, (input, ctx) => ping(input, h, ctx));
   bus.serve(SqlConnectTest, (input, ctx) => connectTest(input, h, ctx));
   bus.serve(SqlProfile, (input, ctx) => profile(input, h, ctx));
+  bus.serve(SqlValues, (input, ctx) => values(input, h, ctx));
   const objects = exportsBucket(bus);
   bus.serve(SqlExport, (input, ctx) => exportSql(input, { ...h, bus, objects }, ctx));
   log.info({ provider: engine.provider, dialect: engine.dialect }, 'executor ready');

@@ -10,7 +10,8 @@
  *   ROLLBACK; the connection closed
  *
  * The statement timeout covers each FETCH; the whole export is bounded by the same timeout on
- * the client side as well (the connection is closed, which ends the query on the server).
+ * the client side as well: past it the query is cancelled from another connection, watched until
+ * it stops (terminated if it ignores the cancel: engines/pg-cancel.ts), and this one closed.
  * Values are decoded exactly as the engine decodes them (postgresql-values.ts). Used for the
  * server's own database (not a plugins.auth scope's, not the embedded one). A scope's own
  * connection, whatever its engine, is read a page at a time too, by the engine's `pages` on a
@@ -24,6 +25,10 @@ import type { Config } from '../../config/schema.js';
 import type { EngineResult } from './engines/engine.js';
 import { toDbError } from './engines/postgresql-errors.js';
 import { RESULT_TYPES } from './engines/postgresql-values.js';
+import { stopBackend } from './engines/pg-cancel.js';
+import { timedOut } from './engines/errors.js';
+import { countDbCancel } from '../../protocol/metrics.js';
+import type { Logger } from '../../protocol/log.js';
 
 function quoteIdent(name: string): string {
   return /^[a-z_][a-z0-9_$]*$/.test(name) ? name : `"${name.replace(/"/g, '""')}"`;
@@ -44,18 +49,31 @@ export function cursorAvailable(config: Config): boolean {
   return config.database.provider === 'postgresql' && !config.database.postgresql.embedded;
 }
 
-export async function* pgCursorPages(config: Config, sql: string, opts: { timeoutMs: number; pageRows: number }): AsyncGenerator<EngineResult> {
+export async function* pgCursorPages(config: Config, sql: string, opts: { timeoutMs: number; pageRows: number; log: Logger }): AsyncGenerator<EngineResult> {
   const c = config.database.postgresql;
+  const connection = { host: c.host, port: c.port, database: c.database, user: c.user, password: c.password, ssl: c.ssl ? {} : false };
   const client = new pg.Client({
-    host: c.host, port: c.port, database: c.database, user: c.user, password: c.password,
-    ssl: c.ssl ? {} : false,
+    ...connection,
     application_name: `cortado-export-${process.pid}`,
     options: startupOptions(c.schema, opts.timeoutMs),
     connectionTimeoutMillis: 10_000,
     types: RESULT_TYPES,
   });
   client.on('error', () => undefined);
-  const deadline = setTimeout(() => { void client.end().catch(() => undefined); }, opts.timeoutMs + 1_000);
+  // past the timeout (and a grace for statement_timeout to act): cancel from another connection,
+  // see that the query stopped (engines/pg-cancel.ts), and close this one
+  let late = false;
+  const deadline = setTimeout(() => {
+    late = true;
+    const pid = (client as unknown as { processID?: number | null }).processID ?? null;
+    const close = (): void => void client.end().catch(() => undefined);
+    if (pid === null) return close();
+    void stopBackend(pid, {
+      connect: () => new pg.Client({ ...connection, application_name: `cortado-cancel-${process.pid}`, connectionTimeoutMillis: 2_000 }),
+      log: opts.log,
+      onCancelled: close,
+    });
+  }, opts.timeoutMs + 1_000);
   let columns: Column[] | undefined;
   try {
     try {
@@ -81,8 +99,10 @@ export async function* pgCursorPages(config: Config, sql: string, opts: { timeou
         if (page.rows.length < opts.pageRows) break;
       }
     } catch (err) {
-      if (err instanceof CortadoError) throw err;
-      throw toDbError(err, opts.timeoutMs);
+      if (late) throw timedOut(opts.timeoutMs);
+      const e = err instanceof CortadoError ? err : toDbError(err, opts.timeoutMs);
+      if (e.code === 'DB_TIMEOUT') countDbCancel('postgresql', 'stopped'); // the server ended it at its statement_timeout
+      throw e;
     }
   } finally {
     clearTimeout(deadline);

@@ -34,8 +34,7 @@ import { CONTENT_TYPE, EXPORT_TTL_MS, exportFilename, writeExport, type Page } f
 import { localParts } from '../lib/mail-template.js';
 import type { EngineResult, ExecuteOptions } from './engines/engine.js';
 import { capsFromConfig } from './engines/wire-cap.js';
-import { checkCatalogLock } from './guard/catalog-lock.js';
-import { guardSql } from './guard/index.js';
+import { guardIsolated } from './guard/isolated.js';
 import { inSlot, leaseFor, queryTimeoutMs, type ExecutorDeps } from './handle.js';
 import { sanitizeDbError } from './sanitize.js';
 import { cursorAvailable, pgCursorPages } from './export-pg.js';
@@ -94,10 +93,10 @@ export async function exportSql(input: SqlExportRequest, deps: ExportDeps, ctx: 
   let ran: string | undefined;
   try {
     const { engine } = lease;
-    const guarded = guardSql(input.sql, engine.dialect, {
-      defaultLimit: maxRows + 1, maxLimit: maxRows + 1, allowedFunctions: config.database.allowed_functions,
-    });
-    if (lease.lock) checkCatalogLock(guarded.runSql, lease.lock);
+    // the guard and the catalog lock, in a worker (guard/isolated.ts)
+    const { guarded } = await guardIsolated(input.sql, engine.dialect, {
+      defaultLimit: maxRows + 1, maxLimit: maxRows + 1, allowedFunctions: config.database.allowed_functions, serverVersion: await engine.serverMajorVersion?.(),
+    }, lease.lock ? { lock: lease.lock } : {});
     ran = guarded.runSql;
     if (!lease.scoped) await deps.ensureReadOnly?.();
     const opts: ExecuteOptions = {
@@ -118,7 +117,7 @@ export async function exportSql(input: SqlExportRequest, deps: ExportDeps, ctx: 
     const cursor = !lease.scoped && engine.provider === 'postgresql' && cursorAvailable(config);
     async function* pages(): AsyncGenerator<Page> {
       if (cursor) {
-        for await (const page of pgCursorPages(config, guarded.runSql, { timeoutMs: opts.timeoutMs, pageRows: PAGE_ROWS })) {
+        for await (const page of pgCursorPages(config, guarded.runSql, { timeoutMs: opts.timeoutMs, pageRows: PAGE_ROWS, log })) {
           yield { columns: page.columns, rows: await maskPage(page.columns, page.rows) };
         }
         return;

@@ -23,9 +23,8 @@ import type { Config } from '../../config/schema.js';
 import type { DbEngine } from './engines/engine.js';
 import { configuredTimeoutMs } from './engines/index.js';
 import { capsFromConfig } from './engines/wire-cap.js';
-import { aggregateOf } from './guard/aggregate.js';
-import { checkCatalogLock } from './guard/catalog-lock.js';
-import { guardSql, type GuardLimits, type GuardResult } from './guard/index.js';
+import type { GuardLimits } from './guard/index.js';
+import { guardIsolated, type IsolatedGuard } from './guard/isolated.js';
 import { sanitizeDbError } from './sanitize.js';
 import { baseLease, type Lease, type ScopeRegistry } from './scopes.js';
 import { countRejection, observedQuery } from './observe.js';
@@ -49,11 +48,9 @@ export async function leaseFor(deps: ExecutorDeps, ctx: Ctx): Promise<Lease> {
   return baseLease(deps.config, deps.engine);
 }
 
-/** The dialect's guard, then the catalog lock where it applies. */
-function guardFor(sql: string, lease: Lease, limits: GuardLimits): GuardResult {
-  const guarded = guardSql(sql, lease.engine.dialect, limits);
-  if (lease.lock) checkCatalogLock(guarded.runSql, lease.lock);
-  return guarded;
+/** The dialect's guard, then the catalog lock where it applies, in a worker (guard/isolated.ts). */
+function guardFor(sql: string, lease: Lease, limits: GuardLimits, aggregate = false): Promise<IsolatedGuard> {
+  return guardIsolated(sql, lease.engine.dialect, limits, { ...(lease.lock ? { lock: lease.lock } : {}), aggregate });
 }
 
 /** Run `work` within a max_workers slot when the engine is a scope's own; the queue's wait is taken off the timeout. */
@@ -83,7 +80,7 @@ export async function execute(input: SqlExecuteRequest, deps: ExecutorDeps, ctx:
   try {
     lease = await leaseFor(deps, ctx);
     const { engine } = lease;
-    const guarded = guardFor(input.sql, lease, limitsFor(input, deps.config));
+    const { guarded } = await guardFor(input.sql, lease, limitsFor(input, deps.config, await lease.engine.serverMajorVersion?.()));
     ran = guarded.runSql;
     if (!lease.scoped) await deps.ensureReadOnly?.();
     // timed and traced (observe.ts): the run only, not the guard nor the wait for a slot
@@ -143,9 +140,8 @@ export async function execute(input: SqlExecuteRequest, deps: ExecutorDeps, ctx:
 export async function check(input: SqlCheckRequest, deps: ExecutorDeps, ctx: Ctx): Promise<SqlCheckReply> {
   const lease = await leaseFor(deps, ctx);
   try {
-    const guarded = guardFor(input.sql, lease, limitsFor({}, deps.config));
-    if (input.expect !== 'aggregate') return { ok: true, sql: guarded.sql, ...(guarded.tables.length ? { tables: guarded.tables } : {}) };
-    const verdict = aggregateOf(input.sql, lease.engine.dialect);
+    const { guarded, verdict } = await guardFor(input.sql, lease, limitsFor({}, deps.config, await lease.engine.serverMajorVersion?.()), input.expect === 'aggregate');
+    if (!verdict) return { ok: true, sql: guarded.sql, ...(guarded.tables.length ? { tables: guarded.tables } : {}) };
     return { ok: true, sql: guarded.sql, aggregate: verdict.aggregate, ...(verdict.reason ? { aggregate_reason: verdict.reason } : {}) };
   } catch (err) {
     if (err instanceof CortadoError && err.code === 'SQL_REJECTED') return { ok: false, reason: err.message };
@@ -160,7 +156,7 @@ export async function estimate(input: SqlCheckRequest, deps: ExecutorDeps, ctx: 
   const lease = await leaseFor(deps, ctx);
   try {
     const { engine } = lease;
-    const guarded = guardFor(input.sql, lease, limitsFor({}, deps.config));
+    const { guarded } = await guardFor(input.sql, lease, limitsFor({}, deps.config, await lease.engine.serverMajorVersion?.()));
     const stats = engine.estimate ? await inSlot(deps, lease, queryTimeoutMs(undefined, deps.config, ctx), () => engine.estimate!(guarded.sql)) : {};
     return { sql: guarded.sql, ...stats };
   } finally {
@@ -232,11 +228,13 @@ export async function ping(_input: unknown, deps: ExecutorDeps, ctx: Ctx): Promi
 
 // ---- helpers ------------------------------------------------------------------------------
 
-function limitsFor(input: Pick<SqlExecuteRequest, 'default_limit' | 'max_limit'>, config: Config): GuardLimits {
+/** The guard's limits; `serverVersion` is the engine's (engine.serverMajorVersion), judged as the oldest when unknown. */
+function limitsFor(input: Pick<SqlExecuteRequest, 'default_limit' | 'max_limit'>, config: Config, serverVersion: number | undefined): GuardLimits {
   return {
     defaultLimit: input.default_limit ?? config.query.default_limit,
     maxLimit: input.max_limit ?? config.query.max_limit,
     allowedFunctions: config.database.allowed_functions,
+    serverVersion,
   };
 }
 

@@ -32,11 +32,12 @@ import type { SecretBox } from '../lib/secrets.js';
 import type { DbEngine } from './engines/engine.js';
 import { createEngine as defaultCreateEngine } from './engines/index.js';
 import { catalogLockFor, type CatalogLock } from './guard/catalog-lock.js';
-import { prepareGuard } from './guard/index.js';
+import { startGuardWorkers } from './guard/isolated.js';
 import { mysqlCatalogLockFor } from './guard/catalog-lock-mysql.js';
 import { checkScopeRole } from './privilege.js';
 import { PostgresEngine } from './engines/postgresql.js';
 import { checkPostgresAllowList } from './guard/allow-postgresql.js';
+import { checkMysqlAllowList, hasStoredFunctions } from './guard/allow-mysql.js';
 
 /** How long a resolved scope is reused before the identity actor is asked again. */
 export const RESOLVE_CACHE_MS = 10_000;
@@ -331,11 +332,12 @@ export class ScopeRegistry {
     const engine = (async () => {
       const built = await (this.o.createEngine ?? defaultCreateEngine)(cfg, log);
       try {
-        await prepareGuard(built.dialect);
+        await startGuardWorkers();
         // checked again when the scope's connections open: grants change, and tokens with a db_config had no login
         await checkScopeRole(built, this.o.config, log, String(db.user ?? ''));
         // the scope's database may have functions that shadow allowed names: the allow-list only ever tightens
         if (built instanceof PostgresEngine) await checkPostgresAllowList(() => built.allowListCatalog(), log);
+        if (hasStoredFunctions(built)) await checkMysqlAllowList(() => built.storedFunctions(), log, (names) => built.missingBuiltins(names));
       } catch (err) {
         await built.close().catch(() => undefined);
         throw err;

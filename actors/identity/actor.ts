@@ -50,6 +50,9 @@ export async function start(deps: ActorDeps): Promise<RunningActor> {
     bus.serve(AuthTokenList, (input) => ownTokenList(input, d));
     bus.serve(AuthTokenRevoke, (input, ctx) => ownTokenRevoke(input, d, ctx));
     bus.serve(ScopeResolve, (input) => scopeResolve(input, a));
+    const admins = h.adminIdentities(config);
+    if (admins.warn) log.warn({ admins: admins.text }, admins.text);
+    else log.info({ admins: admins.text }, admins.text);
     log.info({ store: store.kind }, 'identity ready');
   } catch (err) {
     await store.close().catch(() => undefined);

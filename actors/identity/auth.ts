@@ -22,7 +22,7 @@ import type * as I from '../../protocol/schemas/identity.js';
 import type { ScopeInfo } from '../../protocol/schemas/scope.js';
 import { LoginEvt, ScopeEndedEvt, SqlConnectTest } from '../../protocol/subjects.js';
 import type { Config, DbProviderName } from '../../config/schema.js';
-import { event, now, tokenIssue, type IdentityDeps } from './handle.js';
+import { event, failureFloor, now, tokenIssue, type IdentityDeps } from './handle.js';
 import { lockedOut, publicSession, type SessionRecord } from './sessions.js';
 
 export interface AuthDeps extends IdentityDeps {
@@ -150,6 +150,7 @@ export async function authLogin(input: I.AuthLoginRequest, deps: AuthDeps, ctx: 
     throw lockedOut(reserved.lockedMs);
   }
   const attempt = reserved.attempt;
+  const started = performance.now();
   try {
     await deps.bus.request(SqlConnectTest, { db_config: sealed }, ctx);
   } catch (err) {
@@ -157,6 +158,8 @@ export async function authLogin(input: I.AuthLoginRequest, deps: AuthDeps, ctx: 
     if (e.code === 'UNAUTHORIZED') {
       await attempt.failed();
       record(false, 'invalid_credentials');
+      // the database may take longer to refuse a role it has than one it has not
+      await failureFloor(started);
       throw new CortadoError('UNAUTHORIZED', REFUSED);
     }
     await attempt.released();
@@ -186,6 +189,7 @@ export async function autoSession(input: I.AutoSessionRequest, deps: AuthDeps, c
   enabled(config);
   const auto = config.plugins.auth.auto_session;
   if (!auto.enabled) throw new CortadoError('FORBIDDEN', 'auto sessions are off (plugins.auth.auto_session.enabled is false)');
+  if (config.plugins.auth.require_login) throw new CortadoError('FORBIDDEN', 'auto sessions are off while plugins.auth.require_login is on: sign in (POST /auth/login)');
   if (auto.allowed_origins.length) {
     const origin = input.origin ? normalOrigin(input.origin) : '';
     if (!origin || !auto.allowed_origins.some((o) => normalOrigin(o) === origin)) {

@@ -13,7 +13,7 @@ import { LoginEvt, ScopeEndedEvt, TokenEvt } from '../../protocol/subjects.js';
 import { maskSecrets } from '../../config/runtime.js';
 import type { Config } from '../../config/schema.js';
 import type { ApiTokenRecord, Storage } from '../../store/index.js';
-import { ldapLogin, type LdapSettings } from '../lib/ldap.js';
+import { ldapLogin, normalizeDn, type LdapSettings } from '../lib/ldap.js';
 import { sealForRequest, type SecretBox } from '../lib/secrets.js';
 import { lockedOut, newSecret, publicSession, sha256, type Lockouts, type SessionStore } from './sessions.js';
 
@@ -51,6 +51,34 @@ export function safeEqual(a: string, b: string): boolean {
 
 const WRONG = 'wrong username or password';
 
+/**
+ * A login whose password was checked and failed answers no sooner than this after it began. The
+ * directory does the same work for unknown names as for known ones (actors/lib/ldap.ts); this
+ * floor also hides what the authority itself spends on a known user (hashing the password) and
+ * the local-account fallback, as long as those take less.
+ */
+export const FAILED_LOGIN_FLOOR_MS = 100;
+
+/** How many recent failed checks the floor looks back on, and how far it may rise. */
+const FLOOR_WINDOW = 32;
+const FLOOR_CEILING_MS = 1_000;
+const recentChecks: number[] = [];
+
+/**
+ * Waits until the floor has passed since `started` (performance.now()). The floor is `floorMs`,
+ * raised to 1.5 times the slowest of the last 32 failed checks (at most 1 s): on a loaded machine
+ * a check that takes longer than 100 ms would otherwise answer later for a known name than for an
+ * unknown one, and the difference would show again.
+ */
+export async function failureFloor(started: number, floorMs = FAILED_LOGIN_FLOOR_MS): Promise<void> {
+  const spent = performance.now() - started;
+  recentChecks.push(spent);
+  if (recentChecks.length > FLOOR_WINDOW) recentChecks.shift();
+  const floor = Math.max(floorMs, Math.min(FLOOR_CEILING_MS, 1.5 * Math.max(...recentChecks)));
+  const wait = floor - spent;
+  if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+}
+
 export async function login(input: I.LoginRequest, deps: IdentityDeps, ctx: Ctx): Promise<I.LoginReply> {
   const { config, log } = deps;
   const record = (ok: boolean, extra: { source?: 'ldap' | 'local'; reason?: string }) =>
@@ -75,13 +103,22 @@ export async function login(input: I.LoginRequest, deps: IdentityDeps, ctx: Ctx)
     throw lockedOut(reserved.lockedMs);
   }
   const attempt = reserved.attempt;
+  const started = performance.now();
 
   let source: 'ldap' | 'local' | undefined;
+  /** who signed in: the directory's own spelling of the name (the typed case may differ) */
+  let username = input.username;
   let reason = 'invalid_credentials';
-  if (config.ldap.enabled) {
-    const r = await ldapLogin(config.ldap as LdapSettings, input.username, input.password);
-    if (r.ok) source = 'ldap';
-    else {
+  // each login asks the directory for its own group: the assistant gate's (ldap.required_group_dn)
+  // or the admin panel's (admin.ldap_group_dn). Without an admin group no directory user is an
+  // admin: the directory is not asked, and only the local account may sign in to the panel.
+  const group = directoryGroup(config, input.kind);
+  if (group !== undefined) {
+    const r = await ldapLogin(config.ldap as LdapSettings, input.username, input.password, group);
+    if (r.ok) {
+      source = 'ldap';
+      username = r.username;
+    } else {
       reason = r.reason;
       if (r.reason === 'unreachable' || r.reason === 'misconfigured') log.warn({ reason: r.reason, msg: r.message }, 'directory login failed: trying the local admin account');
     }
@@ -89,7 +126,7 @@ export async function login(input: I.LoginRequest, deps: IdentityDeps, ctx: Ctx)
   // SPEC: when the directory is unreachable or the bind fails, the admin username and password are tried
   if (!source && input.kind === 'admin' && reason !== 'not_in_group') {
     if (!config.admin.password) {
-      reason = config.ldap.enabled ? reason : 'no_local_password';
+      reason = group !== undefined ? reason : 'no_local_password';
     } else if (safeEqual(input.username, config.admin.username) && safeEqual(input.password, config.admin.password)) {
       source = 'local';
     }
@@ -97,15 +134,59 @@ export async function login(input: I.LoginRequest, deps: IdentityDeps, ctx: Ctx)
   if (!source) {
     await attempt.failed();
     record(false, { reason });
-    if (reason === 'not_in_group') throw new CortadoError('FORBIDDEN', 'this account is not allowed in (not a member of the required group)');
+    await failureFloor(started);
+    if (reason === 'not_in_group') {
+      throw new CortadoError('FORBIDDEN', input.kind === 'admin'
+        ? 'this directory account is not an administrator (not a member of the admin group, admin.ldap_group_dn)'
+        : 'this account is not allowed in (not a member of the required group)');
+    }
     throw new CortadoError('UNAUTHORIZED', WRONG);
   }
   await attempt.succeeded();
   const ttlMs = input.kind === 'admin' ? config.admin.session_ttl_minutes * 60_000 : config.plugins.assistant_login.ttl_hours * 3_600_000;
-  const { token, session } = await deps.sessions.create({ username: input.username, kind: input.kind, source }, ttlMs, now(deps));
+  const { token, session } = await deps.sessions.create({ username, kind: input.kind, source }, ttlMs, now(deps));
   record(true, { source });
-  log.info({ user: input.username, kind: input.kind, source }, 'login');
+  log.info({ user: username, kind: input.kind, source }, 'login');
   return { token, session: publicSession(session) };
+}
+
+/**
+ * The directory group a login of this kind needs ('' = any directory user), or undefined when
+ * the directory is not asked at all: LDAP off, or the admin panel without admin.ldap_group_dn.
+ */
+export function directoryGroup(config: Config, kind: I.SessionKind): string | undefined {
+  if (!config.ldap.enabled) return undefined;
+  if (kind === 'admin') return config.admin.ldap_group_dn.trim() || undefined;
+  return config.ldap.required_group_dn.trim();
+}
+
+/**
+ * Who may sign in to the admin panel with this config, in words for the start-up log: the local
+ * account, the members of the directory's admin group, or nobody. `warn` when the answer is
+ * surprising (nobody, or the assistant gate's group doubling as the admin group).
+ */
+export function adminIdentities(config: Config): { text: string; warn: boolean } {
+  if (!config.admin.enabled) return { text: 'the admin panel is off (admin.enabled: false): nobody is an admin', warn: false };
+  const who: string[] = [];
+  if (config.admin.password) who.push(`the local account "${config.admin.username}"`);
+  const group = directoryGroup(config, 'admin');
+  if (group) who.push(`members of the directory group ${group} (admin.ldap_group_dn)`);
+  let text = who.length
+    ? `admin panel sign-in: ${who.join(' and ')}`
+    : 'admin panel sign-in: nobody (admin.password is empty and no directory group is set in admin.ldap_group_dn)';
+  let warn = who.length === 0;
+  if (config.ldap.enabled && !group) {
+    text += '; no directory user is an admin (set admin.ldap_group_dn to a group of administrators to let them in)';
+  } else if (!config.ldap.enabled && config.admin.ldap_group_dn.trim()) {
+    text += `; admin.ldap_group_dn is set but ldap.enabled is false, so no directory user is an admin`;
+    warn = true;
+  }
+  const gate = config.ldap.required_group_dn.trim();
+  if (group && gate && normalizeDn(group) === normalizeDn(gate)) {
+    text += `; admin.ldap_group_dn is the assistant gate's group (ldap.required_group_dn): every user the gate lets in is an admin`;
+    warn = true;
+  }
+  return { text, warn };
 }
 
 export async function session(input: { token: string; kind: I.SessionKind }, deps: IdentityDeps): Promise<I.SessionInfo> {

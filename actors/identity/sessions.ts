@@ -1,7 +1,8 @@
 /**
  * Sessions and login lockouts in the shared sessions bucket (protocol/kv.ts, JetStream KV), so every edge and every identity copy sees the
  * same ones. A session is kept under the SHA-256 of its secret (the cookie value never rests
- * anywhere); a lockout counts failures per user and client address, and per user overall.
+ * anywhere); a lockout counts failures per user and client address, and per user overall, the
+ * user named as its authority compares names (protocol/schemas/text.ts loginKey).
  *
  * An auth session (plugins.auth) also has a non-secret id, the first 32 hex digits of that
  * SHA-256: it names the session in a database scope (`s:<id>`), and an index key finds the
@@ -11,6 +12,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { CortadoError } from '../../protocol/errors.js';
 import { KvContention, type Kv } from '../../protocol/kv.js';
 import type { SessionInfo, SessionKind } from '../../protocol/schemas/identity.js';
+import { loginKey } from '../../protocol/schemas/text.js';
 
 export interface SessionRecord extends SessionInfo {
   /** auth sessions: the connection fields, secrets sealed; never in a reply */
@@ -130,7 +132,8 @@ export class Lockouts {
   }
 
   private keys(kind: SessionKind, username: string, client: string): [string, string] {
-    const user = username.trim().toLowerCase();
+    // the name as the directory or database compares it: its other spellings share the counters
+    const user = loginKey(username);
     return [`l.${kind}.${sha256(`${user}|${client}`)}`, `l.${kind}.${sha256(user)}`];
   }
 

@@ -4,7 +4,9 @@
  * SQL and a bounded summary of the result — a profile of each column, the statistical findings
  * and at most SAMPLE_ROWS rows with every value cut to SAMPLE_CELL_CHARS. The rows reaching
  * this actor are masked already (the assistant masks before anything else sees them); masked
- * columns are named to the model and never profiled.
+ * columns are named to the model and never profiled. The question, the SQL, the summary and the
+ * columns are fenced as data, and the system prompt says so (lib/prompting.ts): values, column
+ * names and the statistical findings (which quote labels) come from the database.
  *
  * The reply is read strictly: every non-blank line must be
  * `TYPE: <word> | SEVERITY: info|success|warning|critical | MESSAGE: <text>`. One line that is
@@ -20,6 +22,7 @@ import type { Insight, InsightsGenerateRequest, ModelInsightsStatus } from '../.
 import type { LlmMessage } from '../../protocol/schemas/llm.js';
 import type { Config } from '../../config/schema.js';
 import { promptText, splitPrompt } from '../../config/prompts.js';
+import { fence, inline, withDataRule } from '../lib/prompting.js';
 
 /** Rows of the result shown to the model, at most. */
 export const SAMPLE_ROWS = 10;
@@ -112,15 +115,15 @@ export function buildInsightsPrompt(
   config: Config,
   want: number,
 ): { system: string; messages: LlmMessage[] } {
-  const columns = input.columns.slice(0, SUMMARY_COLUMNS).map((c) => `${c.name} (${c.type})`).join(', ');
+  const columns = input.columns.slice(0, SUMMARY_COLUMNS).map((c) => `${inline(c.name)} (${inline(c.type)})`).join(', ');
   const { system, user } = splitPrompt(promptText(config, 'insights_generation'), {
-    question: input.question,
-    sql: input.sql,
-    result_summary: summarizeResult(input, statistical),
+    question: fence('question', input.question),
+    sql: fence('sql', input.sql),
+    result_summary: fence('result', summarizeResult(input, statistical)),
     max_insights: String(want),
-    schema_info: `Result columns: ${columns}`,
+    schema_info: `Result columns: ${fence('result columns', columns)}`,
   });
-  return { system, messages: [{ role: 'user', content: user }] };
+  return { system: withDataRule(system), messages: [{ role: 'user', content: user }] };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -144,12 +147,12 @@ export function summarizeResult(input: Pick<InsightsGenerateRequest, 'columns' |
   const findings = statistical.slice(0, SUMMARY_FINDINGS);
   if (findings.length) {
     lines.push('Statistical findings:');
-    for (const f of findings) lines.push(`- ${f.type} (${f.severity}): ${f.message}`);
+    for (const f of findings) lines.push(`- ${f.type} (${f.severity}): ${inline(f.message)}`);
   }
   const sample = input.rows.slice(0, SAMPLE_ROWS);
   if (sample.length) {
     lines.push(sample.length < input.rows.length || input.truncated ? `First ${sample.length} rows:` : 'Rows:');
-    lines.push(cols.map((c) => c.name).join(' | '));
+    lines.push(cols.map((c) => inline(c.name).replace(/\|/g, '/')).join(' | '));
     for (const row of sample) lines.push(cols.map((_, i) => cellText(row[i])).join(' | '));
   }
   return lines.join('\n');
@@ -158,7 +161,7 @@ export function summarizeResult(input: Pick<InsightsGenerateRequest, 'columns' |
 function profileColumn(name: string, type: string, cells: readonly (Cell | undefined)[], masked: boolean): string {
   const present = cells.filter((c): c is Exclude<Cell, null> => c !== null && c !== undefined);
   const nulls = cells.length - present.length;
-  const head = `${name} (${type}): ${present.length} values${nulls ? `, ${nulls} empty` : ''}`;
+  const head = `${inline(name)} (${inline(type)}): ${present.length} values${nulls ? `, ${nulls} empty` : ''}`;
   if (masked) return `${head}; masked by policy (values hidden)`;
   const distinct = new Set(present.map((c) => String(c))).size;
   const nums = present.map(numberOf).filter((x): x is number => x !== undefined);
@@ -189,12 +192,10 @@ function num(x: number): string {
   return Number.isInteger(x) ? String(x) : String(Math.round(x * 100) / 100);
 }
 
-/** One value as the model sees it: on one line, at most SAMPLE_CELL_CHARS characters. */
+/** One value as the model sees it: on one line, no column separator, at most SAMPLE_CELL_CHARS characters. */
 function cellText(cell: Cell | undefined): string {
   if (cell === null || cell === undefined) return '(empty)';
-  const text = String(cell).replace(/[\r\n\t|]+/g, ' ');
-  const chars = [...text];
-  return chars.length > SAMPLE_CELL_CHARS ? `${chars.slice(0, SAMPLE_CELL_CHARS - 1).join('')}…` : text;
+  return inline(String(cell).replace(/\|/g, ' '), SAMPLE_CELL_CHARS);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,7 +1,9 @@
 /**
  * Directory (LDAP) login through `ldapts`: direct bind with `user_dn_template`, or
  * search-and-bind with a service account; an optional group requirement checked through
- * `member`, `memberOf` or `memberUid`. Shared library code: the identity actor logs people in
+ * `member`, `memberOf` or `memberUid`. Which group a login needs is the caller's to say, for
+ * each login: the assistant gate asks for `ldap.required_group_dn`, the admin panel for
+ * `admin.ldap_group_dn` (one group serving both made every gate user an admin). Shared library code: the identity actor logs people in
  * with it, the settings actor tests a connection with it (the only importers of `ldapts`).
  *
  * Expected failures never throw: they come back as `{ ok: false, reason }`, and `unreachable`
@@ -15,6 +17,7 @@
  * - the username is escaped wherever it is placed: RFC 4515 in the search filter (no `*`,
  *   `(`, `)`, `\`, NUL reach the filter syntax), RFC 4514 in the DN template.
  */
+import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import {
   Client,
@@ -28,6 +31,7 @@ import {
   type Filter,
 } from 'ldapts';
 import type { Config } from '../../config/schema.js';
+import { loginKey, loginNameProblem } from '../../protocol/schemas/text.js';
 
 export type LdapSettings = Config['ldap'];
 
@@ -192,7 +196,8 @@ function checkUsername(username: unknown): string | null {
     const code = c.codePointAt(0) ?? 0;
     if (code < 0x20 || (code >= 0x7f && code <= 0x9f)) return 'the username contains control characters';
   }
-  return null;
+  // one spelling per user: the directory folds the others onto it (fullwidth, invisible characters, spaces)
+  return loginNameProblem(username) ?? null;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -250,13 +255,12 @@ async function readEntry(client: Client, t: Target, dn: string, attributes: stri
 }
 
 /**
- * Whether the user belongs to settings.required_group_dn. Runs on a connection allowed to read
- * the group (the service account in search mode, the user in direct-bind mode).
+ * Whether the user belongs to the group `groupDn`. Runs on a connection allowed to read the
+ * group (the service account in search mode, the user in direct-bind mode).
  */
-async function inRequiredGroup(
-  client: Client, t: Target, settings: LdapSettings, userDn: string, userEntry: Entry | undefined, username: string,
+async function inGroup(
+  client: Client, t: Target, settings: LdapSettings, groupDn: string, userDn: string, userEntry: Entry | undefined, username: string,
 ): Promise<boolean> {
-  const groupDn = settings.required_group_dn.trim();
   const mode = settings.group_member_attr;
   if (mode === 'memberOf') {
     if (!userEntry) throw new Failure('misconfigured', `cannot read the user's entry to check memberOf`);
@@ -265,7 +269,7 @@ async function inRequiredGroup(
   }
   const attr = mode === 'memberUid' ? 'memberUid' : 'member';
   const group = await readEntry(client, t, groupDn, [attr]);
-  if (!group) throw new Failure('misconfigured', `required group ${groupDn} not found (or not readable)`);
+  if (!group) throw new Failure('misconfigured', `group ${groupDn} not found (or not readable)`);
   const members = values(group, attr);
   if (mode === 'memberUid') {
     // memberUid holds uid values (caseExactIA5Match): compare with the entry's own uid when known
@@ -278,7 +282,9 @@ async function inRequiredGroup(
 }
 
 function success(dn: string, username: string, entry: Entry | undefined): LdapResult {
-  const uid = values(entry, 'uid').find((u) => u.toLowerCase() === username.toLowerCase());
+  // the entry's own spelling of the name (the session's user): the directory matched the typed
+  // name by its rules, which loginKey folds the same way
+  const uid = values(entry, 'uid').find((u) => loginKey(u) === loginKey(username));
   const displayName = values(entry, 'displayName')[0] ?? values(entry, 'cn')[0];
   const mail = values(entry, 'mail')[0];
   return {
@@ -300,7 +306,15 @@ function userBindFailure(err: ResultCodeError): Failure {
 // ---------------------------------------------------------------------------------------------
 // Login
 
-async function directBind(client: Client, t: Target, settings: LdapSettings, username: string, password: string): Promise<LdapResult> {
+/** this process's name of no entry: the DN an unknown user's password is bound to (and refused) */
+const ABSENT_RDN = `cn=cortado-no-such-user-${randomBytes(8).toString('hex')}`;
+
+/** A DN under base_dn that no entry has: binding to it costs what a user's bind costs, and fails. */
+function absentDn(baseDn: string): string {
+  return baseDn ? `${ABSENT_RDN},${baseDn}` : ABSENT_RDN;
+}
+
+async function directBind(client: Client, t: Target, settings: LdapSettings, group: string, username: string, password: string): Promise<LdapResult> {
   const dn = settings.user_dn_template.replaceAll('{username}', escapeDnValue(username));
   if ((SASL_MECHANISMS as readonly string[]).includes(dn)) throw new Failure('invalid_username', 'the username is not allowed');
   await step(t, 'user bind', () => client.bind(dn, password), userBindFailure);
@@ -309,14 +323,14 @@ async function directBind(client: Client, t: Target, settings: LdapSettings, use
     return undefined; // not readable by the user: fine unless memberOf needs it
   });
   const userDn = entry?.dn ?? dn;
-  if (settings.required_group_dn.trim() && !(await inRequiredGroup(client, t, settings, userDn, entry, username))) {
-    return { ok: false, reason: 'not_in_group', message: `${username} is not a member of ${settings.required_group_dn}` };
+  if (group && !(await inGroup(client, t, settings, group, userDn, entry, username))) {
+    return { ok: false, reason: 'not_in_group', message: `${username} is not a member of ${group}` };
   }
   return success(userDn, username, entry);
 }
 
 async function searchAndBind(
-  client: Client, t: Target, settings: LdapSettings, filter: Filter, username: string, password: string,
+  client: Client, t: Target, settings: LdapSettings, group: string, filter: Filter, username: string, password: string,
 ): Promise<LdapResult> {
   if (settings.bind_dn.trim()) {
     await step(t, 'service bind', () => client.bind(settings.bind_dn.trim(), settings.bind_password), (err) =>
@@ -339,14 +353,16 @@ async function searchAndBind(
     throw new Failure('misconfigured', 'ldap.user_search_filter matches more than one entry for this username');
   }
   const entry = found[0];
-  if (!entry) throw new Failure('invalid_credentials', 'no directory entry matches the username');
+  // A name the directory does not know does the work of one it knows — the group read and a bind
+  // of the password, to a DN that cannot exist — so the answer takes as long: the time of a wrong
+  // password does not tell which names are users (the identity actor adds a floor on top).
+  const dn = entry?.dn ?? absentDn(baseDn);
   // Decide the group question with the service account's rights, reveal it only after the
   // password has been verified.
-  const allowed = settings.required_group_dn.trim()
-    ? await inRequiredGroup(client, t, settings, entry.dn, entry, username)
-    : true;
-  await step(t, 'user bind', () => client.bind(entry.dn, password), userBindFailure);
-  if (!allowed) return { ok: false, reason: 'not_in_group', message: `${username} is not a member of ${settings.required_group_dn}` };
+  const allowed = group ? await inGroup(client, t, settings, group, dn, entry ?? { dn }, username) : true;
+  await step(t, 'user bind', () => client.bind(dn, password), userBindFailure);
+  if (!entry) throw new Failure('invalid_credentials', 'no directory entry matches the username');
+  if (!allowed) return { ok: false, reason: 'not_in_group', message: `${username} is not a member of ${group}` };
   return success(entry.dn, username, entry);
 }
 
@@ -368,7 +384,12 @@ function settingsProblem(settings: LdapSettings): string | null {
   return null;
 }
 
-export async function ldapLogin(settings: LdapSettings, username: string, password: string): Promise<LdapResult> {
+/**
+ * One directory login. `group`: the DN of the group the user must belong to for THIS login
+ * ('' = any user the directory knows), e.g. `ldap.required_group_dn` for the assistant gate,
+ * `admin.ldap_group_dn` for the admin panel.
+ */
+export async function ldapLogin(settings: LdapSettings, username: string, password: string, group: string): Promise<LdapResult> {
   const fail = (reason: LdapFailureReason, message: string): LdapResult => ({ ok: false, reason, message });
   if (!settings?.enabled) return fail('misconfigured', 'LDAP login is disabled (ldap.enabled)');
   const badName = checkUsername(username);
@@ -397,9 +418,10 @@ export async function ldapLogin(settings: LdapSettings, username: string, passwo
     return fail('misconfigured', describe(err));
   }
   try {
+    const groupDn = group.trim();
     return filter
-      ? await searchAndBind(client, t, settings, filter, username, password)
-      : await directBind(client, t, settings, username, password);
+      ? await searchAndBind(client, t, settings, groupDn, filter, username, password)
+      : await directBind(client, t, settings, groupDn, username, password);
   } catch (err) {
     if (err instanceof Failure) return fail(err.reason, err.message);
     if (isConnectionError(err)) return fail('unreachable', `directory ${t.url} unreachable: ${describe(err)}`);

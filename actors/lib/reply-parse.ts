@@ -91,3 +91,53 @@ function clean(sql: string): string {
 function bad(message: string): CortadoError {
   return new CortadoError('LLM_BAD_REPLY', message);
 }
+
+/**
+ * The tables a model picked (catalog.linking: model), from a JSON reply `{"tables": [...]}` (a
+ * bare array is taken too), inside a code fence or around prose. Only names of `allowed` count,
+ * matched exactly, else ignoring case (the list's spelling is kept); the rest are returned as
+ * `unknown` (a count for the log, never guessed into a near name). A reply with no JSON, or
+ * with no `tables` list of strings, is LLM_BAD_REPLY.
+ */
+export function parseTableListReply(raw: string, allowed: readonly string[]): { tables: string[]; unknown: number } {
+  const text = raw.replace(/\r\n?/g, '\n').trim();
+  if (!text) throw bad('the model returned an empty reply');
+  const names = jsonTables(text);
+  if (!names) throw bad('the reply holds no JSON list of tables');
+  const exact = new Set(allowed);
+  const folded = new Map<string, string>();
+  for (const a of allowed) if (!folded.has(a.toLowerCase())) folded.set(a.toLowerCase(), a);
+  const tables: string[] = [];
+  let unknown = 0;
+  for (const n of names) {
+    const name = exact.has(n) ? n : folded.get(n.trim().toLowerCase());
+    if (name === undefined) unknown++;
+    else if (!tables.includes(name)) tables.push(name);
+  }
+  return { tables, unknown };
+}
+
+/** The first JSON object (fenced blocks first) with a list of strings under `tables`, else a bare list of strings; an object without one is no list. */
+function jsonTables(text: string): string[] | undefined {
+  const tries = [...[...text.matchAll(FENCE)].map((f) => f[2] ?? ''), text];
+  const strings = (v: unknown): string[] | undefined => (Array.isArray(v) && v.every((x) => typeof x === 'string') ? (v as string[]) : undefined);
+  for (const t of tries) {
+    const object = jsonBetween(t, '{', '}');
+    if (object !== undefined) return object && typeof object === 'object' && !Array.isArray(object) ? strings((object as { tables?: unknown }).tables) : undefined;
+    const list = strings(jsonBetween(t, '[', ']'));
+    if (list) return list;
+  }
+  return undefined;
+}
+
+/** The JSON value from the first `open` to the last `close` of the text, or undefined when that is not JSON. */
+function jsonBetween(text: string, open: string, close: string): unknown {
+  const start = text.indexOf(open);
+  const end = text.lastIndexOf(close);
+  if (start < 0 || end <= start) return undefined;
+  try {
+    return JSON.parse(text.slice(start, end + 1)) as unknown;
+  } catch {
+    return undefined;
+  }
+}

@@ -20,7 +20,10 @@ export interface ModelPrice {
 
 /** List prices (USD per million tokens) of the providers' default and common models. */
 export const MODEL_PRICES: Readonly<Record<string, ModelPrice>> = Object.freeze({
-  // Anthropic (llm.anthropic.model default: claude-sonnet-4-5); cache reads at a tenth
+  // Anthropic (llm.anthropic.model default: claude-sonnet-5-5); cache reads at a tenth
+  'claude-sonnet-5-5': { input_per_mtok: 2, output_per_mtok: 10, cached_input_per_mtok: 0.2 },
+  'claude-sonnet-5': { input_per_mtok: 2, output_per_mtok: 10, cached_input_per_mtok: 0.2 },
+  // the default until 2026-11: Anthropic retires it on 30 November 2026
   'claude-sonnet-4-5': { input_per_mtok: 3, output_per_mtok: 15, cached_input_per_mtok: 0.3 },
   'claude-sonnet-4': { input_per_mtok: 3, output_per_mtok: 15, cached_input_per_mtok: 0.3 },
   'claude-haiku-4-5': { input_per_mtok: 1, output_per_mtok: 5, cached_input_per_mtok: 0.1 },

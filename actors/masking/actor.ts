@@ -5,7 +5,7 @@
 import { Actor, MaskRulesList, ResultMask } from '../../protocol/subjects.js';
 import type { ActorDeps, RunningActor } from '../runtime/actor.js';
 import { countMaskingHit } from '../../protocol/metrics.js';
-import { prepareParsers } from './dialects.js';
+import { startLineageWorkers } from './isolated.js';
 import { opaqueFunctions } from './functions.js';
 import { mask, RuleCache, type MaskingDeps } from './handle.js';
 import { createHasher } from './strategies.js';
@@ -15,7 +15,8 @@ const RULES_TIMEOUT_MS = 5_000;
 
 export async function start(deps: ActorDeps): Promise<RunningActor> {
   const { bus, config, log } = deps;
-  await prepareParsers();
+  // statements are read for lineage in a worker thread (isolated.ts): started here, parsers loaded
+  await startLineageWorkers(log);
   const hasher = createHasher(config.config_db.encryption_key || undefined);
   if (hasher.keySource === 'random') {
     log.info('mask hashes use a random key of this process (set config_db.encryption_key for hashes that stay the same across restarts and processes)');

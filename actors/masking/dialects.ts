@@ -30,7 +30,7 @@ export function prepareParsers(): Promise<void> {
 export function parseForLineage(sql: string, dialect: Dialect): Query {
   if (dialect === 'postgresql') return pgQuery(sql);
   const text = dialect === 'trino' ? sql : toPostgresText(sql, dialect);
-  const viaPg = text !== undefined ? pgQueryOrUndefined(text) : undefined;
+  const viaPg = text !== undefined ? pgQueryOrUndefined(text, dialect) : undefined;
   if (viaPg !== undefined) return viaPg;
   return nspQuery(sql, dialect) ?? OPAQUE_QUERY;
 }

@@ -20,6 +20,14 @@
  * - A PostgreSQL operator that is not one of PostgreSQL's own symbols, or one named through
  *   `OPERATOR(schema.op)`: a user-defined operator runs a function, which may read anything.
  *
+ * - A function that takes a whole row, called in PostgreSQL's attribute notation: `c.row_to_json`
+ *   is `row_to_json(c)`, every column of `c` (lineage.ts reads `c.x` as a column x of c, or the
+ *   whole row when x is one of these or a function the deployment allows). The functions of
+ *   pg_catalog callable with one argument of a row's type (record, anyelement, anynonarray,
+ *   "any", anycompatible...) on PostgreSQL 13 to 18, and the row functions of common
+ *   extensions (hstore): a name that is not a column of the row and not one of these is an
+ *   error on the server, not a call.
+ *
  * Names compare lower-cased, by their last part and in full (`pg_catalog.unnest` is `unnest`;
  * an allowed `public.f` matches `public.f` and `f`).
  */
@@ -60,6 +68,21 @@ const TABLE_FUNCTIONS: ReadonlySet<string> = new Set([
   'json_table', 'xmltable', 'sequence',
 ]);
 
+/**
+ * Functions a whole row can be given in attribute notation (`c.f` = `f(c)`): pg_catalog's
+ * functions callable with one argument of a pseudo-type a composite fits (window functions and
+ * ordered-set aggregates need OVER / WITHIN GROUP and cannot be called that way), and
+ * extensions' row functions.
+ */
+const WHOLE_ROW: ReadonlySet<string> = new Set([
+  'row_to_json', 'to_json', 'to_jsonb', 'json_agg', 'jsonb_agg', 'json_agg_strict', 'jsonb_agg_strict', 'array_agg', 'any_value',
+  'json_build_array', 'jsonb_build_array', 'concat', 'quote_literal', 'quote_nullable',
+  'record_out', 'record_send', 'hash_record', 'hash_record_extended', 'num_nonnulls', 'num_nulls', 'pg_column_size', 'pg_typeof',
+  'pg_collation_for', 'pg_column_compression', 'pg_column_toast_chunk_id',
+  'any_out', 'anyelement_out', 'anynonarray_out', 'anycompatible_out', 'anycompatiblenonarray_out',
+  'hstore',
+]);
+
 /** PostgreSQL's own operator symbols (pg_operator of a plain installation). */
 const PG_OPERATORS: ReadonlySet<string> = new Set([
   '+', '-', '*', '/', '%', '^', '|/', '||/', '@', '&', '|', '#', '~', '<<', '>>',
@@ -75,18 +98,28 @@ function lastPart(name: string): string {
   return dot < 0 ? name : name.slice(dot + 1);
 }
 
-/** Whether a function's value cannot be traced through its arguments. */
-export type OpaqueFunction = (name: string) => boolean;
+/**
+ * Whether a function's value cannot be traced through its arguments; `listed`: whether the
+ * deployment allows it (database.allowed_functions: it may take a whole row too).
+ */
+export type OpaqueFunction = ((name: string) => boolean) & { listed?: (name: string) => boolean };
 
 /** The rule above, with the deployment's `database.allowed_functions`. */
 export function opaqueFunctions(allowed: readonly string[] = []): OpaqueFunction {
-  const listed = new Set(allowed.map((n) => n.trim().toLowerCase()).filter((n) => n !== ''));
-  const listedLast = new Set([...listed].map(lastPart));
-  return (name) => {
+  const names = new Set(allowed.map((n) => n.trim().toLowerCase()).filter((n) => n !== ''));
+  const namesLast = new Set([...names].map(lastPart));
+  const listed = (name: string): boolean => {
     const n = name.toLowerCase();
-    const last = lastPart(n);
-    return READS_DATA.has(last) || listed.has(n) || listedLast.has(last);
+    return names.has(n) || namesLast.has(lastPart(n));
   };
+  const fn: OpaqueFunction = (name) => READS_DATA.has(lastPart(name.toLowerCase())) || listed(name);
+  fn.listed = listed;
+  return fn;
+}
+
+/** Whether `x.name` may be `name(x)` on a whole row (PostgreSQL's attribute notation). */
+export function isWholeRowFunction(name: string): boolean {
+  return WHOLE_ROW.has(name.toLowerCase());
 }
 
 /** Whether a FROM function's rows are made of its arguments only. */

@@ -35,7 +35,9 @@
  * of a rule its names match if there is one (never `partial`: hash instead), else with the
  * strongest strategy among all active rules and `hash`, reported as rule `(lineage unknown)`.
  * So SQL nobody can parse, with any rule active, has every column masked; columns fully traced
- * and matching no rule are never touched.
+ * and matching no rule are never touched. mask() reads the statement in a worker thread
+ * (isolated.ts: bounded in size, time and memory); a parse that fails there, runs too long or
+ * breaks its parser is the same unknown lineage.
  */
 import type { Ctx } from '../../protocol/bus.js';
 import { CortadoError } from '../../protocol/errors.js';
@@ -43,9 +45,14 @@ import type { Logger } from '../../protocol/log.js';
 import type { Cell, Column, Dialect } from '../../protocol/schemas/common.js';
 import type { MaskedColumn, MaskRuleLite, ResultMaskReply, ResultMaskRequest } from '../../protocol/schemas/policy.js';
 import { parseForLineage } from './dialects.js';
+import { lineageQuery } from './isolated.js';
+import { looksLikeDocument, maskDocuments, nestedDocument } from './documents.js';
 import { opaqueFunctions, type OpaqueFunction } from './functions.js';
-import { Lineage, resolveColumns, type Source } from './lineage.js';
+import { Lineage, OPAQUE_QUERY, resolveColumns, type Query } from './lineage.js';
+import { compileRule, display, namesDocument, sourceMatches, type CompiledRule } from './rules.js';
 import { masker, strongest, type Hasher, type Strategy } from './strategies.js';
+
+export { globMatch } from './rules.js';
 
 /** How long the rule store's answer is used before it is asked again. */
 export const RULES_TTL_MS = 3_000;
@@ -53,6 +60,9 @@ export const RULES_TTL_MS = 3_000;
 export const RULES_STALE_MAX_MS = 10 * 60_000;
 
 export const UNKNOWN_LINEAGE_RULE = '(lineage unknown)';
+
+/** No function of the deployment's (database.allowed_functions) listed. */
+const DEFAULT_OPAQUE = opaqueFunctions();
 
 export interface RuleSource {
   get(ctx: Ctx): Promise<MaskRuleLite[]>;
@@ -68,67 +78,20 @@ export interface MaskingDeps {
 
 export async function mask(input: ResultMaskRequest, deps: MaskingDeps, ctx: Ctx): Promise<ResultMaskReply> {
   const rules = input.rules ?? (await deps.rules.get(ctx));
-  const masked = planMasks(input.sql, input.dialect, input.columns, rules, deps.opaqueFn);
+  // the statement is read in a worker (isolated.ts): never on this event loop; unreadable → opaque
+  const query = rules.length && input.columns.length ? await lineageQuery(input.sql, input.dialect) : OPAQUE_QUERY;
+  const p = plan(() => query, input.dialect, input.columns, rules, deps.opaqueFn ?? DEFAULT_OPAQUE);
+  // a value made from a whole column that comes out shaped like a document: the column held one
+  p.masked.push(...transformedDocuments(input.columns, input.rows, p, rules));
+  p.masked.sort((a, b) => a.index - b.index);
+  const rows = applyMasks(input.rows, p.masked, deps.hasher);
+  // the keys inside the documents of the columns left whole (documents.ts)
+  const docs = maskDocuments(rows, input.columns, p.masked, p.lineages, p.active, deps.hasher);
+  const masked = [...p.masked, ...docs.masked].sort((a, b) => a.index - b.index);
   if (masked.length) {
     deps.log.debug({ rid: ctx.requestId, masked: masked.map((m) => `${m.column}:${m.strategy}`), rows: input.rows.length }, 'result masked');
   }
-  return { rows: applyMasks(input.rows, masked, deps.hasher), masked };
-}
-
-// ---- rules ------------------------------------------------------------------------------------
-
-interface CompiledRule {
-  rule: MaskRuleLite;
-  column: RegExp;
-  /** dotted patterns: the table part */
-  table?: RegExp;
-}
-
-const compiled = new Map<string, CompiledRule>();
-
-function globRegExp(glob: string): RegExp {
-  let re = '';
-  for (const ch of glob) {
-    if (ch === '*') re += '.*';
-    else if (ch === '?') re += '.';
-    else re += ch.replace(/[\\^$.|+()[\]{}]/g, '\\$&');
-  }
-  return new RegExp(`^${re}$`, 'is');
-}
-
-/** Whether a glob matches a name (case-insensitive; `*` and `?`). */
-export function globMatch(glob: string, name: string): boolean {
-  return globRegExp(glob).test(name);
-}
-
-function compile(rule: MaskRuleLite): CompiledRule {
-  const key = `${rule.strategy}\u0000${rule.field_pattern}`;
-  let c = compiled.get(key);
-  if (!c) {
-    const dot = rule.field_pattern.lastIndexOf('.');
-    c = dot < 0
-      ? { rule, column: globRegExp(rule.field_pattern) }
-      : { rule, column: globRegExp(rule.field_pattern.slice(dot + 1)), table: globRegExp(rule.field_pattern.slice(0, dot)) };
-    if (compiled.size > 1_000) compiled.clear();
-    compiled.set(key, c);
-  }
-  return c;
-}
-
-function tableMatches(re: RegExp, table: string | undefined): boolean {
-  if (table === undefined) return true; // not known which table: the safe side
-  const parts = table.split('.');
-  for (let i = 0; i < parts.length; i++) if (re.test(parts.slice(i).join('.'))) return true;
-  return false;
-}
-
-function sourceMatches(r: CompiledRule, s: Source): boolean {
-  if (s.column === null || !r.column.test(s.column)) return false;
-  return r.table ? tableMatches(r.table, s.table) : true;
-}
-
-function display(s: Source): string {
-  return s.table !== undefined ? `${s.table}.${s.column ?? '*'}` : (s.column ?? '*');
+  return { rows: docs.rows, masked };
 }
 
 // ---- the plan ---------------------------------------------------------------------------------
@@ -143,46 +106,91 @@ function effective(strategy: Strategy, viaSources: boolean, lin: Lineage): Strat
   return strategy === 'partial' && (lin.opaque || (viaSources && lin.derived)) ? 'hash' : strategy;
 }
 
-/** Which columns to mask, how, and why. */
+/** Which columns to mask, how, and why (the SQL parsed in this thread: tests and the bench; mask() parses in a worker). */
 export function planMasks(
   sql: string,
   dialect: Dialect,
   columns: readonly Column[],
   rules: readonly MaskRuleLite[],
-  opaqueFn: OpaqueFunction = opaqueFunctions(),
+  opaqueFn: OpaqueFunction = DEFAULT_OPAQUE,
 ): MaskedColumn[] {
-  if (rules.length === 0 || columns.length === 0) return [];
+  return plan(() => parseForLineage(sql, dialect), dialect, columns, rules, opaqueFn).masked;
+}
+
+interface Plan {
+  masked: MaskedColumn[];
+  lineages: Lineage[];
+  active: CompiledRule[];
+}
+
+function plan(parse: () => Query, dialect: Dialect, columns: readonly Column[], rules: readonly MaskRuleLite[], opaqueFn: OpaqueFunction): Plan {
+  if (rules.length === 0 || columns.length === 0) return { masked: [], lineages: [], active: [] };
   const names = columns.map((c) => c.name);
   let lineages: Lineage[];
   try {
-    lineages = resolveColumns(parseForLineage(sql, dialect), columns.length, names, opaqueFn);
+    lineages = resolveColumns(parse(), columns.length, names, opaqueFn, dialect);
   } catch {
     // a parser failure of ours is an unknown lineage like any other
     lineages = columns.map(() => Lineage.opaque());
   }
-  const active = rules.map(compile);
+  const active = rules.map(compileRule);
+  // columns the statement itself reads inside (a path on them): documents, wherever else they appear
+  const documents = new Set<string>();
+  for (const lin of lineages) for (const s of lin.sources.values()) if (s.path?.length && s.column !== null) documents.add(`${s.table ?? ''}\u0000${s.column}`);
   // a value of unknown make is never masked with `partial` (see effective)
   const fallback = strongest([...rules.map((r) => r.strategy), 'hash'])!;
   const out: MaskedColumn[] = [];
   columns.forEach((col, index) => {
     const lin = lineages[index] ?? Lineage.opaque();
     const hits: Array<{ rule: MaskRuleLite; strategy: Strategy; via: string[] }> = [];
+    let unknown = lin.opaque;
+    for (const s of lin.sources.values()) {
+      // a document turned into another value: its keys are out of sight
+      if (s.flat && s.column !== null && !s.path?.length && documents.has(`${s.table ?? ''}\u0000${s.column}`)) unknown = true;
+    }
     for (const r of active) {
       const via: string[] = [];
-      for (const s of lin.sources.values()) if (sourceMatches(r, s)) via.push(display(s));
+      for (const s of lin.sources.values()) {
+        // a dotted rule naming the column as a document (`payload.email`): a value made from it all
+        if (sourceMatches(r, s) || (s.flat && !s.leaf && namesDocument(r, s))) via.push(display(s));
+      }
       const byName = !r.table && r.column.test(col.name);
-      if (via.length || byName) hits.push({ rule: r.rule, strategy: effective(r.rule.strategy, via.length > 0, lin), via: via.length ? via : [col.name] });
+      if (via.length || byName) hits.push({ rule: r.rule, strategy: effective(r.rule.strategy, via.length > 0, lin), via: via.length ? [...new Set(via)] : [col.name] });
     }
     if (hits.length) {
-      const strategy: Strategy = strongest(hits.map((h) => h.strategy))!;
-      const rule = hits.find((h) => h.strategy === strategy)!.rule;
+      const strategy: Strategy = strongest(hits.map((h) => (unknown && h.strategy === 'partial' ? 'hash' : h.strategy)))!;
+      const rule = hits.find((h) => (unknown && h.strategy === 'partial' ? 'hash' : h.strategy) === strategy)!.rule;
       const sources = [...new Set(hits.flatMap((h) => h.via))];
       out.push({ index, column: col.name, strategy, rule: rule.field_pattern, sources });
       return;
     }
-    if (lin.opaque) {
-      out.push({ index, column: col.name, strategy: fallback, rule: UNKNOWN_LINEAGE_RULE, sources: [...lin.sources.values()].map(display) });
+    if (unknown) {
+      out.push({ index, column: col.name, strategy: fallback, rule: UNKNOWN_LINEAGE_RULE, sources: [...new Set([...lin.sources.values()].map(display))] });
     }
+  });
+  return { masked: out, lineages, active };
+}
+
+/**
+ * Columns made from the whole of a column (a function, an operator, a cast over it: `flat`)
+ * whose values come out shaped like a document (JSON, or text showing quoted keys): the column
+ * held documents, and whatever was done to them may have renamed or dropped the keys a rule
+ * names (`regexp_replace(payload::text, 'email', 'mail')`), so the walk cannot be trusted: the
+ * column is masked whole, as of unknown lineage.
+ */
+function transformedDocuments(columns: readonly Column[], rows: readonly Cell[][], p: Plan, rules: readonly MaskRuleLite[]): MaskedColumn[] {
+  if (p.active.length === 0) return [];
+  const planned = new Set(p.masked.map((m) => m.index));
+  const out: MaskedColumn[] = [];
+  columns.forEach((col, index) => {
+    if (planned.has(index)) return;
+    const lin = p.lineages[index];
+    const flat = lin ? [...lin.sources.values()].filter((s) => s.flat && s.column !== null && !s.path?.length) : [];
+    if (flat.length === 0) return;
+    // a document the statement built has the statement's keys: only what is nested in it as text counts
+    const shaped = (v: Cell): boolean => typeof v === 'string' && (lin!.built && !lin!.reparsed ? nestedDocument(v) : looksLikeDocument(v));
+    if (!rows.some((r) => shaped(r[index] ?? null))) return;
+    out.push({ index, column: col.name, strategy: strongest([...rules.map((r) => r.strategy), 'hash'])!, rule: UNKNOWN_LINEAGE_RULE, sources: flat.map(display) });
   });
   return out;
 }

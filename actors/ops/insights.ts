@@ -8,6 +8,10 @@
  * `TYPE: cost|performance|security|capacity | SEVERITY: info|warning|critical | MESSAGE: <text>`.
  * One line that is not drops them all (status bad_reply); a model that cannot be reached gives
  * status unavailable. Either way the operation's view stands. At most ai_insights_max are kept.
+ *
+ * The aggregates name users as the warehouse reports them (BigQuery's user_email): the block is
+ * fenced as data, each name kept on its line and capped, and the system prompt says fenced text
+ * is data (lib/prompting.ts).
  */
 import type { Bus, Ctx } from '../../protocol/bus.js';
 import { toCortadoError } from '../../protocol/errors.js';
@@ -17,11 +21,14 @@ import type { Insight } from '../../protocol/schemas/insights.js';
 import type { OpsOperation, OpsProjectResult, OpsRunReply } from '../../protocol/schemas/ops.js';
 import type { Config } from '../../config/schema.js';
 import { promptText, splitPrompt } from '../../config/prompts.js';
+import { fence, inline, withDataRule } from '../lib/prompting.js';
 import { round2 } from './compute.js';
 
 export const MESSAGE_MAX_CHARS = 400;
 /** Users named in the summary, at most. */
 const TOP_USERS = 5;
+/** Characters of a user's name shown, at most. */
+const USER_CHARS = 120;
 const REPLY_MARGIN_MS = 5_000;
 
 const TYPES = new Set(['cost', 'performance', 'security', 'capacity']);
@@ -70,7 +77,7 @@ export function summarizeOps(op: OpsOperation, projects: readonly OpsProjectResu
         const slotHours = all.reduce((a, j) => a + j.slot, 0) / 3_600_000;
         const max = all.reduce((a, j) => Math.max(a, j.cost), 0);
         const costed = p.target.engine === 'bigquery';
-        lines.push(`- ${name} (${p.target.engine}, last ${r.window_days} days): ${all.length} top queries (by bytes and by slot time; not every query); ${costed ? `cost of these top queries $${round2(cost)}, most expensive single query $${round2(max)}, ` : ''}${round2(bytes / 2 ** 30)} GiB, ${round2(slotHours)} slot-hours${costed ? `; top users by cost: ${top.map(([u, c]) => `${u} $${round2(c)}`).join(', ') || 'none'}` : ''}`);
+        lines.push(`- ${name} (${p.target.engine}, last ${r.window_days} days): ${all.length} top queries (by bytes and by slot time; not every query); ${costed ? `cost of these top queries $${round2(cost)}, most expensive single query $${round2(max)}, ` : ''}${round2(bytes / 2 ** 30)} GiB, ${round2(slotHours)} slot-hours${costed ? `; top users by cost: ${top.map(([u, c]) => `${inline(u, USER_CHARS)} $${round2(c)}`).join(', ') || 'none'}` : ''}`);
         break;
       }
       case 'forecast_monthly_costs':
@@ -102,15 +109,21 @@ export interface OpsInsightsDeps {
   log?: Logger;
 }
 
+/** The prompt: the template's part before the operation as the system prompt (with the rule on fenced text), the aggregates fenced. */
+export function buildOpsPrompt(op: OpsOperation, projects: readonly OpsProjectResult[], config: Config): { system: string; user: string } {
+  const { system, user } = splitPrompt(promptText(config, 'ops_insights_generation'), {
+    question: op,
+    result_summary: fence('aggregates', summarizeOps(op, projects)),
+    max_insights: String(config.ops_agent.ai_insights_max),
+  });
+  return { system: withDataRule(system), user };
+}
+
 /** Ask the model; never throws. */
 export async function opsInsights(op: OpsOperation, projects: readonly OpsProjectResult[], deps: OpsInsightsDeps, ctx: Ctx): Promise<OpsRunReply['insights']> {
   const max = deps.config.ops_agent.ai_insights_max;
   if (!deps.config.ops_agent.ai_insights || max <= 0) return { status: 'off', items: [] };
-  const { system, user } = splitPrompt(promptText(deps.config, 'ops_insights_generation'), {
-    question: op,
-    result_summary: summarizeOps(op, projects),
-    max_insights: String(max),
-  });
+  const { system, user } = buildOpsPrompt(op, projects, deps.config);
   const budget = Date.now() + OpsRun.timeoutMs - REPLY_MARGIN_MS;
   const callCtx: Ctx = { ...ctx, deadline: Math.min(budget, ctx.deadline !== undefined ? ctx.deadline - REPLY_MARGIN_MS : budget) };
   let reply: string;

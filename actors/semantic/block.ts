@@ -10,6 +10,9 @@
  * 3. And to use a metric's SQL expression verbatim, without recalculating it.
  * 4. Injected only when the layer lives in PostgreSQL (config_db) and an entity is defined.
  *
+ * The header (our instructions) stands before a fence; what admins and the auto-discovery wrote
+ * (names, descriptions, synonyms, expressions) is inside it, as data (lib/prompting.ts).
+ *
  * Relevance: with `tables` (the tables of the question's prompt, named as the catalog names
  * them: unqualified in the default schema, `schema.table` elsewhere) only the entities of those
  * tables go in, the relationships between two of them, and the active metrics over them (or
@@ -17,6 +20,7 @@
  * are taken most relevant first; what does not fit is left out.
  */
 import type { Dialect } from '../../protocol/schemas/common.js';
+import { fence, neutralize } from '../lib/prompting.js';
 import type {
   ContextReply, ContextRequest, SemanticEntity, SemanticMetric, SemanticRelationship,
 } from '../../protocol/schemas/semantic.js';
@@ -218,12 +222,13 @@ const SECTION_TITLE: Record<Item['kind'], string> = { entity: 'Entities:', relat
  */
 export function renderBlock(rel: Relevant, byId: ReadonlyMap<number, SemanticEntity>, opts: { defaultSchema?: string | undefined; dialect?: Dialect | undefined; maxChars?: number | undefined }): { text: string; entities: SemanticEntity[]; relationships: SemanticRelationship[]; metrics: SemanticMetric[] } {
   const items: Array<Item & { ref: SemanticEntity | SemanticRelationship | SemanticMetric }> = [];
-  rel.metrics.forEach((m, i) => items.push({ kind: 'metric', text: renderMetric(m), order: i, ref: m }));
+  // as the fence will hold them (neutralised), so that what is counted is what is sent
+  rel.metrics.forEach((m, i) => items.push({ kind: 'metric', text: neutralize(renderMetric(m)), order: i, ref: m }));
   rel.relationships.forEach((r, i) => {
     const text = renderRelationship(r, byId, opts.defaultSchema, opts.dialect);
-    if (text !== undefined) items.push({ kind: 'relationship', text, order: i, ref: r });
+    if (text !== undefined) items.push({ kind: 'relationship', text: neutralize(text), order: i, ref: r });
   });
-  rel.entities.forEach((e, i) => items.push({ kind: 'entity', text: renderEntity(e, opts.defaultSchema), order: i, ref: e }));
+  rel.entities.forEach((e, i) => items.push({ kind: 'entity', text: neutralize(renderEntity(e, opts.defaultSchema)), order: i, ref: e }));
   // priority: interleave the kinds by their rank, metrics first at a tie
   const kindRank = { metric: 0, relationship: 1, entity: 2 } as const;
   items.sort((a, b) => a.order - b.order || kindRank[a.kind] - kindRank[b.kind]);
@@ -231,7 +236,8 @@ export function renderBlock(rel: Relevant, byId: ReadonlyMap<number, SemanticEnt
   const budget = opts.maxChars ?? Infinity;
   const chosen: typeof items = [];
   const kinds = new Set<Item['kind']>();
-  let size = BLOCK_HEADER.length;
+  // the header, a line break and the fence's two lines (the sections inside start without a blank line)
+  let size = BLOCK_HEADER.length + fence('semantic layer', '').length - 1;
   if (size > budget) return { text: '', entities: [], relationships: [], metrics: [] };
   for (const item of items) {
     // "\n\n<title>" the first time a kind appears, then "\n<item>"
@@ -242,14 +248,14 @@ export function renderBlock(rel: Relevant, byId: ReadonlyMap<number, SemanticEnt
     chosen.push(item);
   }
   if (chosen.length === 0) return { text: '', entities: [], relationships: [], metrics: [] };
-  const parts = [BLOCK_HEADER];
+  const sections: string[] = [];
   for (const kind of ['entity', 'relationship', 'metric'] as const) {
     const of = chosen.filter((i) => i.kind === kind).sort((a, b) => a.order - b.order);
-    if (of.length) parts.push(`\n${SECTION_TITLE[kind]}\n${of.map((i) => i.text).join('\n')}`);
+    if (of.length) sections.push(`${SECTION_TITLE[kind]}\n${of.map((i) => i.text).join('\n')}`);
   }
   const pick = <K extends Item['kind']>(kind: K) => chosen.filter((i) => i.kind === kind).sort((a, b) => a.order - b.order).map((i) => i.ref);
   return {
-    text: parts.join('\n'),
+    text: `${BLOCK_HEADER}\n${fence('semantic layer', sections.join('\n\n'))}`,
     entities: pick('entity') as SemanticEntity[],
     relationships: pick('relationship') as SemanticRelationship[],
     metrics: pick('metric') as SemanticMetric[],

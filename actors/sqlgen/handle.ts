@@ -3,6 +3,11 @@
  * reply) in the default `combined` mode; the SQL alone in `sql` mode (when routing splits
  * intent detection onto another model). A previous attempt the database rejected is shown
  * to the model with the database's error, so it can correct itself.
+ *
+ * What the database and the user wrote reaches the model fenced as data (lib/prompting.ts):
+ * the schema text and the business context arrive fenced from the catalog and the semantic
+ * layer; the question, the earlier turns and the database's error are fenced here; the system
+ * prompt ends with the rule that fenced text is data, never instructions.
  */
 import type { Bus, Ctx } from '../../protocol/bus.js';
 import { LlmComplete } from '../../protocol/subjects.js';
@@ -10,7 +15,7 @@ import type { SqlGenerateReply, SqlGenerateRequest } from '../../protocol/schema
 import type { LlmMessage } from '../../protocol/schemas/llm.js';
 import type { Config } from '../../config/schema.js';
 import { promptText, splitPrompt } from '../../config/prompts.js';
-import { DIALECT_NAMES, formatAnswer, historyMessages, today } from '../lib/prompting.js';
+import { DIALECT_NAMES, fence, formatAnswer, historyMessages, today, withDataRule } from '../lib/prompting.js';
 import { parseSqlReply } from '../lib/reply-parse.js';
 
 export interface SqlGenDeps {
@@ -29,7 +34,7 @@ export function buildSqlPrompt(input: SqlGenerateRequest, configured: Config, no
     today: today(now),
     default_limit: String(config.query.default_limit),
     personality: promptText(config, 'barista_personality'),
-    question: input.question,
+    question: fence('question', input.question),
   });
   const messages: LlmMessage[] = [...historyMessages(input.history)];
   const ask = input.mode === 'sql' ? `${user}\n\n(This question needs the database: reply with INTENT: sql.)` : user;
@@ -38,10 +43,10 @@ export function buildSqlPrompt(input: SqlGenerateRequest, configured: Config, no
     messages.push({ role: 'assistant', content: formatAnswer({ sql: input.previous.sql }) });
     messages.push({
       role: 'user',
-      content: `The database rejected that SQL with this error:\n${input.previous.error}\n\nWrite a corrected query for the same question, using only the tables and columns listed. Reply in the same format.`,
+      content: `The database rejected that SQL with this error:\n${fence('database error', input.previous.error)}\n\nWrite a corrected query for the same question, using only the tables and columns listed. Reply in the same format.`,
     });
   }
-  return { system, messages };
+  return { system: withDataRule(system), messages };
 }
 
 export async function generate(input: SqlGenerateRequest, deps: SqlGenDeps, ctx: Ctx): Promise<SqlGenerateReply> {

@@ -7,6 +7,7 @@
  * scheduler's cron helper over the bus (`schedule.cron.preview`), never by a second cron parser.
  */
 import { randomUUID } from 'node:crypto';
+import { orderedId } from './ordered-id.js';
 import type { Bus, Ctx } from '../../protocol/bus.js';
 import { CortadoError } from '../../protocol/errors.js';
 import type { Logger } from '../../protocol/log.js';
@@ -54,7 +55,7 @@ export async function historyAdd(input: { owner: string; entry: W.HistoryInput }
   const question = entry.question.trim();
   if (!question) throw new CortadoError('VALIDATION_FAILED', 'question: empty', { errors: [{ path: '/question', message: 'a question' }] });
   const record: HistoryRecord = {
-    id: randomUUID(), owner: input.owner, question, favourite: entry.favourite ?? false, at: new Date(at).toISOString(),
+    id: orderedId(), owner: input.owner, question, favourite: entry.favourite ?? false, at: new Date(at).toISOString(),
     ...(entry.sql !== undefined ? { sql: entry.sql } : {}),
     ...(entry.row_count !== undefined ? { row_count: entry.row_count } : {}),
     ...(entry.request_id !== undefined ? { request_id: entry.request_id } : {}),

@@ -12,10 +12,24 @@
  *     the same), read through the executor's engine (`introspect()`, what sql.introspect runs),
  *     with its time and the memory it takes, then the catalog actor's index and first question.
  *
+ * (c) real schemas (`npm run bench:linking` only, not `npm run bench`): public sample databases
+ *     side by side in one PostgreSQL database, alone and inside warehouse noise up to 2,000 and
+ *     10,000 relations (bench/linking/real/), business questions through the same handler on the
+ *     catalog the executor's engine introspects, with values from the executor's sql.profile;
+ *     dev, held-out test and all; then the largest size once more without declared foreign keys.
+ *
+ * (d) catalog.linking: model without a model (bench/linking/real/candidates.ts): the share of
+ *     the real-schema questions' answer tables that reach the candidate list the model would be
+ *     shown, per list size (BENCH_LINKING_CANDIDATES, "100"; "25,50,100,200" for the curve), at the real sizes —
+ *     the ceiling a model could reach; no model is asked.
+ *
  * Knobs: BENCH_LINKING_SIZES ("100,1000,10000"), BENCH_LINKING_SEED (13), BENCH_LINKING_DB
  * ("cortado_bench_10k"; "none" skips (b)), BENCH_INTROSPECT_RUNS (3), BENCH_LINKING_MISSES=1 (list the
- * incomplete questions of the largest size with the tables sent).
- * Needs a PostgreSQL at DATABASE_URL (else 127.0.0.1:5432) for (b).
+ * incomplete questions of the largest size with the tables sent, and of each real-schema run),
+ * BENCH_LINKING_ONLY ("synthetic" runs (a) and (b), "real" runs (c), "candidates" runs (d)), BENCH_LINKING_REAL_SIZES
+ * ("0,2000,10000"; 0 or "bare" is the sources alone), BENCH_LINKING_REAL_NOFK ("1"; "0" skips the run
+ * without foreign keys), BENCH_LINKING_REAL_OUT (a file for every run's per-question results, JSON).
+ * Needs a PostgreSQL at DATABASE_URL (else 127.0.0.1:5432) for (b) and (c).
  */
 import { createHash } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
@@ -38,6 +52,8 @@ import { testConfig } from '../../test/helpers/config.js';
 import { ADMIN_URL } from '../../test/helpers/pg.js';
 import { benchConfig, evaluateLinking, REPORT_HEADER, reportRow, type LinkingReport, type Selector } from './evaluate.js';
 import { catalogDdl, generateCatalog, type GeneratedCatalog } from './generate.js';
+import { realSection } from './real/report.js';
+import { candidateSection } from './real/candidates.js';
 
 const SIZES = (process.env.BENCH_LINKING_SIZES ?? '100,1000,10000').split(',').map(Number).filter((n) => Number.isInteger(n) && n > 0);
 const SEED = Number(process.env.BENCH_LINKING_SEED ?? 13);
@@ -239,5 +255,9 @@ async function introspectionSection(): Promise<void> {
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  await linkingSection();
+  const only = process.env.BENCH_LINKING_ONLY;
+  if (only && only !== 'synthetic' && only !== 'real' && only !== 'candidates') throw new Error(`BENCH_LINKING_ONLY is "synthetic", "real" or "candidates", not "${only}"`);
+  if (only !== 'real' && only !== 'candidates') await linkingSection();
+  if (only !== 'synthetic' && only !== 'candidates') await realSection();
+  if (only !== 'synthetic') await candidateSection();
 }

@@ -15,6 +15,7 @@
 import { Tiktoken } from 'js-tiktoken/lite';
 import o200k from 'js-tiktoken/ranks/o200k_base';
 import type { Config } from '../../config/schema.js';
+import type { Dialect } from '../../protocol/schemas/common.js';
 import { buildCatalog, type Catalog } from '../../actors/catalog/catalog.js';
 import { renderSchemaText } from '../../actors/catalog/schema-text.js';
 import { buildSqlPrompt } from '../../actors/sqlgen/handle.js';
@@ -88,19 +89,24 @@ const FIXED_NOW = new Date('2026-11-25T12:00:00Z');
 
 /** Tokens of the SQL-generation prompt for a question with this schema text and business context. */
 export function promptTokens(generated: GeneratedCatalog, question: string, schemaText: string, businessContext: string, config: Config = benchConfig()): number {
+  return promptTokensFor(generated.introspection.dialect, question, schemaText, businessContext, config);
+}
+
+/** The same for any catalog: the whole SQL prompt of a question in this dialect. */
+export function promptTokensFor(dialect: Dialect, question: string, schemaText: string, businessContext: string, config: Config = benchConfig()): number {
   const { system, messages } = buildSqlPrompt({
-    question, schema_text: schemaText, business_context: businessContext, dialect: generated.introspection.dialect, history: [], mode: 'combined',
+    question, schema_text: schemaText, business_context: businessContext, dialect, history: [], mode: 'combined',
   }, config, FIXED_NOW);
   return countTokens(system) + messages.reduce((n, m) => n + countTokens(typeof m.content === 'string' ? m.content : JSON.stringify(m.content)), 0);
 }
 
-function percentile(xs: readonly number[], p: number): number {
+export function percentile(xs: readonly number[], p: number): number {
   if (!xs.length) return NaN;
   const sorted = [...xs].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)]!;
 }
 
-const mean = (xs: readonly number[]): number => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : NaN);
+export const mean = (xs: readonly number[]): number => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : NaN);
 
 /** Run `select` over every question of the catalog and measure the selections. */
 export async function evaluateLinking(generated: GeneratedCatalog, select: Selector, options: { config?: Config } = {}): Promise<LinkingReport> {

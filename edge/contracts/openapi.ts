@@ -47,6 +47,9 @@ function security(auth: RouteAuth, method: string): Array<Record<string, string[
   const any: Array<Record<string, string[]>> = [{ assistantCookie: [] }, { bearerToken: [] }, {}];
   switch (auth) {
     case 'none': return [];
+    case 'login': return [];
+    // anyone; while plugins.auth.require_login, a token or a session (not an auto session)
+    case 'open': return [{}, { bearerToken: [] }, { sessionHeader: [] }, cookie('adminCookie'), cookie('assistantCookie'), cookie('authCookie')];
     case 'admin': return [cookie('adminCookie')];
     case 'assistant': return [cookie('assistantCookie')];
     case 'auth': return [{ sessionHeader: [] }, cookie('authCookie')];

@@ -26,6 +26,8 @@ export interface CorsPolicy {
   response(origin: string | undefined): Record<string, string>;
   /** headers for the 204 answer to a preflight */
   preflight(origin: string | undefined, requestHeaders: string | undefined): Record<string, string>;
+  /** whether pages of this Origin may call Cortado at all (listed, or `*`; `null` only under `*`) */
+  allows(origin: string): boolean;
 }
 
 const ALL_METHODS = 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS';
@@ -86,6 +88,7 @@ export function corsPolicy(config: Config, log?: Logger): CorsPolicy {
   };
 
   return {
+    allows: (origin) => allow(origin) !== undefined,
     response(origin): Record<string, string> {
       if (!origin) return {};
       const a = allow(origin);

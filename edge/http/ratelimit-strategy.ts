@@ -58,22 +58,27 @@ function isNum(v: unknown): v is number {
   return typeof v === 'number' && Number.isFinite(v);
 }
 
-/** Decide one request. `state` is whatever the store held (undefined, or garbage: a fresh start). */
-export function decide(strategy: Strategy, state: unknown, now: number, q: Quota): Verdict {
+/**
+ * Decide one request. `state` is whatever the store held (undefined, or garbage: a fresh start).
+ * `cost`: how many requests it counts as (an MCP batch counts each tool call it holds); it is
+ * allowed only when all of them fit, and then all are taken at once.
+ */
+export function decide(strategy: Strategy, state: unknown, now: number, q: Quota, cost = 1): Verdict {
+  const n = Math.max(1, Math.floor(cost));
   switch (strategy) {
-    case 'sliding_window': return slidingWindow(state, now, q);
-    case 'token_bucket': return tokenBucket(state, now, q);
-    case 'fixed_window': return fixedWindow(state, now, q);
+    case 'sliding_window': return slidingWindow(state, now, q, n);
+    case 'token_bucket': return tokenBucket(state, now, q, n);
+    case 'fixed_window': return fixedWindow(state, now, q, n);
   }
 }
 
-function slidingWindow(state: unknown, now: number, q: Quota): Verdict {
+function slidingWindow(state: unknown, now: number, q: Quota, n: number): Verdict {
   const s = state as Partial<SlidingState> | undefined;
   const logged = s?.s === 'sw' && Array.isArray(s.t) ? s.t.filter(isNum) : [];
   // a timestamp taken at `now - W` has just left the window
   const live = logged.filter((ts) => ts > now - q.windowMs).sort((a, b) => a - b);
-  if (live.length < q.limit) {
-    live.push(now);
+  if (live.length + n <= q.limit) {
+    for (let i = 0; i < n; i++) live.push(now);
     const keep = live.slice(-q.limit);
     return {
       allowed: true,
@@ -83,13 +88,19 @@ function slidingWindow(state: unknown, now: number, q: Quota): Verdict {
       next: { s: 'sw', t: keep } satisfies SlidingState,
     };
   }
-  // the request becomes possible when all but L-1 of the live ones have left the window
-  const frees = live[live.length - q.limit]!;
+  if (n > q.limit) return never(q);
+  // the request becomes possible when all but L-n of the live ones have left the window
+  const frees = live[live.length - (q.limit - n) - 1]!;
   const wait = Math.max(1, frees + q.windowMs - now);
-  return { allowed: false, remaining: 0, resetMs: wait, retryAfterMs: wait };
+  return { allowed: false, remaining: Math.max(0, q.limit - live.length), resetMs: wait, retryAfterMs: wait };
 }
 
-function tokenBucket(state: unknown, now: number, q: Quota): Verdict {
+/** A request that counts as more than the whole quota: never allowed; asked again after a window. */
+function never(q: Quota): Verdict {
+  return { allowed: false, remaining: 0, resetMs: q.windowMs, retryAfterMs: q.windowMs };
+}
+
+function tokenBucket(state: unknown, now: number, q: Quota, n: number): Verdict {
   const s = state as Partial<BucketState> | undefined;
   const perMs = q.limit / q.windowMs;
   let tokens = q.limit;
@@ -97,8 +108,8 @@ function tokenBucket(state: unknown, now: number, q: Quota): Verdict {
     // a clock a little behind another edge's must not drain the bucket
     tokens = Math.min(q.limit, Math.max(0, s.k) + Math.max(0, now - s.t) * perMs);
   }
-  if (tokens >= 1) {
-    const left = tokens - 1;
+  if (tokens >= n) {
+    const left = tokens - n;
     const whole = Math.floor(left);
     return {
       allowed: true,
@@ -108,11 +119,12 @@ function tokenBucket(state: unknown, now: number, q: Quota): Verdict {
       next: { s: 'tb', k: left, t: now } satisfies BucketState,
     };
   }
-  const wait = Math.max(1, Math.ceil((1 - tokens) / perMs));
-  return { allowed: false, remaining: 0, resetMs: wait, retryAfterMs: wait };
+  if (n > q.limit) return never(q);
+  const wait = Math.max(1, Math.ceil((n - tokens) / perMs));
+  return { allowed: false, remaining: Math.floor(tokens), resetMs: wait, retryAfterMs: wait };
 }
 
-function fixedWindow(state: unknown, now: number, q: Quota): Verdict {
+function fixedWindow(state: unknown, now: number, q: Quota, n: number): Verdict {
   const s = state as Partial<FixedState> | undefined;
   let start = now;
   let count = 0;
@@ -121,14 +133,15 @@ function fixedWindow(state: unknown, now: number, q: Quota): Verdict {
     count = Math.max(0, s.n);
   }
   const ends = Math.max(1, start + q.windowMs - now);
-  if (count < q.limit) {
+  if (count + n <= q.limit) {
     return {
       allowed: true,
-      remaining: q.limit - count - 1,
+      remaining: q.limit - count - n,
       resetMs: ends,
       retryAfterMs: 0,
-      next: { s: 'fw', w: start, n: count + 1 } satisfies FixedState,
+      next: { s: 'fw', w: start, n: count + n } satisfies FixedState,
     };
   }
-  return { allowed: false, remaining: 0, resetMs: ends, retryAfterMs: ends };
+  if (n > q.limit) return never(q);
+  return { allowed: false, remaining: Math.max(0, q.limit - count), resetMs: ends, retryAfterMs: ends };
 }

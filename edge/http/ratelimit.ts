@@ -14,6 +14,8 @@
  *   `cortado_assistant`, every kind session.ts names), an `x-session-id` header (asked as every
  *   session kind at once), or an API token (`Authorization: Bearer`, `x-mcp-token`).
  * - `user_id`: the user behind that session or token (all of a user's sessions share one budget).
+ * - An auto session (plugins.auth.auto_session) counts as its client address under every
+ *   key_type: anyone may mint one, so it must never buy a fresh budget.
  * A session id or token is believed only after the identity actor confirmed it (IdentitySession,
  * TokenCheck over the bus); an unknown, expired or unverifiable one (identity not answering)
  * falls back to the client-address budget. So inventing session ids never buys a fresh budget:
@@ -71,6 +73,12 @@ export interface RateLimitResult {
 export interface RateLimiter {
   /** undefined (synchronously, no promise) when no limit applies to this request */
   check(req: HttpRequest, rid: string): Promise<RateLimitResult> | undefined;
+  /**
+   * A request that carries `units` pieces of work (an MCP batch of tool calls) counts as that
+   * many: the units beyond the one `check` took, all or none, on the same rule and budget.
+   * undefined when no limit applies (or units is 1).
+   */
+  charge(req: HttpRequest, rid: string, units: number): Promise<RateLimitResult> | undefined;
 }
 
 export interface RateLimiterOptions {
@@ -188,29 +196,32 @@ export function createRateLimiter(opts: RateLimiterOptions): RateLimiter {
 
   // ---- who is asking ----------------------------------------------------------------------
 
-  const known = new Map<string, { user: string | undefined; until: number }>();
+  /** who a credential is: its user, and whether it is an auto session (anyone may mint one) */
+  interface Holder { user: string; auto: boolean }
+  const known = new Map<string, { holder: Holder | undefined; until: number }>();
 
   /** The user behind a credential, or undefined when the identity actor does not know it. */
-  const userOf = async (c: Credential, rid: string): Promise<string | undefined> => {
+  const holderOf = async (c: Credential, rid: string): Promise<Holder | undefined> => {
     const ck = hash(`${c.type}|${c.kinds.join(',')}|${c.secret}`);
     const at = now();
     const hit = known.get(ck);
-    if (hit && hit.until > at) return hit.user;
+    if (hit && hit.until > at) return hit.holder;
     const ctx = { requestId: rid };
     const opts = { timeoutMs: IDENTITY_TIMEOUT_MS };
-    const lookups: Array<Promise<{ username: string; expires_at: string }>> = c.type === 'token'
+    const lookups: Array<Promise<{ username: string; expires_at: string; auto?: boolean }>> = c.type === 'token'
       ? [bus.request(TokenCheck, { token: c.secret }, ctx, opts).then((r) => r.info)]
       : c.kinds.map((kind) => bus.request(IdentitySession, { token: c.secret, kind }, ctx, opts));
     const answers = await Promise.allSettled(lookups);
     const found = answers.find((a) => a.status === 'fulfilled');
     if (found?.status === 'fulfilled') {
       const expires = Date.parse(found.value.expires_at);
-      remember(known, ck, { user: found.value.username, until: Math.min(at + KNOWN_TTL_MS, Number.isFinite(expires) ? expires : at) });
-      return found.value.username;
+      const holder = { user: found.value.username, auto: found.value.auto === true };
+      remember(known, ck, { holder, until: Math.min(at + KNOWN_TTL_MS, Number.isFinite(expires) ? expires : at) });
+      return holder;
     }
     // only the identity actor's "no" is remembered; silence may be a restart
     const refusedByIdentity = answers.every((a) => a.status === 'rejected' && a.reason instanceof CortadoError && (a.reason.code === 'UNAUTHORIZED' || a.reason.code === 'VALIDATION_FAILED'));
-    if (refusedByIdentity) remember(known, ck, { user: undefined, until: at + UNKNOWN_TTL_MS });
+    if (refusedByIdentity) remember(known, ck, { holder: undefined, until: at + UNKNOWN_TTL_MS });
     return undefined;
   };
 
@@ -219,9 +230,12 @@ export function createRateLimiter(opts: RateLimiterOptions): RateLimiter {
     if (keyType !== 'ip') {
       try {
         for (const c of credentials(req)) {
-          const user = await userOf(c, rid);
-          if (user === undefined) continue;
-          if (keyType === 'user_id') return { kind: 'user', id: hash(user.trim().toLowerCase()) };
+          const holder = await holderOf(c, rid);
+          if (holder === undefined) continue;
+          // an auto session is free for the asking: a fresh one must never be a fresh budget (nor
+          // share one with every other auto session under its label), so it counts as its address
+          if (holder.auto) break;
+          if (keyType === 'user_id') return { kind: 'user', id: hash(holder.user.trim().toLowerCase()) };
           return { kind: c.type === 'token' ? 'tok' : 'sid', id: hash(`${c.type}|${c.secret}`) };
         }
       } catch (err) {
@@ -269,12 +283,12 @@ export function createRateLimiter(opts: RateLimiterOptions): RateLimiter {
    * One request against the shared counters: read, decide, compare-and-swap, retry on a lost
    * race. `hot`: refused because the races never ended, not because the quota is used up.
    */
-  const take = async (key: string, strategy: Strategy, rule: Rule): Promise<Verdict & { hot?: true }> => {
+  const take = async (key: string, strategy: Strategy, rule: Rule, cost: number): Promise<Verdict & { hot?: true }> => {
     const bucket = await store();
     let verdict: Verdict | undefined;
     try {
       await within(bucket.update(key, (state) => {
-        verdict = decide(strategy, state, now(), rule);
+        verdict = decide(strategy, state, now(), rule, cost);
         return verdict.allowed ? verdict.next : undefined;
       }, { tries: MAX_RACES }), STORE_TIMEOUT_MS * 2, 'updating a counter');
       return verdict!;
@@ -306,30 +320,34 @@ export function createRateLimiter(opts: RateLimiterOptions): RateLimiter {
     return undefined;
   };
 
-  const refusal = (rule: Rule, v: Verdict): RateLimitResult => {
+  /** `units`: what the whole request counts as (more than 1: a batch whose units beyond the first were refused) */
+  const refusal = (rule: Rule, v: Verdict, units = 1): RateLimitResult => {
     const headers = rateLimitHeaders(rule, v);
     const seconds = headers['retry-after'];
     countRateLimited(rule.pattern);
-    return {
-      allowed: false,
-      headers,
-      error: new CortadoError('RATE_LIMITED', `too many requests: at most ${rule.limit} per ${rule.windowMs / 1000} s for ${rule.pattern}; try again in ${seconds} s`),
-    };
+    const quota = `${rule.limit} per ${rule.windowMs / 1000} s for ${rule.pattern}`;
+    const what = units === 1
+      ? `at most ${quota}; try again in ${seconds} s`
+      : units > rule.limit
+        ? `this request counts as ${units} (one per tool call), more than the ${quota}: send fewer at once`
+        : `this request counts as ${units} (one per tool call) and ${v.remaining + 1} of ${quota} were left, its own included; try again in ${seconds} s`;
+    return { allowed: false, headers, error: new CortadoError('RATE_LIMITED', `too many requests: ${what}`) };
   };
 
-  const run = async (req: HttpRequest, rid: string, rule: Rule): Promise<RateLimitResult> => {
+  const run = async (req: HttpRequest, rid: string, rule: Rule, cost = 1, units = cost): Promise<RateLimitResult> => {
     try {
       const strategy = config.rate_limiting.strategy as Strategy;
       const w = await who(req, rid);
       const key = `${rule.id}.${w.kind}.${w.id}`;
       const cached = stillRefused(key);
-      if (cached) return refusal(rule, cached);
+      if (cached) return refusal(rule, cached, units);
       if (now() < downUntil) return { allowed: true, headers: {} };
       // a request that waited in line behind the refusal need not ask the store either
-      const v = await serial(key, async () => stillRefused(key) ?? take(key, strategy, rule));
+      const v = await serial(key, async () => stillRefused(key) ?? take(key, strategy, rule, cost));
       if (v.allowed) return { allowed: true, headers: rateLimitHeaders(rule, v) };
-      if (!('hot' in v)) remember(refused, key, now() + v.retryAfterMs);
-      return refusal(rule, v);
+      // only a refusal of one request says the budget is spent: a large batch refused may leave room for smaller ones
+      if (!('hot' in v) && cost === 1) remember(refused, key, now() + v.retryAfterMs);
+      return refusal(rule, v, units);
     } catch (err) {
       warn(err, 'the shared counters (JetStream KV) cannot be reached');
       return { allowed: true, headers: {} };
@@ -341,17 +359,27 @@ export function createRateLimiter(opts: RateLimiterOptions): RateLimiter {
     void Promise.resolve().then(currentRules).then(store).catch((err: unknown) => warn(err, 'the shared counters (JetStream KV) cannot be reached'));
   }
 
+  const ruleOf = (req: HttpRequest): Rule | undefined => {
+    if (!config.rate_limiting.enabled) return undefined;
+    try {
+      return currentRules().ruleFor(req.path);
+    } catch (err) {
+      warn(err, 'the rate_limiting section cannot be applied');
+      return undefined;
+    }
+  };
+
   return {
     check(req, rid) {
-      if (!config.rate_limiting.enabled) return undefined;
-      let rule: Rule | undefined;
-      try {
-        rule = currentRules().ruleFor(req.path);
-      } catch (err) {
-        warn(err, 'the rate_limiting section cannot be applied');
-        return undefined;
-      }
+      const rule = ruleOf(req);
       return rule ? run(req, rid, rule) : undefined;
+    },
+    charge(req, rid, units) {
+      const rule = units > 1 ? ruleOf(req) : undefined;
+      if (!rule) return undefined;
+      // more than the whole quota can never fit: refused without touching the counters
+      if (units > rule.limit) return Promise.resolve(refusal(rule, { allowed: false, remaining: 0, resetMs: rule.windowMs, retryAfterMs: rule.windowMs }, units));
+      return run(req, rid, rule, units - 1, units);
     },
   };
 }

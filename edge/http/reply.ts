@@ -4,6 +4,7 @@ import type { Validator } from 'typebox/compile';
 import { describeErrors } from '../../protocol/define.js';
 import { CortadoError, toCortadoError } from '../../protocol/errors.js';
 import { HTTP_REQUEST_ID } from '../../protocol/headers.js';
+import { FieldPolicy, stripUndeclared, undeclaredFields } from './fields.js';
 import { checkText, type TextRules } from './json.js';
 import type { HttpRequest, HttpResponse } from './server.js';
 
@@ -42,13 +43,24 @@ export function sendError(res: HttpResponse, err: unknown, rid: string, extra: R
   return e;
 }
 
+export interface BodyRules extends TextRules {
+  /**
+   * What becomes of fields the schema does not declare (edge/http/fields.ts): `refuse` (the
+   * default) answers 400 naming the first; `strip` drops them (SQLatte-compatible routes).
+   * Either way the route never sees one.
+   */
+  fields?: FieldPolicy;
+}
+
 /**
  * Content type → 415, size → 413, nesting deeper than MAX_JSON_DEPTH → 400 (the server refuses
  * it while reading the body), syntax → 400, control characters → 400 naming the field (every
- * string is a name but the top-level fields `rules.text` names), schema → 400 with the failing
- * paths. The body comes back as the schema's static type (protocol/schemas/http.ts).
+ * string is a name but the top-level fields `rules.text` names), a field the schema does not
+ * declare → 400 naming it (or dropped, `rules.fields`), schema → 400 with the failing paths.
+ * The body comes back as the schema's static type (protocol/schemas/http.ts), holding only the
+ * fields it declares.
  */
-export async function readJson<T extends TSchema>(req: HttpRequest, check: Validator<{}, T>, rules: TextRules = {}): Promise<StaticEncode<T, {}>> {
+export async function readJson<T extends TSchema>(req: HttpRequest, check: Validator<{}, T>, rules: BodyRules = {}): Promise<StaticEncode<T, {}>> {
   const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
   if (type !== 'application/json') {
     throw new CortadoError('UNSUPPORTED_MEDIA_TYPE', 'send the body as application/json');
@@ -61,10 +73,29 @@ export async function readJson<T extends TSchema>(req: HttpRequest, check: Valid
     throw new CortadoError('MALFORMED_BODY', 'the body is not valid JSON');
   }
   checkText(value, rules);
+  const strip = rules.fields === FieldPolicy.Strip;
+  if (!strip) {
+    const extra = undeclaredFields(check.Type(), value);
+    if (extra.length) throw undeclared(check.Type(), extra);
+  }
   if (!check.Check(value)) {
     const errors = describeErrors(check, value);
     const first = errors[0];
     throw new CortadoError('VALIDATION_FAILED', first ? `${first.path}: ${first.message}` : 'the body does not match the expected shape', { errors });
   }
+  if (strip) stripUndeclared(check.Type(), value);
   return value;
+}
+
+/** 400 for fields a body may not hold: the first by name, the body's own fields when it is at the top. */
+function undeclared(schema: TSchema, paths: string[]): CortadoError {
+  const first = paths[0]!;
+  const shown = first.length > 80 ? `${first.slice(0, 80)}…` : first;
+  const top = /^\/[^/]*$/.test(first);
+  const props = (schema as { properties?: unknown }).properties;
+  const names = top && props && typeof props === 'object' ? Object.keys(props) : [];
+  const known = names.length ? ` (it takes ${names.join(', ')})` : '';
+  return new CortadoError('VALIDATION_FAILED', `${shown}: not a field of this body${known}`, {
+    errors: paths.slice(0, 20).map((path) => ({ path, message: 'not a field of this body' })),
+  });
 }

@@ -5,7 +5,7 @@
  * runs: ids and names go on to stores, databases and logs.
  *
  * Every route says what it needs of its caller (`auth`, edge/caller.ts). The admin, assistant,
- * auth and admin_or_any routes get their caller resolved before the handler runs (after the path check), so
+ * auth, admin_or_any and open routes get their caller resolved before the handler runs (after the path check), so
  * a handler of theirs never runs for a stranger; the others resolve it when they ask
  * (`ctx.caller()`): the legacy assistant needs its body's session_id first, and MCP requests
  * of an open session are matched by their token's digest rather than asked about each time.
@@ -14,6 +14,7 @@ import type { TObject, TSchema } from 'typebox';
 import { CortadoError } from '../../protocol/errors.js';
 import type { Logger } from '../../protocol/log.js';
 import { textProblem } from '../../protocol/schemas/text.js';
+import type { Owner } from '../../protocol/scope.js';
 import type { CallerFor, CallerHint, CallerResolver, RouteAuth } from '../caller.js';
 import type { HttpRequest, HttpResponse } from './server.js';
 
@@ -26,6 +27,8 @@ export interface RequestContext {
 export interface RouteContext<A extends RouteAuth = RouteAuth> extends RequestContext {
   /** who is calling, as the route's `auth` requires; resolved once per request (later calls share it) */
   caller(hint?: CallerHint): Promise<CallerFor<A>>;
+  /** whose what an open route starts is (CallerResolver.owner); resolved once per request */
+  owner(): Promise<Owner>;
 }
 
 export type RouteHandler<A extends RouteAuth = RouteAuth> = (req: HttpRequest, res: HttpResponse, ctx: RouteContext<A>) => Promise<void> | void;
@@ -81,7 +84,7 @@ interface Route {
 export type Match = { handler: BoundHandler; params: Record<string, string>; pattern: string } | { notFound: true } | { allowed: string[] };
 
 /** Routes whose caller is resolved before the handler runs. */
-const UP_FRONT: ReadonlySet<RouteAuth> = new Set<RouteAuth>(['admin', 'assistant', 'auth', 'admin_or_any']);
+const UP_FRONT: ReadonlySet<RouteAuth> = new Set<RouteAuth>(['admin', 'assistant', 'auth', 'admin_or_any', 'open']);
 
 export class Router {
   private readonly routes: Route[] = [];
@@ -125,10 +128,12 @@ export class Router {
     const upFront = UP_FRONT.has(auth);
     return async (req, res, base) => {
       let resolved: Promise<CallerFor<RouteAuth>> | undefined;
+      let owned: Promise<Owner> | undefined;
       const ctx: RouteContext = {
         rid: base.rid,
         get log() { return base.log; },
         caller: (hint) => (resolved ??= callers.resolve(auth, req, base.rid, hint)),
+        owner: () => (owned ??= callers.owner(req, base.rid)),
       };
       if (upFront) await ctx.caller();
       await handler(req, res, ctx);

@@ -1,19 +1,33 @@
 /**
  * The HTTP seam: the ONLY file that imports uWebSockets.js, behind a small interface with a
- * node:http twin. `auto` picks uWS when its native binary loads for this Node ABI (its JS
- * fallback is broken, so it is never used), otherwise node:http. WebSocket upgrades on the
- * paths `websocket.paths` names go to uWS's own WebSocket support, or to the `ws` package on
+ * node:http twin (server-node.ts; what both share at the wire is in wire.ts). node:http is the default (`node`, and `auto`, the older name of the default);
+ * uWS is taken only when asked for (`uws`) and its native binary loads for this Node ABI (its
+ * JS fallback is broken, so it is never used). WebSocket upgrades on the paths
+ * `websocket.paths` names go to uWS's own WebSocket support, or to the `ws` package on
  * node:http; what a connection does is the endpoint's (edge/ws/endpoint.ts), the same on both.
+ *
+ * Why node:http is the default (issue 25, measured with raw sockets, test/edge/http-protocol):
+ * llhttp refuses every ambiguous or broken message (RFC 9112 §6.3) with a 400 and closes,
+ * answers pipelined requests in order, and `ws` closes on any RFC 6455 violation with 1002.
+ * uWebSockets.js 20.30 does much of that in C++ out of reach: it takes lax chunk syntax, drops
+ * malformed requests without an answer, closes a connection on which a request is pipelined
+ * behind an unanswered one, and takes unmasked client frames. Here it refuses what JavaScript
+ * can see (every chunked body, repeated Content-Length or Host, oversized headers) so that no
+ * request hidden behind one is ever served, and says at start-up that it belongs behind a
+ * proxy that normalises HTTP/1.1. Both servers: HEAD answers carry no body; an answer sent
+ * before its request's body was read whole closes the connection (a 413 never reads 50 MB on);
+ * slow headers, slow or stalled bodies and idle connections are cut off (`HttpTimeouts`).
  */
 import { existsSync } from 'node:fs';
-import http from 'node:http';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import type { AddressInfo, Socket } from 'node:net';
-import { WebSocketServer, type WebSocket as NodeWebSocket } from 'ws';
 import { CortadoError } from '../../protocol/errors.js';
-import { checkJsonDepth, isJsonType } from './json.js';
 import { CheckedQuery } from './query.js';
+import { nodeServer } from './server-node.js';
+import { BODY_METHODS, bodyClock, checked, DEFAULT_TIMEOUTS, MAX_HEADER_BYTES, protocolAnswer, statusLine, tooLarge, WS_CLOSE, type HttpTimeouts } from './wire.js';
+
+export { DEFAULT_TIMEOUTS, MAX_HEADER_BYTES, type HttpTimeouts } from './wire.js';
+export { WS_CLOSE } from './wire.js';
 
 export interface HttpRequest {
   /** upper case */
@@ -53,14 +67,29 @@ export type RequestHandler = (req: HttpRequest, res: HttpResponse) => void;
 
 export interface HttpServer {
   readonly kind: 'uws' | 'node';
+  /** what the operator must hear at start-up about this server (logged at warn by the edge) */
+  readonly warnings: readonly string[];
   /** resolves with the bound port */
   listen(host: string, port: number): Promise<number>;
   close(): Promise<void>;
 }
 
+
+
+/**
+ * uWebSockets.js's own timer (HTTP_IDLE_TIMEOUT_S in its C++ core, no setting): it closes a
+ * connection whose headers, body or next request have not come within ~10 s (measured: 10–14 s,
+ * its timers tick every 4 s).
+ */
+export const UWS_IDLE_MS = 10_000;
+
+
 export interface ServerOptions {
+  /** `auto` is the older name of the default, node */
   kind: 'auto' | 'uws' | 'node';
   maxBodyBytes: number;
+  /** DEFAULT_TIMEOUTS when not given */
+  timeouts?: HttpTimeouts;
   handler: RequestHandler;
   /** WebSocket upgrades, when the edge takes them */
   websocket?: WsOptions;
@@ -113,28 +142,17 @@ export interface WsOptions {
   open(up: WsUpgrade, peer: WsPeer): WsSession;
 }
 
-/** Close codes (RFC 6455 §7.4.1) the seam itself uses. */
-export const WS_CLOSE = { GoingAway: 1001, TooBig: 1009, TryAgainLater: 1013 } as const;
 
-const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
-
-function statusLine(status: number): string {
-  return `${status} ${http.STATUS_CODES[status] ?? ''}`.trim();
-}
-
-/** The body as read, refused when it is JSON nested too deep: checked once here, for every route. */
-function checked(body: Promise<Buffer>, headers: Record<string, string>): Promise<Buffer> {
-  if (!isJsonType(headers['content-type'])) return body;
-  const out = body.then((b) => {
-    checkJsonDepth(b);
-    return b;
-  });
-  out.catch(() => undefined);
-  return out;
-}
-
-function tooLarge(limit: number): CortadoError {
-  return new CortadoError('PAYLOAD_TOO_LARGE', `the request body is over ${Math.round(limit / 1024)} KB`);
+/** Why a message the uWS edge can see is refused (MALFORMED_REQUEST), or undefined. */
+function uwsFramingProblem(seen: { host: number; contentLength: number; transferEncoding: number; headerBytes: number }, contentLength: string | undefined): string | undefined {
+  // uWS's chunk parser takes what RFC 9112 §7.1 does not (a space after the size, data not
+  // followed by CRLF): a chunked body is refused whole, and a proxy in front sends Content-Length
+  if (seen.transferEncoding > 0) return 'Transfer-Encoding is not taken by this server (app.http_server uws): send the body with Content-Length';
+  if (seen.contentLength > 1) return 'more than one Content-Length';
+  if (contentLength !== undefined && !/^[0-9]{1,15}$/.test(contentLength)) return 'Content-Length is not a decimal number';
+  if (seen.host > 1) return 'more than one Host';
+  if (seen.headerBytes > MAX_HEADER_BYTES) return `the request headers are over ${MAX_HEADER_BYTES / 1024} KB`;
+  return undefined;
 }
 
 /** Where the uWS native binary for this platform and Node ABI would be, if it ships one. */
@@ -150,15 +168,29 @@ export function uwsAvailable(): boolean {
 }
 
 export async function createHttpServer(opts: ServerOptions): Promise<HttpServer> {
-  if (opts.kind === 'node') return nodeServer(opts);
-  if (uwsAvailable()) {
-    const server = await uwsServer(opts).catch(() => undefined);
-    if (server) return server;
+  if (opts.kind !== 'uws') return nodeServer(opts);
+  const server = uwsAvailable() ? await uwsServer(opts).catch(() => undefined) : undefined;
+  if (!server) {
+    throw new CortadoError('CONFIG_INVALID', `app.http_server is uws, but uWebSockets.js has no native binary for Node ${process.version}; use node`);
   }
-  if (opts.kind === 'uws') {
-    throw new CortadoError('CONFIG_INVALID', `app.http_server is uws, but uWebSockets.js has no native binary for Node ${process.version}; use auto or node`);
-  }
-  return nodeServer(opts);
+  return server;
+}
+
+/** What the operator is told when the uWS edge starts (docs/security.md, "HTTP framing and slow clients"). */
+function uwsWarnings(t: HttpTimeouts): string[] {
+  const out = [
+    'app.http_server is uws: uWebSockets.js takes lax chunk syntax, drops malformed requests without an answer, closes connections that pipeline requests, and takes unmasked WebSocket frames (its C++ core, out of reach); ' +
+      'this edge refuses chunked bodies and repeated framing headers, but run it only behind a reverse proxy that normalises HTTP/1.1 (nginx, HAProxy, Envoy), or use app.http_server: node (docs/security.md). ' +
+      'Its own ~10 s timer also bounds headers, bodies and idle connections',
+  ];
+  // settings changed from their defaults that uWS cannot honour are named, not ignored in silence
+  const fixed: string[] = [];
+  if (t.headersMs !== UWS_IDLE_MS) fixed.push('app.headers_timeout_seconds');
+  if (t.keepAliveMs !== UWS_IDLE_MS) fixed.push('app.keep_alive_timeout_seconds');
+  if (t.requestMs > UWS_IDLE_MS + 4_000 && t.requestMs !== DEFAULT_TIMEOUTS.requestMs) fixed.push('app.request_timeout_seconds over 10');
+  if (t.bodyIdleMs > UWS_IDLE_MS) fixed.push('app.body_idle_timeout_seconds over 10');
+  if (fixed.length > 0) out.push(`${fixed.join(', ')}: not in force on uws, whose own timer closes a connection whose headers, body or next request take over ~10 s`);
+  return out;
 }
 
 // ---- uWebSockets.js -------------------------------------------------------------------
@@ -167,8 +199,47 @@ async function uwsServer(opts: ServerOptions): Promise<HttpServer> {
   const { default: uWS } = await import('uWebSockets.js');
   if (!String(uWS.App).includes('[native code]')) throw new Error('uWS native binary not loaded');
   const app = uWS.App();
+  const timeouts = opts.timeouts ?? DEFAULT_TIMEOUTS;
   let listenSocket: unknown = null;
   const sockets = new Set<{ end(code?: number, msg?: string): void }>();
+
+  /** The headers as one record (repeats joined), and the counts the framing check needs. */
+  type UReq = Parameters<Parameters<typeof app.any>[1]>[1];
+  type URes = Parameters<Parameters<typeof app.any>[1]>[0];
+  const readHeaders = (ureq: UReq): { headers: Record<string, string>; problem?: string } => {
+    const headers: Record<string, string> = {};
+    const seen = { host: 0, contentLength: 0, transferEncoding: 0, headerBytes: 0 };
+    ureq.forEach((k, v) => {
+      seen.headerBytes += k.length + v.length + 4;
+      if (k === 'host') seen.host++;
+      else if (k === 'content-length') seen.contentLength++;
+      else if (k === 'transfer-encoding') seen.transferEncoding++;
+      headers[k] = headers[k] === undefined ? v : `${headers[k]}, ${v}`;
+    });
+    return { headers, problem: uwsFramingProblem(seen, headers['content-length']) };
+  };
+
+  /**
+   * Refuses a message, answering only after this turn of the event loop. uWS parses everything
+   * that one read brought in before it returns, and serves a request hidden behind a refused one
+   * even after `end(body, true)`; but it closes a connection outright when a request arrives
+   * while the one before is unanswered. So a request smuggled in the same read is never served
+   * (the connection closes), and a lone bad message gets its 400 and a close.
+   */
+  const refuseLater = (ures: URes, err: CortadoError): void => {
+    let gone = false;
+    ures.onAborted(() => { gone = true; });
+    ures.onData(() => undefined);
+    setImmediate(() => {
+      if (gone) return;
+      const a = protocolAnswer(err);
+      ures.cork(() => {
+        ures.writeStatus(statusLine(a.status));
+        for (const [k, v] of Object.entries(a.headers)) if (k !== 'connection') ures.writeHeader(k, v);
+        ures.end(a.body, true);
+      });
+    });
+  };
 
   const wsOpts = opts.websocket;
   if (wsOpts) {
@@ -184,8 +255,11 @@ async function uwsServer(opts: ServerOptions): Promise<HttpServer> {
         idleTimeout: wsOpts.idleTimeoutSeconds,
         sendPingsAutomatically: true,
         upgrade: (ures, ureq, context) => {
-          const headers: Record<string, string> = {};
-          ureq.forEach((k, v) => { headers[k] = headers[k] ? `${headers[k]}, ${v}` : v; });
+          const { headers, problem } = readHeaders(ureq);
+          if (problem) {
+            refuseLater(ures, new CortadoError('MALFORMED_REQUEST', problem));
+            return;
+          }
           const up: WsUpgrade = { path: ureq.getUrl(), rawQuery: ureq.getQuery() ?? '', headers, remoteAddress: Buffer.from(ures.getRemoteAddressAsText()).toString() };
           const refused = wsOpts.check(up);
           if (refused) {
@@ -243,9 +317,13 @@ async function uwsServer(opts: ServerOptions): Promise<HttpServer> {
 
   app.any('/*', (ures, ureq) => {
     // `ureq` is valid only in this synchronous scope: copy what we need now.
+    const { headers, problem } = readHeaders(ureq);
+    if (problem) {
+      refuseLater(ures, new CortadoError('MALFORMED_REQUEST', problem));
+      return;
+    }
     const method = ureq.getCaseSensitiveMethod().toUpperCase();
-    const headers: Record<string, string> = {};
-    ureq.forEach((k, v) => { headers[k] = headers[k] ? `${headers[k]}, ${v}` : v; });
+    const head = method === 'HEAD';
     const rawQuery = ureq.getQuery() ?? '';
     const url = ureq.getUrl();
     const remoteAddress = Buffer.from(ures.getRemoteAddressAsText()).toString();
@@ -253,38 +331,47 @@ async function uwsServer(opts: ServerOptions): Promise<HttpServer> {
     let aborted = false;
     let done = false;
     let started = false;
+    let clock: ReturnType<typeof bodyClock> | undefined;
     const abortCbs: Array<() => void> = [];
     ures.onAborted(() => {
       aborted = true;
+      clock?.done();
       for (const cb of abortCbs) cb();
     });
 
-    // The body must be read from now on, before any await.
+    // The body must be read from now on, before any await. uWS frames it by Content-Length (a
+    // chunked one was refused above); every declared body is followed to its end, read or not,
+    // so that an answer given before the end closes the connection instead of reading on.
+    const declared = Number(headers['content-length'] ?? 0);
+    let bodyDone = declared === 0;
+    let bodyAsked = false;
     let bodyPromise: Promise<Buffer>;
-    if (BODY_METHODS.has(method)) {
-      const declared = Number(headers['content-length'] ?? 0);
-      bodyPromise = new Promise<Buffer>((resolve, reject) => {
-        if (declared > opts.maxBodyBytes) {
-          reject(tooLarge(opts.maxBodyBytes));
-          return;
+    if (declared > 0) {
+      let settle: { resolve(b: Buffer): void; reject(e: CortadoError): void } | undefined;
+      const raw = new Promise<Buffer>((resolve, reject) => { settle = { resolve, reject }; });
+      raw.catch(() => undefined);
+      const keep = BODY_METHODS.has(method) && declared <= opts.maxBodyBytes;
+      if (BODY_METHODS.has(method) && !keep) settle?.reject(tooLarge(opts.maxBodyBytes));
+      const parts: Buffer[] = [];
+      clock = bodyClock(timeouts, Date.now(), (err) => {
+        settle?.reject(err);
+        // nobody reads this body (yet): the seam answers for the route
+        if (!bodyAsked) {
+          const a = protocolAnswer(err);
+          res.send(a.status, a.headers, a.body);
         }
-        const parts: Buffer[] = [];
-        let size = 0;
-        ures.onData((chunk, last) => {
-          if (size > opts.maxBodyBytes) return;
-          // uWS reuses the buffer after the callback: copy it.
-          const copy = Buffer.from(new Uint8Array(chunk.slice(0)));
-          size += copy.length;
-          if (size > opts.maxBodyBytes) {
-            reject(tooLarge(opts.maxBodyBytes));
-            return;
-          }
-          parts.push(copy);
-          if (last) resolve(Buffer.concat(parts));
-        });
       });
-      bodyPromise.catch(() => undefined);
-      bodyPromise = checked(bodyPromise, headers);
+      ures.onData((chunk, last) => {
+        clock?.chunk();
+        // uWS reuses the buffer after the callback: copy it.
+        if (keep) parts.push(Buffer.from(new Uint8Array(chunk.slice(0))));
+        if (last) {
+          bodyDone = true;
+          clock?.done();
+          settle?.resolve(keep ? Buffer.concat(parts) : Buffer.alloc(0));
+        }
+      });
+      bodyPromise = BODY_METHODS.has(method) ? checked(raw, headers) : Promise.resolve(Buffer.alloc(0));
     } else {
       bodyPromise = Promise.resolve(Buffer.alloc(0));
     }
@@ -297,10 +384,22 @@ async function uwsServer(opts: ServerOptions): Promise<HttpServer> {
         if (aborted || done) return;
         done = true;
         started = true;
+        clock?.done();
+        // an answer before the body has all come: close rather than read the rest (a 413, a 404)
+        const close = !bodyDone;
         ures.cork(() => {
           ures.writeStatus(statusLine(status));
           for (const [k, v] of Object.entries(hdrs)) ures.writeHeader(k, v);
-          ures.end(body ?? '');
+          if (head && !close) {
+            // the length GET would have, and no body (RFC 9110 §9.3.2). uWS 20.30's own
+            // `endWithoutBody(length)` leaves the response open (the next request closes the
+            // connection), so the header is written here and the response ended bare.
+            ures.writeHeader('content-length', String(body === undefined ? 0 : Buffer.byteLength(body)));
+            ures.endWithoutBody();
+          } else {
+            // (a HEAD that came with a body still unread: `Content-Length: 0` and closed)
+            ures.end(head ? '' : (body ?? ''), close);
+          }
         });
       },
       stream(status, hdrs) {
@@ -313,6 +412,7 @@ async function uwsServer(opts: ServerOptions): Promise<HttpServer> {
       },
       write(chunk) {
         if (aborted || done) return false;
+        if (head) return true;
         let ok = false;
         ures.cork(() => { ok = ures.write(chunk); });
         return ok;
@@ -320,7 +420,12 @@ async function uwsServer(opts: ServerOptions): Promise<HttpServer> {
       end() {
         if (aborted || done) return;
         done = true;
-        ures.cork(() => ures.end());
+        clock?.done();
+        const close = !bodyDone;
+        ures.cork(() => {
+          if (head && !close) ures.endWithoutBody();
+          else ures.end(undefined, close);
+        });
       },
     };
     const req: HttpRequest = {
@@ -331,13 +436,17 @@ async function uwsServer(opts: ServerOptions): Promise<HttpServer> {
       headers,
       remoteAddress,
       params: {},
-      body: () => bodyPromise,
+      body: () => {
+        bodyAsked = true;
+        return bodyPromise;
+      },
     };
     opts.handler(req, res);
   });
 
   return {
     kind: 'uws',
+    warnings: uwsWarnings(timeouts),
     listen(host, port) {
       return new Promise((resolve, reject) => {
         app.listen(host, port, (token) => {
@@ -355,202 +464,6 @@ async function uwsServer(opts: ServerOptions): Promise<HttpServer> {
       listenSocket = null;
       for (const ws of [...sockets]) ws.end(WS_CLOSE.GoingAway, 'the server is closing');
       sockets.clear();
-    },
-  };
-}
-
-// ---- node:http ------------------------------------------------------------------------
-
-function nodeServer(opts: ServerOptions): HttpServer {
-  const server = http.createServer({ keepAliveTimeout: 65_000 }, (nreq, nres) => {
-    const method = (nreq.method ?? 'GET').toUpperCase();
-    const rawUrl = nreq.url ?? '/';
-    const q = rawUrl.indexOf('?');
-    const urlPath = q >= 0 ? rawUrl.slice(0, q) : rawUrl;
-    const rawQuery = q >= 0 ? rawUrl.slice(q + 1) : '';
-    const headers: Record<string, string> = {};
-    for (const [k, v] of Object.entries(nreq.headers)) if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(', ') : v;
-
-    let aborted = false;
-    let started = false;
-    const abortCbs: Array<() => void> = [];
-    nres.on('close', () => {
-      if (!nres.writableFinished) {
-        aborted = true;
-        for (const cb of abortCbs) cb();
-      }
-    });
-
-    let bodyPromise: Promise<Buffer> | undefined;
-    const body = (): Promise<Buffer> => {
-      if (bodyPromise) return bodyPromise;
-      if (!BODY_METHODS.has(method)) return (bodyPromise = Promise.resolve(Buffer.alloc(0)));
-      bodyPromise = new Promise<Buffer>((resolve, reject) => {
-        if (Number(headers['content-length'] ?? 0) > opts.maxBodyBytes) {
-          reject(tooLarge(opts.maxBodyBytes));
-          nreq.resume();
-          return;
-        }
-        const parts: Buffer[] = [];
-        let size = 0;
-        nreq.on('data', (c: Buffer) => {
-          size += c.length;
-          if (size > opts.maxBodyBytes) {
-            reject(tooLarge(opts.maxBodyBytes));
-            nreq.resume();
-            return;
-          }
-          parts.push(c);
-        });
-        nreq.on('end', () => resolve(Buffer.concat(parts)));
-        nreq.on('error', reject);
-      });
-      bodyPromise.catch(() => undefined);
-      bodyPromise = checked(bodyPromise, headers);
-      return bodyPromise;
-    };
-
-    const res: HttpResponse = {
-      get aborted() { return aborted; },
-      get started() { return started; },
-      onAbort(cb) { abortCbs.push(cb); },
-      send(status, hdrs, payload) {
-        if (aborted || started) return;
-        started = true;
-        const buf = payload === undefined ? '' : payload;
-        nres.writeHead(status, { ...hdrs, 'content-length': String(Buffer.byteLength(buf)) });
-        nres.end(buf);
-      },
-      stream(status, hdrs) {
-        if (aborted || started) return;
-        started = true;
-        nres.writeHead(status, hdrs);
-        nres.flushHeaders();
-      },
-      write(chunk) {
-        if (aborted || nres.writableEnded) return false;
-        return nres.write(chunk);
-      },
-      end() {
-        if (!nres.writableEnded) nres.end();
-      },
-    };
-    const req: HttpRequest = {
-      method,
-      path: urlPath,
-      rawQuery,
-      get query() { return new CheckedQuery(rawQuery); },
-      headers,
-      remoteAddress: nreq.socket.remoteAddress ?? '',
-      params: {},
-      body,
-    };
-    opts.handler(req, res);
-  });
-  server.on('clientError', (_err, socket) => {
-    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n');
-  });
-  const wss = opts.websocket ? nodeWebSockets(server, opts.websocket) : undefined;
-
-  return {
-    kind: 'node',
-    listen(host, port) {
-      return new Promise((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(port, host, () => resolve((server.address() as AddressInfo).port));
-      });
-    },
-    close() {
-      wss?.closeAll();
-      return new Promise((resolve) => {
-        server.close(() => resolve());
-        server.closeIdleConnections();
-        setTimeout(() => server.closeAllConnections(), 1_000).unref();
-      });
-    },
-  };
-}
-
-/** WebSocket upgrades on node:http, with the `ws` package (no server of its own: `noServer`). */
-function nodeWebSockets(server: http.Server, opts: WsOptions): { closeAll(): void } {
-  // one byte more than the endpoint takes, as on uWS: the endpoint says 1009 with its reason
-  const wss = new WebSocketServer({ noServer: true, maxPayload: opts.maxPayloadBytes + 1, perMessageDeflate: false, clientTracking: true });
-  const paths = new Set(opts.paths);
-  const refuse = (socket: Socket, r: WsRefusal): void => {
-    const head = [`HTTP/1.1 ${statusLine(r.status)}`, 'connection: close', `content-length: ${Buffer.byteLength(r.body)}`, ...Object.entries(r.headers).map(([k, v]) => `${k}: ${v}`)];
-    socket.end(`${head.join('\r\n')}\r\n\r\n${r.body}`);
-  };
-  server.on('upgrade', (nreq: http.IncomingMessage, socket: Socket, head: Buffer) => {
-    const rawUrl = nreq.url ?? '/';
-    const q = rawUrl.indexOf('?');
-    const urlPath = q >= 0 ? rawUrl.slice(0, q) : rawUrl;
-    const headers: Record<string, string> = {};
-    for (const [k, v] of Object.entries(nreq.headers)) if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(', ') : v;
-    socket.on('error', () => socket.destroy());
-    if (!paths.has(urlPath) || (headers.upgrade ?? '').toLowerCase() !== 'websocket') {
-      refuse(socket, { status: 404, headers: { 'content-type': 'text/plain; charset=utf-8' }, body: `no WebSocket on ${urlPath}` });
-      return;
-    }
-    const up: WsUpgrade = { path: urlPath, rawQuery: q >= 0 ? rawUrl.slice(q + 1) : '', headers, remoteAddress: nreq.socket.remoteAddress ?? '' };
-    const refused = opts.check(up);
-    if (refused) {
-      refuse(socket, refused);
-      return;
-    }
-    wss.handleUpgrade(nreq, socket, head, (ws: NodeWebSocket) => {
-      let gone = false;
-      let alive = true;
-      const peer: WsPeer = {
-        send(text) {
-          if (gone || ws.readyState !== ws.OPEN) return false;
-          ws.send(text);
-          if (ws.bufferedAmount > opts.maxBackpressureBytes) {
-            peer.close(WS_CLOSE.TryAgainLater, 'the client reads too slowly');
-            return false;
-          }
-          return ws.bufferedAmount === 0;
-        },
-        get buffered() { return gone ? 0 : ws.bufferedAmount; },
-        close(code, reason) {
-          if (gone) return;
-          gone = true;
-          ws.close(code, reason);
-        },
-      };
-      // pings while idle, as uWS sends them: a peer that answers none in a timeout is dropped
-      const pinger = setInterval(() => {
-        if (!alive) {
-          ws.terminate();
-          return;
-        }
-        alive = false;
-        ws.ping();
-      }, Math.max(1, opts.idleTimeoutSeconds / 2) * 1000);
-      pinger.unref();
-      ws.on('pong', () => { alive = true; });
-      const session = opts.open(up, peer);
-      ws.on('message', (data: Buffer | ArrayBuffer | Buffer[], isBinary: boolean) => {
-        if (gone) return;
-        alive = true;
-        const buf = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as Buffer);
-        if (buf.length > opts.maxPayloadBytes) {
-          peer.close(WS_CLOSE.TooBig, `a message is at most ${opts.maxPayloadBytes} bytes`);
-          return;
-        }
-        session.message(buf.toString('utf8'), isBinary);
-      });
-      ws.on('error', () => ws.terminate());
-      ws.on('close', (code: number) => {
-        gone = true;
-        clearInterval(pinger);
-        session.closed(code);
-      });
-    });
-  });
-  return {
-    closeAll() {
-      for (const ws of wss.clients) ws.close(WS_CLOSE.GoingAway, 'the server is closing');
-      wss.close();
     },
   };
 }

@@ -24,7 +24,8 @@ import { HTTP_REQUEST_ID } from '../../protocol/headers.js';
 import type { Logger } from '../../protocol/log.js';
 import { TokenCheck } from '../../protocol/subjects.js';
 import type { Config } from '../../config/schema.js';
-import { SECURITY_HEADERS } from '../http/reply.js';
+import type { RateLimiter } from '../http/ratelimit.js';
+import { SECURITY_HEADERS, sendError } from '../http/reply.js';
 import type { RouteContext, Router } from '../http/router.js';
 import type { HttpRequest, HttpResponse } from '../http/server.js';
 import { mcpToken, type TokenCaller } from '../caller.js';
@@ -42,14 +43,20 @@ const PROTOCOL_VERSION_HEADER = 'mcp-protocol-version';
 const HEARTBEAT_MS = 15_000;
 /** a session's token is asked about again before a tool call when the last check is older */
 const RECHECK_MS = 30_000;
-/** messages in one POST */
-const MAX_BATCH = 100;
+/**
+ * Messages in one POST (a JSON-RPC batch; MCP 2025-06-18 dropped batches, earlier clients may
+ * send them). More is refused whole with the JSON-RPC error -32600 (HTTP 400). Each tool call
+ * of a batch counts against the caller's rate limit, as many POSTs would.
+ */
+export const MCP_MAX_BATCH = 10;
 
 export interface McpRouteDeps {
   bus: Bus;
   config: Config;
   log: Logger;
   version: string;
+  /** the edge's rate limiter: a POST of several tool calls is charged one unit more per call beyond the first */
+  limits?: Pick<RateLimiter, 'charge'>;
 }
 
 interface Live {
@@ -72,6 +79,18 @@ function accepts(req: HttpRequest, type: string): boolean {
   return (req.headers.accept ?? '').toLowerCase().includes(type);
 }
 
+/** A batch of no messages or more than MCP_MAX_BATCH: answered as the JSON-RPC error -32600. */
+class BatchTooLarge extends Error {
+  constructor(readonly size: number) {
+    super(`Invalid Request: a batch holds 1 to ${MCP_MAX_BATCH} messages (this one ${size}); send the rest in further requests`);
+  }
+}
+
+/** How many tool calls a POST carries (each one is a question or a catalog read). */
+function toolCalls(messages: readonly JSONRPCMessage[]): number {
+  return messages.filter((m) => 'method' in m && m.method === 'tools/call').length;
+}
+
 /** The POST body as JSON-RPC messages: content type, JSON syntax, message shape. */
 async function readMessages(req: HttpRequest, allowBatch: boolean): Promise<{ messages: JSONRPCMessage[]; batch: boolean }> {
   const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
@@ -86,7 +105,7 @@ async function readMessages(req: HttpRequest, allowBatch: boolean): Promise<{ me
   const batch = Array.isArray(value);
   if (batch && !allowBatch) throw new CortadoError('VALIDATION_FAILED', 'send one JSON-RPC message per POST');
   const items: unknown[] = batch ? (value as unknown[]) : [value];
-  if (items.length === 0 || items.length > MAX_BATCH) throw new CortadoError('VALIDATION_FAILED', `a batch holds 1 to ${MAX_BATCH} messages`);
+  if (items.length === 0 || items.length > MCP_MAX_BATCH) throw new BatchTooLarge(items.length);
   const messages: JSONRPCMessage[] = [];
   for (const item of items) {
     const parsed = JSONRPCMessageSchema.safeParse(item);
@@ -207,9 +226,16 @@ export function mcpRoutes(router: Router, deps: McpRouteDeps): McpSessionRegistr
     return l;
   };
 
-  router.post(STREAMABLE_PATH, { auth: 'token', summary: 'MCP Streamable HTTP: JSON-RPC messages (Mcp-Session-Id after initialize)', sse: true }, async (req, res, ctx) => {
+  router.post(STREAMABLE_PATH, { auth: 'token', summary: `MCP Streamable HTTP: JSON-RPC messages (Mcp-Session-Id after initialize; a batch holds at most ${MCP_MAX_BATCH}, each tool call counted by the rate limit)`, sse: true }, async (req, res, ctx) => {
     if (!config.mcp.streamable_http.enabled) throw new CortadoError('NOT_FOUND', `no route for POST ${STREAMABLE_PATH} (mcp.streamable_http.enabled is false)`);
-    const { messages, batch } = await readMessages(req, true);
+    let read: { messages: JSONRPCMessage[]; batch: boolean };
+    try {
+      read = await readMessages(req, true);
+    } catch (err) {
+      if (err instanceof BatchTooLarge) return rpcError(res, 400, -32600, err.message, ctx.rid);
+      throw err;
+    }
+    const { messages, batch } = read;
     if (messages.some(isInitializeRequest)) {
       if (req.headers[SESSION_HEADER]) return rpcError(res, 400, -32600, 'Invalid Request: this session is already initialized', ctx.rid);
       if (messages.length > 1) return rpcError(res, 400, -32600, 'Invalid Request: initialize comes alone', ctx.rid);
@@ -226,6 +252,12 @@ export function mcpRoutes(router: Router, deps: McpRouteDeps): McpSessionRegistr
     }
     const l = await httpSession(req, res, ctx);
     if (!l?.http) return;
+    // the request itself took one unit of the caller's budget (edge/app.ts): each further tool call takes one more
+    const charged = await deps.limits?.charge(req, ctx.rid, toolCalls(messages));
+    if (charged && !charged.allowed) {
+      sendError(res, charged.error ?? new CortadoError('RATE_LIMITED', 'too many requests'), ctx.rid, charged.headers);
+      return;
+    }
     // tool calls can take long: stream their answer when the client takes a stream
     const stream = accepts(req, 'text/event-stream') && messages.some((m) => 'method' in m && m.method === 'tools/call' && 'id' in m);
     await l.http.handlePost(messages, batch, res, { rid: ctx.rid, stream, extra: { requestInfo: { headers: req.headers } } });

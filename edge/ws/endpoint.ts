@@ -167,7 +167,13 @@ function session(up: WsUpgrade, peer: WsPeer, withCookies: boolean, handler: Req
   };
 
   function dispatch(path: string, body: Buffer, headers: Record<string, string>, ref: string | undefined): void {
-    const rid = randomUUID();
+    // the edge gives the request its id (edge/app.ts) and says it in the answer's x-request-id:
+    // the frames carry that one (this placeholder only until the answer starts, which is first)
+    let rid: string = randomUUID();
+    const idOf = (h: Record<string, string>): void => {
+      const said = h[HTTP_REQUEST_ID];
+      if (said) rid = said;
+    };
     const abortCbs: Array<() => void> = [];
     let aborted = false;
     let started = false;
@@ -209,9 +215,10 @@ function session(up: WsUpgrade, peer: WsPeer, withCookies: boolean, handler: Req
       get aborted() { return aborted; },
       get started() { return started; },
       onAbort(cb) { abortCbs.push(cb); },
-      send(status, _headers, payload) {
+      send(status, headers, payload) {
         if (aborted || done) return;
         started = true;
+        idOf(headers);
         const text = payload === undefined ? '' : payload.toString();
         let json = text;
         try {
@@ -222,8 +229,9 @@ function session(up: WsUpgrade, peer: WsPeer, withCookies: boolean, handler: Req
         frame(status >= 400 ? 'error' : 'result', rid, ref, json);
         finish();
       },
-      stream() {
+      stream(_status, headers) {
         started = true;
+        idOf(headers);
       },
       write(chunk) {
         if (aborted || done) return false;
@@ -239,7 +247,7 @@ function session(up: WsUpgrade, peer: WsPeer, withCookies: boolean, handler: Req
       path,
       rawQuery: '',
       get query() { return new CheckedQuery(''); },
-      headers: { ...headers, 'content-type': 'application/json', accept: 'text/event-stream', [HTTP_REQUEST_ID]: rid },
+      headers: { ...headers, 'content-type': 'application/json', accept: 'text/event-stream' },
       remoteAddress: up.remoteAddress,
       params: {},
       body: () => Promise.resolve(body),

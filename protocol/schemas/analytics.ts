@@ -5,6 +5,7 @@
  * `/analytics` and `/api/analytics/*`. Feedback (thumbs up or down) is keyed by request id.
  */
 import Type, { type Static } from 'typebox';
+import { OwnerString } from '../scope.js';
 import { Channel, WidgetType } from './common.js';
 import { TextString } from './text.js';
 
@@ -30,6 +31,8 @@ export const QuestionCompleted = Type.Object({
   request_id: Type.String(),
   /** the signed-in user, or the API token's label */
   user: Type.Optional(Type.String()),
+  /** who asked (protocol/scope.ts: a digest or an id, never a secret): the only one who may rate the answer */
+  owner: Type.Optional(OwnerString),
   channel: Type.Optional(Channel),
   /** which client asked (WidgetType: assistant, agent, dashboard, api, mcp, …; docs/ui.md "Widget types") */
   widget: Type.Optional(Type.String({ maxLength: 64 })),
@@ -52,6 +55,8 @@ export const FeedbackRequest = Type.Object({
   comment: Type.Optional(TextString({ maxLength: 2000 })),
   /** who gave it (the edge says) */
   user: Type.Optional(Type.String({ maxLength: 256 })),
+  /** who gave it, as the question's owner says who asked (the edge says): only the asker's rating counts */
+  owner: OwnerString,
 });
 export type FeedbackRequest = Static<typeof FeedbackRequest>;
 
@@ -76,6 +81,8 @@ export const AnalyticsReport = Type.Object({
   totals: Type.Object({
     questions: Count, errors: Count, users: Count, input_tokens: Count, output_tokens: Count,
     cost_usd: Type.Number({ minimum: 0 }), likes: Count, dislikes: Count,
+    /** questions answered with a clarifying question (which table, value or metric was meant) */
+    clarifications: Count,
   }),
   /** UTC days, oldest first, every day of the range (zeros included) */
   per_day: Type.Array(Type.Object({ day: Type.String(), questions: Count, errors: Count, input_tokens: Count, output_tokens: Count, cost_usd: Type.Number({ minimum: 0 }) })),

@@ -43,15 +43,15 @@ export const AskRequest = Type.Object({
   /**
    * the caller's name for a conversation: its last turns are the question's context. It is kept
    * under the owner (protocol/scope.ts ownedKey): another owner using the same id starts a
-   * conversation of its own. Without an owner, callers share the name.
+   * conversation of its own. Without an owner it is not looked up (no name is shared).
    */
   conversation_id: Type.Optional(ConversationId),
   channel: Channel,
   /** publish step-by-step progress on progress.<request id> */
   stream: Type.Optional(Type.Boolean()),
   /**
-   * who asks (protocol/scope.ts): the only one who may confirm SQL held for confirmation, and
-   * the owner of the conversation
+   * who asks (protocol/scope.ts): the only one who may confirm SQL held for confirmation, rate
+   * the answer (analytics feedback), and continue the conversation
    */
   owner: Type.Optional(OwnerString),
   /**

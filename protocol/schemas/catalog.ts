@@ -1,6 +1,6 @@
 import Type, { type Static } from 'typebox';
 import { DbColumn, DbTable } from './sql.js';
-import { ClarificationChoice, Dialect } from './common.js';
+import { ClarificationChoice, Dialect, Usage } from './common.js';
 
 export const TableSummary = Type.Object({
   /** the name to use in SQL (schema-qualified outside the default schema) */
@@ -70,6 +70,14 @@ export const SchemaContextReply = Type.Object({
    * guessing
    */
   ambiguity: Type.Optional(Ambiguity),
+  /**
+   * how the tables were chosen when the caller named none: `lexical` (the ranking), `model` (the
+   * model picked them from the ranking's candidates, catalog.linking: model) or `fallback` (the
+   * model was asked and failed: the ranking's choice)
+   */
+  linking: Type.Optional(Type.Enum(['lexical', 'model', 'fallback'])),
+  /** the model call that picked the tables (catalog.linking: model), to be counted with the question's */
+  usage: Type.Optional(Usage),
 });
 export type SchemaContextReply = Static<typeof SchemaContextReply>;
 

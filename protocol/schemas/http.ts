@@ -23,8 +23,14 @@
  *
  * Text and names (protocol/schemas/text.ts): the fields `BODY_TEXT` lists hold text (tabs and
  * line breaks allowed); every other string of a body, at any depth, and every field name, is a
- * name: no control character at all. Unknown fields are ignored (SQLatte widgets send more than
- * Cortado reads), but checked as names all the same.
+ * name: no control character at all.
+ *
+ * Fields a body does not declare (at any depth) are refused with 400 naming them, so no body can
+ * set a field its route adds itself (a session's secret, an owner, the user, an id from the
+ * path). The SQLatte-compatible routes (/query, /query/confirm-execute, /auth/login,
+ * /auth/query, /auth/query/confirm), whose widgets send more than Cortado reads, and the writes
+ * of alarms, schedules and the semantic layer (a record as GET gave it may be sent back) drop
+ * them instead: edge/http/fields.ts.
  */
 import Type, { type Static } from 'typebox';
 import { AskConfirmRequest, AskRequest, ConfirmationId, ConversationId } from './ask.js';
@@ -152,8 +158,15 @@ export type LdapTestBody = Static<typeof LdapTestBody>;
 
 // ---- analytics ------------------------------------------------------------------------------
 
-/** POST /api/feedback: thumbs up or down on one answer; who gave it is the edge's to say. */
-export const FeedbackBody = Type.Omit(FeedbackRequest, ['user']);
+/**
+ * POST /api/feedback: thumbs up or down on one answer; who gave it is the edge's to say. A legacy
+ * widget sends the `session_id` it asked with (its conversation), which with its address names
+ * it as the asker (edge/caller.ts).
+ */
+export const FeedbackBody = Type.Object({
+  ...Type.Omit(FeedbackRequest, ['user', 'owner']).properties,
+  session_id: SessionId,
+});
 export type FeedbackBody = Static<typeof FeedbackBody>;
 
 // ---- semantic layer ---------------------------------------------------------------------------

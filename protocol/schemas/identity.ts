@@ -4,11 +4,13 @@
  * a reply: values of secret keys come back as "********".
  */
 import Type, { type Static } from 'typebox';
-import { NameString } from './text.js';
+import { LoginNameString, NameString } from './text.js';
 
 const Iso = Type.String({ description: 'ISO 8601 time' });
 /** names and passwords hold no control character (protocol/schemas/text.ts): NUL would end them on a database's wire */
 const Username = NameString({ minLength: 1, maxLength: 256 });
+/** the name a person signs in with: written the one way the directory or database compares it (text.ts loginNameProblem) */
+const LoginName = LoginNameString({ minLength: 1, maxLength: 256 });
 const Password = NameString({ maxLength: 1024 });
 
 /** admin panel, assistant login gate, and the multi-user sessions of plugins.auth */
@@ -42,7 +44,7 @@ export type SessionInfo = Static<typeof SessionInfo>;
 
 export const LoginRequest = Type.Object({
   kind: SessionKind,
-  username: Username,
+  username: LoginName,
   password: Password,
   /** the client's address, for the lockout */
   client: Type.String({ maxLength: 128 }),
@@ -64,7 +66,7 @@ export const Ok = Type.Object({ ok: Type.Boolean() });
 
 /** POST /auth/login: the user's own DATABASE credentials, validated by connecting with them. */
 export const AuthLoginRequest = Type.Object({
-  username: Username,
+  username: LoginName,
   password: Password,
   /** the provider (trino, postgresql, mysql, bigquery); default plugins.auth.db_provider, else database.provider */
   db_type: Type.Optional(NameString({ maxLength: 32 })),

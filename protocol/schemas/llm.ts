@@ -2,7 +2,7 @@ import Type, { type Static } from 'typebox';
 import { Usage } from './common.js';
 
 /** The tasks a model call can be routed by (SPEC model_routing keys). */
-export const LlmTask = Type.Enum(['intent_detection', 'chat', 'sql', 'insights', 'ops_insights']);
+export const LlmTask = Type.Enum(['intent_detection', 'chat', 'sql', 'insights', 'ops_insights', 'table_selection']);
 export type LlmTask = Static<typeof LlmTask>;
 
 export const LlmMessage = Type.Object({

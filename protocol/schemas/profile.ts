@@ -123,3 +123,37 @@ export const SqlProfileReply = Type.Object({
   duration_ms: Type.Number({ minimum: 0 }),
 });
 export type SqlProfileReply = Static<typeof SqlProfileReply>;
+
+// ---- the value index (sql.values) ------------------------------------------------------------
+
+/** Distinct values a column may have to be indexed (a status, a category, a shipper, a country). */
+export const VALUE_INDEX_MAX_DISTINCT = 1000;
+/** A column unique in its table is indexed only in a table of at most this many rows (a lookup table: shippers, categories, departments). */
+export const VALUE_INDEX_UNIQUE_ROWS = 200;
+/** Values of one column kept, at most. */
+export const VALUE_INDEX_COLUMN_VALUES = 200;
+/** Values of the whole index, at most. */
+export const VALUE_INDEX_MAX_VALUES = 200_000;
+
+export const SqlValuesRequest = Type.Object({});
+export type SqlValuesRequest = Static<typeof SqlValuesRequest>;
+
+export const IndexedColumn = Type.Object({
+  schema: Type.String(),
+  table: Type.String(),
+  column: Type.String(),
+  /** the column's distinct values (the statistics' estimate) */
+  distinct: Type.Number({ minimum: 0 }),
+  values: Type.Array(Type.String()),
+});
+export type IndexedColumn = Static<typeof IndexedColumn>;
+
+export const SqlValuesReply = Type.Object({
+  /** statistics: the engine's own (PostgreSQL's pg_stats); none: this engine keeps no value statistics */
+  source: Type.Enum(['statistics', 'none']),
+  columns: Type.Array(IndexedColumn),
+  /** more values than VALUE_INDEX_MAX_VALUES: the rest was left out */
+  truncated: Type.Boolean(),
+  duration_ms: Type.Number({ minimum: 0 }),
+});
+export type SqlValuesReply = Static<typeof SqlValuesReply>;

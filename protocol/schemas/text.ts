@@ -36,6 +36,59 @@ export function textProblem(value: string, kind: TextKind): string | undefined {
   return undefined;
 }
 
+/** default-ignorable code points (zero-width space and joiners, soft hyphen, variation selectors, BOM, …): a directory's string preparation drops them */
+const IGNORABLE = /\p{Default_Ignorable_Code_Point}/u;
+
+const hex = (c: string): string => (c.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0');
+
+/**
+ * Why `value` may not be a login name (a sentence for people), or undefined when it may. A login
+ * name is a name (above) that is written the one way an authority compares it: a directory's
+ * matching rules (RFC 4518: case folding, compatibility normalisation NFKC, default-ignorable
+ * characters dropped, insignificant spaces) make `ａｌｉｃｅ`, `al\u00ADice` and ` alice` the
+ * same user as `alice`, so those spellings are refused rather than given a lockout counter of
+ * their own. Case is allowed: it is folded (loginKey).
+ */
+export function loginNameProblem(value: string): string | undefined {
+  const base = textProblem(value, 'name');
+  if (base) return base;
+  const m = IGNORABLE.exec(value);
+  if (m) return `invisible characters are not allowed in a login name (found U+${hex(m[0])} at position ${m.index})`;
+  const nfkc = value.normalize('NFKC');
+  if (nfkc !== value) {
+    const chars = [...value];
+    const i = chars.findIndex((c) => c.normalize('NFKC') !== c);
+    const where = i >= 0 ? `U+${hex(chars[i]!)} at position ${i} is a compatibility spelling` : 'a letter and a combining mark that NFKC writes as one character';
+    return `not in Unicode normal form NFKC (${where}): type it as "${nfkc.slice(0, 256)}"`;
+  }
+  if (value !== value.trim()) return 'spaces before or after a login name are not allowed';
+  if (/\s{2}/u.test(value)) return 'a login name has no run of spaces (a directory reads several as one)';
+  return undefined;
+}
+
+/**
+ * The name as an authority compares it, for counting failed logins: NFKC, case-folded (upper
+ * then lower, so `ß` and `ss`, `ς` and `σ` meet), spaces trimmed and runs of spaces made one.
+ * Coarser than any one authority on purpose: two names that fold together share one lockout
+ * counter even where the database would tell them apart, never the other way round.
+ */
+export function loginKey(value: string): string {
+  return value
+    .normalize('NFKC')
+    .replace(/\p{Default_Ignorable_Code_Point}/gu, '')
+    .toUpperCase()
+    .toLowerCase()
+    .replace(/ς/g, 'σ')
+    .normalize('NFKC')
+    .trim()
+    .replace(/\s+/gu, ' ');
+}
+
+/** A string schema whose value must be a login name (loginNameProblem). */
+export function LoginNameString(options: TStringOptions = {}): TRefine<TString> {
+  return Type.Refine(Type.String(options), (v: string) => loginNameProblem(v) === undefined, (v: string) => loginNameProblem(v) ?? '');
+}
+
 /** A string schema whose value must be a name: no control character, well-formed Unicode. */
 export function NameString(options: TStringOptions = {}): TRefine<TString> {
   return Type.Refine(Type.String(options), (v: string) => textProblem(v, 'name') === undefined, (v: string) => textProblem(v, 'name') ?? '');

@@ -7,7 +7,7 @@
  * The ops actor's replies are plain data here (AlarmsDeps.ops, a handle-level dependency):
  * test/e2e/alarms.test.ts runs the same path with the real ops actor over the BigQuery stand-in.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
@@ -477,10 +477,12 @@ t.test('a corrupt alarms file is logged once per distinct error, not every secon
   await new Promise((r) => setTimeout(r, 3_500));
   t.equal(failedPasses().length, 1, 'three passes and more, one warning');
   t.match(failedPasses()[0]?.err, /is not valid JSON/);
-  writeFileSync(file, '{"version": 1, "alarms": 7}');
+  // replaced whole, as an editor saves: a pass that read a half-written file would see a third error
+  const replace = (text: string): void => { writeFileSync(`${file}.new`, text); renameSync(`${file}.new`, file); };
+  replace('{"version": 1, "alarms": 7}');
   await new Promise((r) => setTimeout(r, 2_500));
   t.equal(failedPasses().length, 2, 'another reason: logged once more');
-  writeFileSync(file, '{"version": 1, "alarms": []}\n');
+  replace('{"version": 1, "alarms": []}\n');
   await new Promise((r) => setTimeout(r, 2_000));
   t.ok(lines.some((l) => l.includes('the alarms can be read again')), 'mended: said once');
   t.equal(failedPasses().length, 2);

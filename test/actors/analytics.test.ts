@@ -13,7 +13,8 @@ import { CortadoError } from '../../protocol/errors.js';
 import { createLogger } from '../../protocol/log.js';
 import type { QuestionCompleted } from '../../protocol/schemas/analytics.js';
 import { AnalyticsFeedback, AnalyticsReportGet, QuestionCompletedEvt } from '../../protocol/subjects.js';
-import { AnalyticsStore, analyticsConnection } from '../../store/analytics.js';
+import { ANALYTICS_MIGRATIONS, ANALYTICS_VERSION_TABLE, AnalyticsStore, analyticsConnection } from '../../store/analytics.js';
+import { migrate } from '../../store/migrations.js';
 import { testConfig } from '../helpers/config.js';
 import { startNats } from '../helpers/nats.js';
 import { createTestDb, type TestDb } from '../helpers/pg.js';
@@ -82,10 +83,26 @@ t.test('the tables are made when missing, with their own version table, twice wi
   await store.init();
   await store.init();
   t.same(await tableNames(db), ['cortado_analytics_feedback', 'cortado_analytics_models', 'cortado_analytics_questions', 'cortado_analytics_schema_version']);
-  const v = await db.pool.query('SELECT version FROM cortado_analytics_schema_version');
-  t.same(v.rows, [{ version: 1 }]);
+  const v = await db.pool.query('SELECT version FROM cortado_analytics_schema_version ORDER BY version');
+  t.same(v.rows, [{ version: 1 }, { version: 2 }]);
   const cfg = await db.pool.query(`SELECT to_regclass('cortado_schema_version') AS r`);
   t.equal(cfg.rows[0].r, null, "config_db's version table is not touched");
+});
+
+t.test('version 2 keeps the ratings given before it, one per user as they were', async (t) => {
+  const old = await createTestDb('analytics_v1');
+  t.teardown(() => old.drop());
+  await migrate(old.pool, log, ANALYTICS_MIGRATIONS.filter((m) => m.version === 1), ANALYTICS_VERSION_TABLE);
+  await old.pool.query(`INSERT INTO cortado_analytics_feedback (request_id, username, rating, ts) VALUES ('r1', 'alice', 'up', now()), ('r1', 'bob', 'down', now()), ('r2', '', 'up', now())`);
+  const upgraded = AnalyticsStore.open({ host: old.host, port: old.port, database: old.name, user: old.user, password: '' }, log);
+  t.teardown(() => upgraded.close());
+  await upgraded.init();
+  const rows = await old.pool.query('SELECT request_id, username, owner FROM cortado_analytics_feedback ORDER BY request_id, username');
+  t.same(rows.rows, [
+    { request_id: 'r1', username: 'alice', owner: 'user:alice' },
+    { request_id: 'r1', username: 'bob', owner: 'user:bob' },
+    { request_id: 'r2', username: '', owner: 'user:' },
+  ]);
 });
 
 t.test('each question is kept once; the text only when store_questions', async (t) => {
@@ -107,7 +124,7 @@ t.test('the report, computed by the database, against the same figures computed 
   t.same(r.range, { from: '2026-03-01T00:00:00.000Z', to: '2026-03-05T00:00:00.000Z' }, 'a bare date as `to` includes that day');
   const inTokens = IN_RANGE.flatMap((x) => x.models).reduce((s, m) => s + m.input_tokens, 0);
   const outTokens = IN_RANGE.flatMap((x) => x.models).reduce((s, m) => s + m.output_tokens, 0);
-  t.match(r.totals, { questions: 5, errors: 2, users: 3, input_tokens: inTokens, output_tokens: outTokens, likes: 0, dislikes: 0 });
+  t.match(r.totals, { questions: 5, errors: 2, users: 3, input_tokens: inTokens, output_tokens: outTokens, likes: 0, dislikes: 0, clarifications: 0 });
   close(t, r.totals.cost_usd, 0.033, 'cost of the priced models');
 
   t.same(r.per_day.map((d) => [d.day, d.questions, d.errors]), [
@@ -178,15 +195,15 @@ t.test('filters: channel, widget, user, top; bad filters are VALIDATION_FAILED',
   t.throws(() => range({ from: 'x' }, new Date()), /from/);
 });
 
-t.test('feedback: one per user and question, the later replaces the earlier; it may come before its question', async (t) => {
+t.test('feedback: one per rater and question, the later replaces the earlier; it may come before its question', async (t) => {
   const at = (iso: string) => deps({}, new Date(iso));
-  t.same(await feedback({ request_id: 'q1', rating: 'down', user: 'alice' }, at('2026-03-04T01:00:00Z')), { ok: true });
-  await feedback({ request_id: 'q1', rating: 'up', user: 'alice' }, at('2026-03-04T01:01:00Z'));
-  await feedback({ request_id: 'q2', rating: 'down', user: 'bob', comment: '  wrong totals  ' }, at('2026-03-04T01:02:00Z'));
-  await feedback({ request_id: 'q2', rating: 'down', user: 'carol' }, at('2026-03-04T01:03:00Z'));
-  await feedback({ request_id: 'q3', rating: 'down', user: 'alice', comment: 'too slow' }, at('2026-03-04T01:04:00Z'));
+  t.same(await feedback({ request_id: 'q1', rating: 'down', user: 'alice', owner: 'a:alice' }, at('2026-03-04T01:00:00Z')), { ok: true });
+  await feedback({ request_id: 'q1', rating: 'up', user: 'alice', owner: 'a:alice' }, at('2026-03-04T01:01:00Z'));
+  await feedback({ request_id: 'q2', rating: 'down', user: 'bob', owner: 'a:bob', comment: '  wrong totals  ' }, at('2026-03-04T01:02:00Z'));
+  await feedback({ request_id: 'q2', rating: 'down', user: 'carol', owner: 'a:carol' }, at('2026-03-04T01:03:00Z'));
+  await feedback({ request_id: 'q3', rating: 'down', user: 'alice', owner: 'a:alice', comment: 'too slow' }, at('2026-03-04T01:04:00Z'));
   // before its question arrives
-  await feedback({ request_id: 'q-late', rating: 'down', user: 'dave', comment: 'late' }, at('2026-03-04T13:00:00Z'));
+  await feedback({ request_id: 'q-late', rating: 'down', user: 'dave', owner: 'a:dave', comment: 'late' }, at('2026-03-04T13:00:00Z'));
 
   let r = await report(filter, deps());
   t.match(r.totals, { likes: 1, dislikes: 3 }, "alice's later thumbs replaced her first; the early one is not counted yet");
@@ -211,7 +228,7 @@ t.test('question texts: kept and shown only with store_questions; switched off, 
 });
 
 t.test('retention: older questions, their models and feedback go; feedback whose question never came goes after a day', async (t) => {
-  await feedback({ request_id: 'never-asked', rating: 'up', user: 'x' }, deps({}, new Date('2026-03-03T12:00:00Z')));
+  await feedback({ request_id: 'never-asked', rating: 'up', user: 'x', owner: 'a:x' }, deps({}, new Date('2026-03-03T12:00:00Z')));
   // now = 2026-03-05, retention 2 days: everything before 2026-03-03 goes
   const removed = await purge(deps({ retention_days: 2 }, new Date('2026-03-05T00:00:00Z')));
   t.equal(removed, 4, 'q0, q1, q2, q3');
@@ -223,6 +240,28 @@ t.test('retention: older questions, their models and feedback go; feedback whose
   t.same(fb.rows.map((x: { request_id: string }) => x.request_id), ['q-late'], 'feedback of removed questions and the orphan gone');
   const r = await report(filter, deps());
   t.equal(r.totals.questions, 4);
+});
+
+t.test('feedback is the asker\'s: a question with an owner takes only its owner\'s rating, also when the rating came first', async (t) => {
+  const at = deps({}, new Date('2026-03-03T10:00:00Z'));
+  const OWNER = 'c:0123abcd';
+  await record(q('q-own', '2026-03-03T09:00:00Z', { channel: 'api', owner: OWNER, durations: { total: 7 } }), at);
+  const foreign = await feedback({ request_id: 'q-own', rating: 'down', owner: 'c:ffff0000', comment: 'not mine' }, at).then(() => undefined, (e: unknown) => e);
+  t.ok(foreign instanceof CortadoError && foreign.code === 'FORBIDDEN', 'another caller\'s rating is refused');
+  const asTokenOfSameUser = await feedback({ request_id: 'q-own', rating: 'down', user: 'alice', owner: 't:other-token' }, at).then(() => undefined, (e: unknown) => e);
+  t.ok(asTokenOfSameUser instanceof CortadoError && asTokenOfSameUser.code === 'FORBIDDEN', 'a user name is no owner');
+  t.same(await feedback({ request_id: 'q-own', rating: 'up', owner: OWNER }, at), { ok: true }, 'the asker\'s is kept');
+  // a rating that raced its question: kept, but it counts only when the owners match
+  await feedback({ request_id: 'q-raced', rating: 'down', owner: 'c:ffff0000', comment: 'raced, not mine' }, at);
+  await feedback({ request_id: 'q-raced-own', rating: 'down', owner: OWNER, comment: 'raced, mine' }, at);
+  await record(q('q-raced', '2026-03-03T09:01:00Z', { channel: 'api', owner: OWNER, durations: { total: 7 } }), at);
+  await record(q('q-raced-own', '2026-03-03T09:02:00Z', { channel: 'api', owner: OWNER, durations: { total: 7 } }), at);
+  const r = await report({ from: '2026-03-03', to: '2026-03-03' }, deps());
+  const ours = await db.pool.query(`SELECT request_id, rating, owner FROM cortado_analytics_feedback WHERE request_id LIKE 'q-own%' OR request_id LIKE 'q-raced%' ORDER BY request_id, owner`);
+  t.same(ours.rows.map((x: { request_id: string; owner: string }) => [x.request_id, x.owner]), [['q-own', OWNER], ['q-raced', 'c:ffff0000'], ['q-raced-own', OWNER]]);
+  t.ok(r.disliked.some((d) => d.request_id === 'q-raced-own' && d.comment === 'raced, mine'), 'the asker\'s early rating joins its question');
+  t.notOk(r.disliked.some((d) => d.request_id === 'q-raced'), 'a stranger\'s early rating never does');
+  t.notOk(r.disliked.some((d) => d.request_id === 'q-own'), 'nor the refused one');
 });
 
 t.test('the backend must be PostgreSQL', async (t) => {
@@ -258,7 +297,7 @@ t.test('the actor over a real bus', async (t) => {
     const r = await bus.request(AnalyticsReportGet, {}, { requestId: 'off-report' });
     t.equal(r.enabled, false);
     t.equal(r.totals.questions, 0);
-    t.same(await bus.request(AnalyticsFeedback, { request_id: 'off-1', rating: 'up' }, { requestId: 'off-fb' }), { ok: false }, 'feedback is not kept');
+    t.same(await bus.request(AnalyticsFeedback, { request_id: 'off-1', rating: 'up', owner: 'c:someone' }, { requestId: 'off-fb' }), { ok: false }, 'feedback is not kept');
     t.same(await tableNames(off), [], 'no table made in the analytics database');
   });
 
@@ -273,18 +312,19 @@ t.test('the actor over a real bus', async (t) => {
     bus.publish(QuestionCompletedEvt, one, { requestId: 'on-1' });
     bus.publish(QuestionCompletedEvt, { ...one, id: randomUUID() }, { requestId: 'on-1' }); // the same question told twice
     bus.publish(QuestionCompletedEvt, fact('on-2', { code: 'DB_TIMEOUT' }), { requestId: 'on-2' });
+    bus.publish(QuestionCompletedEvt, fact('on-3', { intent: 'clarify' }), { requestId: 'on-3' });
     await bus.flush();
     const until = Date.now() + 20_000;
     let n = 0;
     while (Date.now() < until) {
       n = (await on.pool.query('SELECT count(*)::int AS n FROM cortado_analytics_questions').catch(() => ({ rows: [{ n: 0 }] }))).rows[0].n as number;
-      if (n >= 2) break;
+      if (n >= 3) break;
       await new Promise((r) => setTimeout(r, 100));
     }
-    t.equal(n, 2, 'two questions, the one told twice kept once');
-    t.same(await bus.request(AnalyticsFeedback, { request_id: 'on-2', rating: 'down', user: 'ann', comment: 'slow' }, { requestId: 'fb' }), { ok: true });
+    t.equal(n, 3, 'three questions, the one told twice kept once');
+    t.same(await bus.request(AnalyticsFeedback, { request_id: 'on-2', rating: 'down', user: 'ann', owner: 'a:ann', comment: 'slow' }, { requestId: 'fb' }), { ok: true });
     const r = await bus.request(AnalyticsReportGet, { channel: 'api' }, { requestId: 'report' });
-    t.match(r, { enabled: true, totals: { questions: 2, errors: 1, users: 1, dislikes: 1 }, errors: [{ code: 'DB_TIMEOUT', count: 1 }] });
+    t.match(r, { enabled: true, totals: { questions: 3, errors: 1, users: 1, dislikes: 1, clarifications: 1 }, errors: [{ code: 'DB_TIMEOUT', count: 1 }] });
     t.equal(r.per_day.length, 31, 'the last 30 days, today included');
     const bad = await bus.request(AnalyticsReportGet, { from: 'not a date' }, { requestId: 'bad' }).then(() => undefined, (e: unknown) => e);
     t.ok(bad instanceof CortadoError && bad.code === 'VALIDATION_FAILED', 'a bad date is VALIDATION_FAILED over the bus');

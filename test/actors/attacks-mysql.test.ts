@@ -61,7 +61,9 @@ async function filesWritten(prefix: string, paths: readonly string[]): Promise<s
 async function serverState(): Promise<string> {
   const [rows] = await db.pool.query<any[]>('SELECT GROUP_CONCAT(id, \':\', secret ORDER BY id) AS r, COUNT(*) AS n FROM canary');
   const [seq] = await db.pool.query<any[]>('SELECT next_not_cached_value AS v FROM attack_seq');
-  const [users] = await db.pool.query<any[]>('SELECT COUNT(*) AS n FROM mysql.user');
+  // the users of this server but those other test files make and drop while this one runs
+  // (createMysqlUser: u<pid>_…); this process's own are counted
+  const [users] = await db.pool.query<any[]>("SELECT GROUP_CONCAT(CONCAT(User, '@', Host) ORDER BY User, Host) AS n FROM mysql.user WHERE User NOT REGEXP '^u[0-9]+_' OR User LIKE ?", [`u${process.pid}\\_%`]);
   const [tables] = await db.pool.query<any[]>('SELECT GROUP_CONCAT(TABLE_NAME ORDER BY TABLE_NAME) AS t FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?', [db.name]);
   const [lock] = await db.pool.query<any[]>("SELECT IS_USED_LOCK('cortado_attack') AS holder");
   return JSON.stringify({ rows: rows[0], seq: seq[0]?.v ?? null, users: users[0].n, tables: tables[0].t, lock: lock[0].holder });

@@ -278,6 +278,19 @@ t.test('two tables tying for a word are an ambiguity, unless the user clarified 
   t.equal(buildContext(twin, { question: 'how many accounts are there?', clarified: ['accounts'] }, 4).ambiguity, undefined);
   t.equal(buildContext(twin, { question: 'how many accounts are there?', tables: ['crm.accounts'] }, 4).ambiguity, undefined, 'picked tables are never ambiguous');
   t.equal(buildContext(catalog, { question: 'sales orders per checkout' }, 4).ambiguity, undefined, 'an original and its copies are no rivals');
+  // a schema named after another one and more (a scale-factor or shard copy: tpch_sf100 beside
+  // tpch) holds copies of its same-named tables: never offered as a choice, folded onto them
+  const scaled = buildCatalog({
+    ...REPLY,
+    tables: [
+      ...REAL,
+      table('crm', 'accounts', [col('id'), col('nm', 'text'), col('region', 'text')], { comment: 'accounts' }),
+      table('crm_sf100', 'accounts', [col('id'), col('nm', 'text'), col('region', 'text')], { comment: 'accounts' }),
+    ],
+  });
+  const one = buildContext(scaled, { question: 'how many accounts are there?' }, 4);
+  t.equal(one.ambiguity, undefined, 'no question between a table and its copy in a sibling schema');
+  t.ok(one.tables.includes('crm.accounts') && !one.tables.includes('crm_sf100.accounts'), one.tables.join(', '));
 });
 
 t.test('a refreshed catalog with the same tables re-indexes only what changed, and sees the change', async (t) => {
@@ -309,8 +322,20 @@ t.test('on a generated 1,000-table warehouse the answer tables are found within 
     return { tables: reply.tables, schema_text: reply.schema_text };
   });
   t.ok(report.questions >= 80, `${report.questions} questions`);
-  t.ok(report.recall >= 0.95, `recall ${(report.recall * 100).toFixed(1)} %`);
+  // WordNet's everyday English (the lexicon, on by default) costs this generator's cryptic
+  // abbreviations (so_hdr, gl_je) a point — 95.9 % without it, 94.9 % with it at seed 7 — and
+  // gains real schemas 2 to 4 (bench/linking/real, docs/benchmarks.md): the bound is 94 %
+  t.ok(report.recall >= 0.94, `recall ${(report.recall * 100).toFixed(1)} %`);
   t.ok(report.complete >= 0.9, `complete ${(report.complete * 100).toFixed(1)} %`);
   t.ok(report.tokens_mean <= 3000, `tokens mean ${Math.round(report.tokens_mean)}`);
   t.ok(report.noise_share < 0.1, `noise ${(report.noise_share * 100).toFixed(1)} %`);
+});
+
+t.test('a thesaurus word reaches its group from a plural that stems apart (movies → movy, not movie)', async (t) => {
+  const { defaultThesaurus } = await import('../../actors/catalog/thesaurus.js');
+  const { stem } = await import('../../actors/catalog/catalog.js');
+  const related = (word: string) => (defaultThesaurus().get(stem(word)) ?? []).map((r) => r.term);
+  t.ok(related('movies').includes('film'), related('movies').join(', '));
+  t.ok(related('movie').includes('film'));
+  t.ok(related('clients').includes('customer'));
 });

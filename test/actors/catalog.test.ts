@@ -197,7 +197,8 @@ t.test('a table renders with row estimate, comments, NOT NULL and foreign keys',
 
 t.test('the schema text starts with the dialect and is deterministic', async (t) => {
   const text = renderSchemaText(catalog, ['orders', 'monthly_sales']);
-  t.match(text, /^Dialect: PostgreSQL\n\nTable orders \(~52000 rows\)/);
+  t.match(text, /^Dialect: PostgreSQL\n\n<data source="schema">\nTable orders \(~52000 rows\)/, 'the tables fenced as data');
+  t.match(text, /\n<\/data>$/);
   t.match(text, /\n\nView monthly_sales -- revenue per store and month\n/);
   t.notMatch(text, /customers \(/, 'only the named tables');
   t.equal(renderSchemaText(buildCatalog(REPLY), ['orders', 'monthly_sales']), text);

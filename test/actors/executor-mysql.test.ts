@@ -13,6 +13,7 @@ import { CortadoError } from '../../protocol/errors.js';
 import { createLogger } from '../../protocol/log.js';
 import { SqlCheck, SqlExecute, SqlIntrospect, SqlPing } from '../../protocol/subjects.js';
 import { runCortado } from '../../cli/run.js';
+import { registry } from '../../protocol/metrics.js';
 import { MysqlEngine, lexingSafeSqlMode, toDbError, writeAccessFromGrants } from '../../actors/executor/engines/mysql.js';
 import { ACCEPTED_MYSQL, GUARD_SCHEMA_SQL_MYSQL, LIMIT_CASES_MYSQL, LIMITS, ORDERS_ROWS_MYSQL, REJECTED_MYSQL } from '../fixtures/guard-cases-mysql.js';
 import { testConfig } from '../helpers/config.js';
@@ -178,26 +179,38 @@ async function stillRunning(): Promise<number> {
 
 t.test('a query past its timeout is cancelled on the server', async (t) => {
   const started = Date.now();
+  const stoppedBefore = await cancels('stopped');
   const err = await fails(SLOW, { timeout_ms: 500 });
   const took = Date.now() - started;
   t.equal(err.code, 'DB_TIMEOUT');
   t.match(err.message, /500 ms/);
   t.ok(took >= 450 && took < 1_400, `answered in ${took} ms (the server's own timeout, before the client's backstop)`);
   t.equal(await stillRunning(), 0, 'the query no longer runs (PROCESSLIST)');
+  t.equal(await cancels('stopped'), stoppedBefore + 1, 'cortado_db_cancel_total{outcome="stopped"}: the server ended it');
   const ok = await client.request(SqlExecute, { sql: 'SELECT 1 AS one' }, ctx());
   t.same(ok.rows, [[1]], 'the pool still works');
 });
+
+/** cortado_db_cancel_total{engine="mysql",outcome} of this process */
+async function cancels(outcome: string): Promise<number> {
+  const m = await registry.getSingleMetric('cortado_db_cancel_total')?.get();
+  return m?.values.find((v) => v.labels.engine === 'mysql' && v.labels.outcome === outcome)?.value ?? 0;
+}
 
 t.test('the client backstop kills a query the server does not stop', async (t) => {
   // the server-side timeout is 5 s; the backstop fires at 5 s - 4.6 s = 400 ms
   const engine = new MysqlEngine({ ...db, database: db.name, autocommit: true, maxConnections: 2, statementTimeoutMs: 5_000, backstopGraceMs: -4_600, log });
   t.teardown(() => engine.close());
   const started = Date.now();
+  const stoppedBefore = await cancels('stopped');
   const err = await engine.execute(SLOW, { timeoutMs: 5_000, maxRows: 10 }).then(() => undefined, (e: unknown) => e as CortadoError);
   const took = Date.now() - started;
   t.equal(err?.code, 'DB_TIMEOUT');
   t.ok(took < 2_500, `answered in ${took} ms, long before the server's 5 s`);
   t.equal(await stillRunning(), 0, 'KILL QUERY ended it (PROCESSLIST)');
+  // the kill is watched on the process list after the caller's answer (issue 24, class F)
+  for (let i = 0; i < 30 && (await cancels('stopped')) === stoppedBefore; i++) await new Promise((r) => setTimeout(r, 100));
+  t.equal(await cancels('stopped'), stoppedBefore + 1, 'cortado_db_cancel_total{outcome="stopped"}: seen gone from the process list');
   const again = await engine.execute('SELECT 2 AS two', { timeoutMs: 5_000, maxRows: 10 });
   t.same(again.rows, [[2]], 'the engine goes on with a fresh connection');
 });

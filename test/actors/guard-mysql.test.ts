@@ -16,6 +16,9 @@ import {
   MYSQL_OPERATORS,
   MYSQL_SYSTEM_VARIABLES,
   allowedFunction,
+  markMysqlMissingBuiltins,
+  resetMysqlAllowList,
+  restrictMysqlAllowList,
 } from '../../actors/executor/guard/allow-mysql.js';
 import { lex } from '../../actors/executor/guard/mysql.js';
 import { ACCEPTED_MYSQL, LIMIT_CASES_MYSQL, LIMITS, REJECTED_MYSQL } from '../fixtures/guard-cases-mysql.js';
@@ -170,6 +173,38 @@ t.test('database.allowed_functions', async (t) => {
   t.match(g('SELECT SLEEP(1)', ['sleep'])?.details, { kind: 'dangerous_function', function: 'sleep' }, 'the deny list still wins');
   t.match(g('SELECT `concat`(name) FROM customers')?.message, /backticks/);
   t.notOk(g('SELECT `concat`(name) FROM customers', ['concat']), 'a listed name may be quoted');
+});
+
+t.test('a stored function named like an allowed built-in drops the name (issue 24, class D)', async (t) => {
+  resetMysqlAllowList();
+  t.teardown(resetMysqlAllowList);
+  const g = (sql: string, allowedFunctions: string[] = []) => rejection(() => guardSql(sql, 'mysql', { ...LIMITS, allowedFunctions }));
+  t.notOk(g('SELECT ANY_VALUE(name) FROM customers'), 'before: allowed');
+  const dropped = restrictMysqlAllowList([
+    { schema: 'shop', name: 'Any_Value' },
+    { schema: 'shop', name: 'order_total' }, // not on the allow-list: nothing to drop
+    { schema: '(loadable function)', name: 'regexp_like' },
+  ]);
+  t.same(dropped.map((d) => d.name).sort(), ['any_value', 'regexp_like']);
+  const err = g('SELECT any_value(name) FROM customers');
+  t.match(err?.details, { kind: 'function_not_allowed', function: 'any_value' });
+  t.match(err?.message, /stored function of that name \(shop\.Any_Value\)/);
+  t.match(g("SELECT name FROM customers WHERE REGEXP_LIKE(name, 'a')")?.details, { kind: 'function_not_allowed', function: 'regexp_like' }, 'a loadable function too');
+  t.match(g('SELECT (SELECT any_value(name) FROM customers) AS x')?.details, { kind: 'function_not_allowed' }, 'wherever it is called');
+  t.notOk(g('SELECT any_value(name) FROM customers', ['any_value']), 'database.allowed_functions allows it again');
+  t.notOk(g('SELECT upper(name) FROM customers'), 'other names stay allowed');
+  restrictMysqlAllowList([]);
+  t.ok(g('SELECT any_value(name) FROM customers'), 'a later check does not take a drop back');
+  resetMysqlAllowList();
+  t.notOk(g('SELECT any_value(name) FROM customers'), 'reset: the built-in list again');
+
+  // a name the server has no built-in of: dropped whatever the database holds now
+  markMysqlMissingBuiltins(['json_storage_size', 'not_on_the_list']);
+  const missing = g("SELECT JSON_STORAGE_SIZE('[1]')");
+  t.match(missing?.details, { kind: 'function_not_allowed', function: 'json_storage_size' });
+  t.match(missing?.message, /no built-in of that name/);
+  t.notOk(g("SELECT json_storage_size('[1]')", ['json_storage_size']), 'database.allowed_functions allows it');
+  t.notOk(g('SELECT upper(name) FROM customers'));
 });
 
 t.test('what the allow-lists refuse is named, with why', async (t) => {

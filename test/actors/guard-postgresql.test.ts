@@ -4,9 +4,11 @@
  * allow-list wherever a call, operator, type or relation can sit, database.allowed_functions,
  * and the start-up check against the catalog (from rows as the catalog query returns them).
  */
+import { readFileSync } from 'node:fs';
 import t from 'tap';
 import { CortadoError } from '../../protocol/errors.js';
 import { guardSql, prepareGuard } from '../../actors/executor/guard/index.js';
+import { PARSER_GRAMMAR, newerSyntaxNodes } from '../../actors/executor/guard/postgresql.js';
 import { deniedFunction } from '../../actors/executor/guard/deny.js';
 import {
   FUNCTION_GROUPS,
@@ -157,6 +159,133 @@ t.test('database.allowed_functions trusts more, by name', async (t) => {
   t.equal(kindOf('SELECT * FROM pg_authid', allow('pg_authid')), 'relation_not_allowed', 'not relations');
 });
 
+t.test('syntax newer than the server is judged as that server reads it (issue 24, class D)', async (t) => {
+  // Each: the SQL, the function an older server calls for it, the version that made it syntax.
+  const newer: Array<[string, string | undefined, number]> = [
+    ["SELECT json_value(doc, '$.a') FROM events", 'json_value', 17],
+    ["SELECT json_query(doc, '$.a' WITH WRAPPER) FROM events", 'json_query', 17],
+    ["SELECT id FROM events WHERE json_exists(doc, '$.a')", 'json_exists', 17],
+    ['SELECT json_scalar(1)', 'json_scalar', 17],
+    ["SELECT json_serialize('{}')", 'json_serialize', 17],
+    ["SELECT json('{}')", 'json', 17],
+    ["SELECT j.a FROM json_table('[1]', '$[*]' COLUMNS (a int PATH '$')) j", 'json_table', 17],
+    ['SELECT merge_action()', 'merge_action', 17],
+    ['SELECT json_array(1, 2)', 'json_array', 16],
+    ['SELECT json_array(SELECT 1)', 'json_array', 16],
+    ['SELECT json_objectagg(k : v) FROM kv', 'json_objectagg', 16],
+    ['SELECT json_arrayagg(v ORDER BY v) FROM kv', 'json_arrayagg', 16],
+    ["SELECT '{}' IS JSON", undefined, 16],
+  ];
+  const verdict = (sql: string, serverVersion: number | undefined, allowedFunctions: string[] = []) =>
+    rejection(() => guardSql(sql, 'postgresql', { ...LIMITS, allowedFunctions, ...(serverVersion !== undefined ? { serverVersion } : {}) }));
+  for (const [sql, call, since] of newer) {
+    for (const version of [undefined, 15, 16, 17, 18]) {
+      const err = verdict(sql, version);
+      const older = version === undefined || version < since;
+      const label = `${sql} on ${version === undefined ? 'an unknown version' : `PostgreSQL ${version}`}`;
+      if (!older) {
+        t.equal(err, undefined, `${label}: syntax there, as before`);
+        continue;
+      }
+      if (call === undefined) {
+        t.match(err?.details, { kind: 'parse', syntax: 'IS JSON' }, `${label}: not known there`);
+        t.match(err?.message, /PostgreSQL 16/);
+        continue;
+      }
+      t.match(err?.details, { kind: 'function_not_allowed', function: call }, `${label}: a call of ${call}()`);
+      t.match(err?.message, new RegExp(`${call}\\(\\).*(PostgreSQL ${version ?? ''}|could not read)`));
+      t.equal(verdict(sql, version, [call.toUpperCase()]), undefined, `${label}: database.allowed_functions allows ${call}`);
+    }
+  }
+  // json_object is on the allow-list: json_object() is that call on PostgreSQL 15, allowed as
+  // json_object(a, b) is, and refused once the catalog check finds one of the database's own
+  t.equal(verdict('SELECT json_object()', 15), undefined);
+  t.equal(verdict("SELECT json_object('a' : 1)", 15), undefined);
+  resetPostgresAllowList();
+  t.teardown(resetPostgresAllowList);
+  restrictPostgresAllowList([row('function', 'pg_catalog', 'json_object', true), row('function', 'public', 'json_object', false)]);
+  t.match(verdict('SELECT json_object()', 15)?.details, { kind: 'function_not_allowed', function: 'json_object' });
+  t.match(verdict('SELECT json_object()', 15)?.message, /public\.json_object/);
+  t.equal(verdict('SELECT json_object()', 16), undefined, 'syntax on PostgreSQL 16');
+  t.match(verdict("SELECT json_object('a', 'b')", 16)?.details, { kind: 'function_not_allowed' }, 'the legacy call form is a call everywhere');
+  resetPostgresAllowList();
+  // the arguments are still checked, on every version
+  t.match(verdict("SELECT json_value(pg_read_file('x'), '$')", 18)?.details, { kind: 'dangerous_function' });
+  t.match(verdict("SELECT json_value(doc, '$' RETURNING public.secret_type) FROM events", 18)?.details, { kind: 'type_not_allowed' });
+  // the guard's own syntax stays what it was: SQL-syntax calls are pg_catalog's on every version
+  t.equal(verdict("SELECT substring('abc' FROM 2), extract(year FROM now()), now() AT TIME ZONE 'UTC'", 15), undefined);
+});
+
+t.test('functions that ignore a cancel only with inputs that bound them (issue 24, class F)', async (t) => {
+  const verdict = (sql: string, allowedFunctions: string[] = []) => rejection(() => guardSql(sql, 'postgresql', { ...LIMITS, allowedFunctions }));
+  const refusedAs = (sql: string, fn: string) => {
+    const err = verdict(sql);
+    t.match(err?.details, { kind: 'function_not_allowed', function: fn, reason: 'uncancellable' }, sql);
+    t.match(err?.message, /does not stop when a query is cancelled/);
+    t.equal(verdict(sql, [fn]), undefined, `${sql}: database.allowed_functions allows it`);
+  };
+  const runs = (sql: string) => t.equal(verdict(sql), undefined, sql);
+
+  // ts_headline: MaxFragments bounds the loop
+  runs("SELECT ts_headline(body, to_tsquery('a')) FROM d");
+  runs("SELECT ts_headline('english', body, q) FROM d, to_tsquery('a') q");
+  runs("SELECT ts_headline(body, q, 'MaxFragments=3, MaxWords=20, MinWords=5') FROM d, to_tsquery('a') q");
+  runs("SELECT ts_headline('english', body, q, 'MaxFragments = 10') FROM d, to_tsquery('a') q");
+  runs("SELECT ts_headline(body, q, 'StartSel=\"<b>\", HighlightAll=true') FROM d, to_tsquery('a') q");
+  runs("SELECT ts_headline(doc::jsonb, to_tsquery('a'), 'MaxWords=10') FROM d");
+  refusedAs("SELECT ts_headline(body, q, 'MaxFragments=40000') FROM d, to_tsquery('a') q", 'ts_headline');
+  refusedAs("SELECT ts_headline(body, q, 'MaxFragments=2, maxfragments=11') FROM d, to_tsquery('a') q", 'ts_headline');
+  refusedAs("SELECT ts_headline(body, q, '\"MaxFragments\"=400') FROM d, to_tsquery('a') q", 'ts_headline');
+  refusedAs("SELECT ts_headline(body, q, 'MaxFragments=0x400') FROM d, to_tsquery('a') q", 'ts_headline');
+  refusedAs("SELECT ts_headline(body, q, 'MaxFragments=1_000') FROM d, to_tsquery('a') q", 'ts_headline');
+  refusedAs("SELECT ts_headline(body, 'a & b', 'MaxFragments=99') FROM d", 'ts_headline');
+  refusedAs("SELECT ts_headline(body, q, o) FROM d, to_tsquery('a') q, (SELECT 'MaxFragments=9999' AS o) s", 'ts_headline');
+  refusedAs("SELECT ts_headline('english', body, q, 'MaxFragments=' || '99') FROM d, to_tsquery('a') q", 'ts_headline');
+  refusedAs("SELECT ts_headline(repeat('alpha ', 40000), 'alpha'::tsquery, opts) FROM (SELECT 'MaxFragments=40000' AS opts) s", 'ts_headline');
+
+  // ts_rank: a constant query of few words, no prefix
+  runs("SELECT ts_rank(tv, to_tsquery('english', 'cat & dog')) FROM d");
+  runs("SELECT ts_rank(tv, 'cat <-> dog'::tsquery, 1) FROM d");
+  runs("SELECT ts_rank('{0.1,0.2,0.4,1}', tv, websearch_to_tsquery('english', 'cat dog -bird')) FROM d");
+  runs('SELECT ts_rank_cd(tv, q) FROM d, to_tsquery(\'x\') q');
+  refusedAs("SELECT ts_rank(tv, q) FROM d, to_tsquery('x') q", 'ts_rank');
+  refusedAs("SELECT ts_rank(tv, to_tsquery(body)) FROM d", 'ts_rank');
+  refusedAs("SELECT ts_rank(tv, to_tsquery('a:* & b')) FROM d", 'ts_rank');
+  refusedAs(`SELECT ts_rank(tv, to_tsquery('${Array.from({ length: 33 }, (_, i) => `w${i}`).join(' & ')}')) FROM d`, 'ts_rank');
+  runs(`SELECT ts_rank(tv, to_tsquery('${Array.from({ length: 32 }, (_, i) => `w${i}`).join(' & ')}')) FROM d`);
+});
+
+t.test('an allowed function this server has no built-in of is the database\'s own there (issue 24, class D)', async (t) => {
+  resetPostgresAllowList();
+  t.teardown(resetPostgresAllowList);
+  const kindOf = (sql: string, allowedFunctions: string[] = []) => rejection(() => guardSql(sql, 'postgresql', { ...LIMITS, allowedFunctions }));
+  t.equal(kindOf('SELECT any_value(status) FROM orders'), undefined, 'before the check: on the list');
+  // a PostgreSQL 15 catalog: upper and count are built-ins, any_value and uuidv7 are not (16, 18)
+  const report = restrictPostgresAllowList([row('function', 'pg_catalog', 'upper'), row('function', 'pg_catalog', 'count')]);
+  t.ok(report.missing.includes('any_value') && report.missing.includes('uuidv7') && report.missing.includes('bytea'));
+  const err = kindOf('SELECT any_value(status) FROM orders');
+  t.match(err?.details, { kind: 'function_not_allowed', function: 'any_value' });
+  t.match(err?.message, /no built-in of that name/);
+  t.match(kindOf('SELECT pg_catalog.uuidv7()')?.details, { kind: 'function_not_allowed' }, 'qualified or not');
+  t.match(kindOf('SELECT o.any_value FROM orders o')?.details, { kind: 'function_not_allowed' }, 'in attribute notation too');
+  t.equal(kindOf('SELECT any_value(status) FROM orders', ['any_value']), undefined, 'database.allowed_functions allows it');
+  t.equal(kindOf("SELECT upper('a'), count(*) FROM orders"), undefined, 'the built-ins it has stay allowed');
+  t.equal(kindOf("SELECT bytea('abc')"), undefined, 'a type\'s name written as a call is a cast when no function has it');
+});
+
+t.test('the table of newer syntax is written for the parser\'s grammar', async (t) => {
+  // a libpg-query of another PostgreSQL major may bring call-like syntax the table lacks: review it
+  const version = JSON.parse(readFileSync(new URL('../../node_modules/libpg-query/package.json', import.meta.url), 'utf8')) as { version: string };
+  t.equal(Number(version.version.split('.')[0]), PARSER_GRAMMAR, `libpg-query ${version.version} has the grammar NEWER_SYNTAX was written for`);
+  // every node kind of the table is one of the parse tree's (a rename would silently skip it)
+  const types = readFileSync(new URL('../../node_modules/@pgsql/types/types.d.ts', import.meta.url), 'utf8');
+  const union = types.slice(types.indexOf('export type Node = {'));
+  for (const { node, since } of newerSyntaxNodes()) {
+    t.match(union.slice(0, union.indexOf('};')), new RegExp(`\\b${node}: ${node}\\b`), `${node} is a node of the parse tree`);
+    t.ok(since > 15 && since <= PARSER_GRAMMAR, `${node}: PostgreSQL ${since}`);
+  }
+});
+
 function row(kind: CatalogRow['kind'], schema: string, name: string, oneArg = true, extension: string | null = null): CatalogRow {
   return { kind, schema, name, one_arg: oneArg, extension };
 }
@@ -283,4 +412,16 @@ t.test('dialects without a guard refuse to run anything', async (t) => {
   const err = rejection(() => guardSql('SELECT 1', 'sqlite' as never, LIMITS));
   t.equal(err?.code, 'SQL_REJECTED');
   t.equal(err?.details?.kind, 'unsupported_dialect');
+});
+
+t.test('a tree nested deeper than the guard walks is refused with a reason, not passed to the database', async (t) => {
+  const chain = (n: number) => `SELECT ${Array.from({ length: n }, () => '1').join(' + ')}`;
+  // 900 nested additions: deep, but a person could still write it (PostgreSQL runs it)
+  t.equal(guardSql(chain(900), 'postgresql', LIMITS).tables.length, 0, '900 terms pass');
+    // (parentheses alone make no node; 11,000 terms break the parser itself: its worker is replaced, test/actors/parser-isolation.test.ts)
+  for (const sql of [chain(1_200), chain(3_000), `SELECT ${'abs('.repeat(1_100)}1${')'.repeat(1_100)}`, `SELECT ${'ARRAY['.repeat(1_100)}1${']'.repeat(1_100)}`]) {
+    const err = rejection(() => guardSql(sql, 'postgresql', LIMITS));
+    t.equal(err?.details?.kind, 'parse', `${sql.slice(0, 30)}… (${sql.length} chars): refused as too deep`);
+    t.match(err?.message, /more than 1000 levels deep/, 'the reason says what to change');
+  }
 });

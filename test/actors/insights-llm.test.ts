@@ -15,6 +15,7 @@ import { addUsage, ZERO_USAGE, type Cell } from '../../protocol/schemas/common.j
 import type { Insight, InsightsGenerateRequest } from '../../protocol/schemas/insights.js';
 import { InsightsGenerate } from '../../protocol/subjects.js';
 import type { Config } from '../../config/schema.js';
+import { parseConfig } from '../../config/load.js';
 import { testConfig } from '../helpers/config.js';
 import { startFakeLlm } from '../helpers/fake-llm.js';
 import { startNats } from '../helpers/nats.js';
@@ -277,7 +278,8 @@ t.test('the summary is bounded: a few rows, short values, masked columns not pro
 
 t.test('prices: the table, dated names, llm.pricing over it, unknown models have none', async (t) => {
   const cfg = testConfig({ natsUrl: nats.url, extra: { llm: { pricing: { 'gpt-4.1-mini': { input_per_mtok: 1, output_per_mtok: 2 }, 'my-local-model': { input_per_mtok: 0, output_per_mtok: 0 } } } } });
-  for (const model of ['claude-sonnet-4-5', 'gemini-2.5-flash', 'gpt-4.1-mini']) t.ok(MODEL_PRICES[model], `${model} is in the table`);
+  for (const model of ['claude-sonnet-5-5', 'claude-sonnet-4-5', 'gemini-2.5-flash', 'gpt-4.1-mini']) t.ok(MODEL_PRICES[model], `${model} is in the table`);
+  t.ok(MODEL_PRICES[parseConfig('llm: {provider: anthropic}\ndatabase: {provider: postgresql}', 'defaults.yaml', {}).config.llm.anthropic.model], 'the default Anthropic model has a price');
   t.same(priceOf(cfg, 'claude-sonnet-4-5-20250929'), MODEL_PRICES['claude-sonnet-4-5'], 'a dated name');
   t.same(priceOf(cfg, 'publishers/google/models/gemini-2.5-flash'), MODEL_PRICES['gemini-2.5-flash'], 'a path');
   t.same(priceOf(cfg, 'gpt-4.1-mini-2025-04-14'), { input_per_mtok: 1, output_per_mtok: 2 }, 'llm.pricing wins');

@@ -10,7 +10,7 @@ import {
   escapeDnValue, escapeFilterValue, ldapLogin, normalizeDn, testLdapConnection, type LdapResult, type LdapSettings,
 } from '../../actors/lib/ldap.js';
 import {
-  ANALYSTS_DN, BASE_DN, PEOPLE_DN, POSIX_ANALYSTS_DN, SVC_DN, SVC_PASSWORD, USERS, startSlapd,
+  ADMINS_DN, ANALYSTS_DN, BASE_DN, PEOPLE_DN, POSIX_ADMINS_DN, POSIX_ANALYSTS_DN, SVC_DN, SVC_PASSWORD, USERS, startSlapd,
 } from '../helpers/slapd.js';
 
 const slapd = await startSlapd();
@@ -40,8 +40,8 @@ const search = (over: Partial<LdapSettings> = {}): LdapSettings =>
   settings({ bind_dn: SVC_DN, bind_password: SVC_PASSWORD, base_dn: BASE_DN, ...over });
 
 /** Every result is checked for leaked passwords on the way. */
-async function login(s: LdapSettings, username: string, password: string): Promise<LdapResult> {
-  const r = await ldapLogin(s, username, password);
+async function login(s: LdapSettings, username: string, password: string, group = s.required_group_dn): Promise<LdapResult> {
+  const r = await ldapLogin(s, username, password, group);
   const text = JSON.stringify(r);
   for (const pw of PASSWORDS) if (text.includes(pw)) throw new Error(`a password leaked into the result: ${text}`);
   return r;
@@ -127,6 +127,25 @@ t.test('required group through member, memberOf and memberUid', async (t) => {
   t.ok((await login(direct({ required_group_dn: POSIX_ANALYSTS_DN, group_member_attr: 'memberUid' }), 'ALICE', USERS.alice.password)).ok);
   t.equal(reason(await login(search({ required_group_dn: `cn=ghosts,${BASE_DN}` }), 'alice', USERS.alice.password)), 'misconfigured',
     'a group that does not exist');
+});
+
+t.test('the group is the login\'s to name, not the settings\': the admin group and the gate\'s are separate', async (t) => {
+  const cases = [
+    { attr: 'member', gate: ANALYSTS_DN, admins: ADMINS_DN },
+    { attr: 'memberOf', gate: ANALYSTS_DN, admins: ADMINS_DN },
+    { attr: 'memberUid', gate: POSIX_ANALYSTS_DN, admins: POSIX_ADMINS_DN },
+  ] as const;
+  for (const { attr, gate, admins } of cases) {
+    for (const [mode, make] of [['search', search], ['direct', direct]] as const) {
+      // the settings name the gate's group; the admin login asks for the admin group
+      const s = make({ required_group_dn: gate, group_member_attr: attr });
+      t.ok((await login(s, 'alice', USERS.alice.password, gate)).ok, `${attr} (${mode}): alice passes the gate`);
+      t.equal(reason(await login(s, 'alice', USERS.alice.password, admins)), 'not_in_group', `${attr} (${mode}): alice is no admin`);
+      t.ok((await login(s, "o'neil", USERS.oneil.password, admins)).ok, `${attr} (${mode}): o'neil is an admin`);
+      t.equal(reason(await login(s, "o'neil", USERS.oneil.password, gate)), 'not_in_group', `${attr} (${mode}): o'neil is not at the gate`);
+      t.ok((await login(s, 'bob', USERS.bob.password, '')).ok, `${attr} (${mode}): no group asked: any directory user`);
+    }
+  }
 });
 
 t.test('an empty password is refused without a bind', async (t) => {

@@ -64,7 +64,7 @@ t.test('prompts: placeholders, the cacheable prefix, overrides', async (t) => {
   t.equal(built.messages.length, 3);
   t.match(built.messages[0]?.content, /total sales\?/);
   t.match(built.messages[1]?.content, /SELECT sum\(total\) FROM orders/);
-  t.match(built.messages[2]?.content, /Question: and per weekday\?/);
+  t.match(built.messages[2]?.content, /^Question: <data source="question">\nand per weekday\?\n<\/data>/, 'the question fenced as data');
 
   const retry = buildSqlPrompt({
     question: 'q', mode: 'sql', dialect: 'postgresql', schema_text: 's', business_context: '', history: [],

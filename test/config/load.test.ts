@@ -124,3 +124,25 @@ t.test('cortado refuses to start on a bad file and names the key', async (t) => 
   t.equal(missing.status, 2);
   t.match(missing.stderr, /cannot read the file \(ENOENT\)/);
 });
+
+t.test('catalog.linking: model with no model to ask, and linking settings under lexical, are warned about at start', async (t) => {
+  const file = (extra: string) => `llm: {provider: anthropic, anthropic: {api_key: k}, openai: {model: gpt-x}}\ndatabase: {provider: postgresql}\n${extra}`;
+  const fine = parseConfig(file('catalog: {linking: model}\n'), 'a.yaml', {});
+  t.equal(fine.config.catalog.linking, 'model');
+  t.same(fine.warnings, [], 'a configured provider: nothing to say');
+  t.match(parseConfig(MIN, 'b.yaml', {}).config.catalog, { linking: 'lexical', linking_max_candidates: 100, linking_max_chars: 16000, linking_timeout_ms: 8000 }, 'the defaults');
+
+  const bare = parseConfig('llm: {provider: anthropic}\ndatabase: {provider: postgresql}\ncatalog: {linking: model}\n', 'c.yaml', {});
+  t.equal(bare.warnings.length, 1);
+  t.match(bare.warnings[0], /catalog\.linking is "model", but the model it asks \(task table_selection: anthropic\) is not configured \(no API key in llm\.anthropic\.api_key\): every question falls back/);
+  const routed = parseConfig(file('catalog: {linking: model}\nmodel_routing: {table_selection: openai}\n'), 'd.yaml', {});
+  t.match(routed.warnings.join('\n'), /table_selection: openai\) is not configured \(neither llm\.openai\.api_key nor llm\.openai\.base_url\)/, 'the provider the task is routed to is the one checked');
+  const local = parseConfig('llm: {provider: anthropic, anthropic: {api_key: k}, openai: {base_url: "http://127.0.0.1:9/v1"}}\ndatabase: {provider: postgresql}\ncatalog: {linking: model}\nmodel_routing: {table_selection: openai}\n', 'e.yaml', {});
+  t.same(local.warnings, [], 'a local OpenAI-compatible server needs no key');
+
+  const idle = parseConfig(file('catalog: {linking_max_candidates: 50, linking_timeout_ms: 2000}\nmodel_routing: {table_selection: claude-haiku-4-5}\n'), 'f.yaml', {});
+  t.equal(idle.warnings.length, 1);
+  t.match(idle.warnings[0], /catalog\.linking_max_candidates, catalog\.linking_timeout_ms, model_routing\.table_selection have no effect while catalog\.linking is "lexical"/);
+  t.match(problems(file('catalog: {linking: llm}\n')), /catalog\.linking/, 'an unknown mode is refused');
+  t.match(problems(file('catalog: {linking: model, linking_max_candidates: 0}\n')), /catalog\.linking_max_candidates/);
+});

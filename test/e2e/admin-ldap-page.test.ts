@@ -3,7 +3,8 @@
  * real config database: the admin edits the settings, "Test connection" succeeds against the
  * directory and fails clearly with a wrong bind password or an unreachable port, Save keeps them
  * in config_db (a reload shows them; the bind password never comes back to the page), and a
- * directory user then signs in to the panel with the saved settings.
+ * member of the admin group (admin.ldap_group_dn, from the file) then signs in to the panel with
+ * the saved settings, while the gate's members (the saved required_group_dn) do not.
  */
 import net from 'node:net';
 import t from 'tap';
@@ -13,7 +14,7 @@ import { launchBrowser } from '../helpers/browser.js';
 import { testConfig } from '../helpers/config.js';
 import { startNats } from '../helpers/nats.js';
 import { createTestDb } from '../helpers/pg.js';
-import { ANALYSTS_DN, PEOPLE_DN, startSlapd, SVC_DN, SVC_PASSWORD } from '../helpers/slapd.js';
+import { ADMINS_DN, ANALYSTS_DN, PEOPLE_DN, startSlapd, SVC_DN, SVC_PASSWORD, USERS } from '../helpers/slapd.js';
 import { startStack } from '../helpers/stack.js';
 
 const ADMIN = { username: 'admin', password: 'ldap-page-local-pw' };
@@ -23,7 +24,7 @@ const cfgDb = await createTestDb('ldappage_cfg');
 const config = testConfig({
   natsUrl: nats.url,
   extra: {
-    admin: { enabled: true, ...ADMIN },
+    admin: { enabled: true, ...ADMIN, ldap_group_dn: ADMINS_DN },
     config_db: { enabled: true, encryption_key: generateFernetKey(), postgresql: { host: cfgDb.host, port: cfgDb.port, database: cfgDb.name, user: cfgDb.user } },
   },
 });
@@ -149,15 +150,19 @@ t.test('edit, test, save and reload the LDAP / SSO settings; a directory login w
   t.match(view, /"bind_password":"\*{8}"/, 'what the tab reads has the mask');
   t.notOk(view.includes(SVC_PASSWORD), 'and not the password');
 
-  // a directory member signs in with the saved settings; a non-member is refused
+  // a member of the admin group signs in with the saved settings; others are refused, the
+  // gate's members (the saved required_group_dn) too
   await page.click('#sign-out');
   await page.waitForSelector('#login:not([hidden])');
   await signIn(page, 'bob', 'bob-pw');
   await page.waitForSelector('#login-error:not([hidden])');
-  t.match(await page.textContent('#login-error'), /group|not allowed|forbidden/i, 'bob is not in the required group');
+  t.match(await page.textContent('#login-error'), /group|not allowed|forbidden/i, 'bob is not in the admin group');
   await signIn(page, 'alice', 'alice-pw');
+  await page.waitForSelector('#login-error:not([hidden])');
+  t.match(await page.textContent('#login-error'), /administrator|group/i, 'alice is an analyst, not an admin');
+  await signIn(page, "o'neil", USERS.oneil.password);
   await page.waitForSelector('#panel:not([hidden])');
-  t.equal(await page.textContent('#who'), 'alice · ldap', 'alice signed in through the directory');
+  t.equal(await page.textContent('#who'), "o'neil · ldap", 'o\'neil signed in through the directory');
   await page.screenshot({ path: 'test-artifacts/admin-ldap.png', fullPage: true });
 
   t.same(errors, [], 'no script errors');

@@ -341,10 +341,15 @@ t.test('feedback from an API token is that token\'s user; bad feedback is a 400'
   t.same(ok.body, { ok: true });
   const { rows } = await store.pool.query('SELECT username, rating FROM cortado_analytics_feedback WHERE request_id = $1', [asked[3]]);
   t.same(rows, [{ username: 'ana-bob', rating: 'up' }]);
-  const anonymous = await call(`${stack.url}/api/feedback`, { body: { request_id: asked[0], rating: 'up', user: 'someone-else' } });
-  t.equal(anonymous.status, 200, 'a widget may rate what it asked');
+  const named = await call(`${stack.url}/api/feedback`, { body: { request_id: asked[0], rating: 'up', user: 'someone-else' } });
+  t.equal(named.status, 400, 'a user named in the body is refused: the rater is the edge\'s to say');
+  t.match(named.body?.error?.message, /^\/user: not a field of this body/);
+  const anonymous = await call(`${stack.url}/api/feedback`, { body: { request_id: asked[0], rating: 'up' } });
+  t.equal(anonymous.status, 200, 'the anonymous caller may rate what it asked');
   const who = await store.pool.query('SELECT username FROM cortado_analytics_feedback WHERE request_id = $1', [asked[0]]);
-  t.same(who.rows, [{ username: '' }], 'a user named in the body is not believed');
+  t.same(who.rows, [{ username: '' }], 'as nobody in particular');
+  const tokenOnAnother = await call(`${stack.url}/api/feedback`, { body: { request_id: asked[0], rating: 'down' }, headers: { authorization: `Bearer ${token}` } });
+  t.equal(tokenOnAnother.status, 403, 'the token did not ask that one');
 
   for (const [body, path] of [
     [{ request_id: asked[0], rating: 'meh' }, '/rating'],

@@ -224,17 +224,24 @@ t.test('a hundred questions from three channels, in the report and in the databa
   t.equal(report.slowest.length, 10);
   t.equal(report.slowest[0]?.total_ms, Math.max(...rows.map((r) => r.total_ms)));
 
-  // feedback, over the bus as POST /api/feedback sends it
-  const [first, second] = asked.filter((a) => a.kind === 'sql');
-  t.same(await bus.request(AnalyticsFeedback, { request_id: first!.rid, rating: 'up', user: 'mia' }, { requestId: 'fb1' }), { ok: true });
-  t.same(await bus.request(AnalyticsFeedback, { request_id: second!.rid, rating: 'down', user: 'mia', comment: 'wrong statuses' }, { requestId: 'fb2' }), { ok: true });
-  const fb = (await adb.pool.query('SELECT request_id, rating, comment, username FROM cortado_analytics_feedback ORDER BY rating DESC')).rows;
+  // feedback from whoever asked: two /api/query answers (asked from this address), one legacy answer (its token)
+  const [first, second] = asked.filter((a) => a.kind === 'sql' && a.channel === 'api');
+  const legacy = asked.find((a) => a.kind === 'sql' && a.channel === 'legacy');
+  const rate = (body: Record<string, unknown>, headers: Record<string, string> = {}) => call(`${stack.url}/api/feedback`, { body, headers });
+  t.same((await rate({ request_id: first!.rid, rating: 'up' })).body, { ok: true });
+  t.same((await rate({ request_id: second!.rid, rating: 'down', comment: 'wrong statuses' })).body, { ok: true });
+  const bearer = { authorization: `Bearer ${legacyToken.token}` };
+  const foreign = await rate({ request_id: first!.rid, rating: 'down', comment: 'not mine' }, bearer);
+  t.equal(foreign.status, 403, `another caller cannot rate the answer: ${foreign.text}`);
+  t.same((await rate({ request_id: legacy!.rid, rating: 'up' }, bearer)).body, { ok: true }, 'the token rates its own answer');
+  const fb = (await adb.pool.query('SELECT request_id, rating, comment, username FROM cortado_analytics_feedback ORDER BY rating DESC, username')).rows;
   t.same(fb, [
-    { request_id: first!.rid, rating: 'up', comment: null, username: 'mia' },
-    { request_id: second!.rid, rating: 'down', comment: 'wrong statuses', username: 'mia' },
+    { request_id: first!.rid, rating: 'up', comment: null, username: '' },
+    { request_id: legacy!.rid, rating: 'up', comment: null, username: 'leo' },
+    { request_id: second!.rid, rating: 'down', comment: 'wrong statuses', username: '' },
   ], 'feedback stored');
   const after = await bus.request(AnalyticsReportGet, {}, { requestId: 'report-2' });
-  t.match(after.totals, { likes: 1, dislikes: 1 });
+  t.match(after.totals, { likes: 2, dislikes: 1 });
   t.same(after.disliked.map((d) => [d.request_id, d.comment]), [[second!.rid, 'wrong statuses']]);
 });
 
@@ -271,7 +278,7 @@ t.test('analytics off: questions answered, nothing stored, no table made', { tim
   const bus = stack.running.bus;
   const report = await bus.request(AnalyticsReportGet, {}, { requestId: 'off' });
   t.match(report, { enabled: false, totals: { questions: 0 } });
-  t.same(await bus.request(AnalyticsFeedback, { request_id: 'x', rating: 'up' }, { requestId: 'off-fb' }), { ok: false });
+  t.same(await bus.request(AnalyticsFeedback, { request_id: 'x', rating: 'up', owner: 'c:someone' }, { requestId: 'off-fb' }), { ok: false });
   const tables = await adb.pool.query(`SELECT count(*)::int AS n FROM information_schema.tables WHERE table_name LIKE 'cortado_analytics%'`);
   t.equal(tables.rows[0].n, 0);
 });

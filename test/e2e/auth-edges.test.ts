@@ -26,7 +26,7 @@ import { sqlAnswer, startFakeLlm } from '../helpers/fake-llm.js';
 import { openRawSse } from '../helpers/mcp.js';
 import { startNats } from '../helpers/nats.js';
 import { createTestDb } from '../helpers/pg.js';
-import { ANALYSTS_DN, PEOPLE_DN, startSlapd, SVC_DN, SVC_PASSWORD, USERS } from '../helpers/slapd.js';
+import { ADMINS_DN, ANALYSTS_DN, PEOPLE_DN, startSlapd, SVC_DN, SVC_PASSWORD, USERS } from '../helpers/slapd.js';
 import { call } from '../helpers/stack.js';
 import { startTcpCounter } from '../helpers/tcp-counter.js';
 
@@ -52,7 +52,7 @@ const dbRef = { host: db.host, port: db.port, name: db.name, user: db.user };
 const extra = {
   // the test client is the trusted proxy: X-Forwarded-For names the client address of a request
   app: { trusted_proxies: ['127.0.0.1'] },
-  admin: { enabled: true, username: 'admin', password: 'local-pw' },
+  admin: { enabled: true, username: 'admin', password: 'local-pw', ldap_group_dn: ADMINS_DN },
   ldap: {
     enabled: true, server: slapd.url, connect_timeout: 2, bind_dn: SVC_DN, bind_password: SVC_PASSWORD,
     base_dn: PEOPLE_DN, user_search_filter: '(uid={username})', required_group_dn: ANALYSTS_DN, group_member_attr: 'member',
@@ -135,7 +135,7 @@ async function settled(read: () => number): Promise<number> {
   return last;
 }
 
-const aliceBinds = () => (slapd.log().match(new RegExp(`BIND dn="${USERS.alice.dn}"`, 'g')) ?? []).length;
+const adminBinds = () => (slapd.log().match(new RegExp(`BIND dn="${USERS.oneil.dn}"`, 'g')) ?? []).length;
 
 /** connections one password check of a database login opens (the driver may try more than once) */
 let perCheck = 1;
@@ -188,13 +188,13 @@ t.test('/auth/login: an attempt the database could not judge is not a failure', 
 });
 
 t.test('/admin/login (LDAP): 100 parallel wrong passwords on two processes → exactly perClient binds as the user', async (t) => {
-  const before = await settled(aliceBinds);
-  const rs = await Promise.all(Array.from({ length: 100 }, (_, i) => call(`${i % 2 ? A : B}/admin/login`, { body: { username: 'alice', password: 'nope' } })));
+  const before = await settled(adminBinds);
+  const rs = await Promise.all(Array.from({ length: 100 }, (_, i) => call(`${i % 2 ? A : B}/admin/login`, { body: { username: "o'neil", password: 'nope' } })));
   t.same(tally(rs), { 401: LOCKOUT.perClient, 429: 100 - LOCKOUT.perClient });
-  t.equal((await settled(aliceBinds)) - before, LOCKOUT.perClient, 'counted in slapd\'s log of BIND operations');
-  const right = await call(`${A}/admin/login`, { body: { username: 'alice', password: USERS.alice.password } });
+  t.equal((await settled(adminBinds)) - before, LOCKOUT.perClient, 'counted in slapd\'s log of BIND operations');
+  const right = await call(`${A}/admin/login`, { body: { username: "o'neil", password: USERS.oneil.password } });
   t.equal(right.status, 429, 'locked even with the right password');
-  t.equal((await settled(aliceBinds)) - before, LOCKOUT.perClient, 'and that one was not checked either');
+  t.equal((await settled(adminBinds)) - before, LOCKOUT.perClient, 'and that one was not checked either');
 });
 
 t.test('/admin/login: a success clears the client\'s count', async (t) => {

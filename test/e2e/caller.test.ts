@@ -12,7 +12,7 @@ import { testConfig } from '../helpers/config.js';
 import { sqlAnswer, startFakeLlm } from '../helpers/fake-llm.js';
 import { closeClient, connectClient, issueToken } from '../helpers/mcp.js';
 import { startNats } from '../helpers/nats.js';
-import { ADMIN_URL, createTestDb } from '../helpers/pg.js';
+import { createTestDb, dropRoles } from '../helpers/pg.js';
 import { call, startStack } from '../helpers/stack.js';
 
 const MAX_ROWS = 3;
@@ -49,11 +49,7 @@ t.teardown(async () => {
   await stack.stop();
   await fake.close();
   await db.drop();
-  const { default: pg } = await import('pg');
-  const admin = new pg.Client({ connectionString: ADMIN_URL });
-  await admin.connect();
-  await admin.query(`DROP ROLE IF EXISTS ${role}`).catch(() => undefined);
-  await admin.end();
+  await dropRoles(role);
   await nats.stop();
 });
 
@@ -68,14 +64,14 @@ t.test('every route says what it needs of its caller', async (t) => {
   t.same(table, [
     'GET /health none',
     'GET /metrics none',
-    'POST /api/query none',
+    'POST /api/query open',
     'POST /query any',
     'POST /query/confirm-execute any',
     'GET /api/insights/:id none',
-    'POST /admin/login none',
+    'POST /admin/login login',
     'POST /admin/logout admin',
     'GET /admin/session admin',
-    'POST /assistant/login none',
+    'POST /assistant/login login',
     'POST /assistant/logout assistant',
     'GET /assistant/session assistant',
     'GET /admin/config admin',
@@ -100,12 +96,12 @@ t.test('every route says what it needs of its caller', async (t) => {
     'PUT /admin/ldap admin',
     'POST /admin/ldap/test admin',
     'POST /admin/test-email admin',
-    'GET /api/tables none',
-    'GET /api/tables/:name none',
-    'GET /tables none',
+    'GET /api/tables open',
+    'GET /api/tables/:name open',
+    'GET /tables open',
     'GET /auth/config none',
-    'POST /auth/login none',
-    'POST /auth/auto-session none',
+    'POST /auth/login login',
+    'POST /auth/auto-session login',
     'POST /auth/logout auth',
     'GET /auth/session auth',
     'POST /auth/query auth',

@@ -176,7 +176,7 @@ t.test('/api/query: a clarifying question, then the choice answers the original 
   // the conversation goes on as usual: the next question is not taken for an answer
   const third = await call(`${stack.url}/api/query`, { body: { question: 'and the net revenue again?', conversation_id: 'conv-1' } });
   t.equal(third.body.intent, 'sql');
-  t.match(fake.requests.at(-1)!.last, /Question: and the net revenue again\?\s*$/, 'asked as it was written');
+  t.match(fake.requests.at(-1)!.last, /Question: <data source="question">\nand the net revenue again\?\n<\/data>\s*$/, 'asked as it was written (fenced as data)');
 });
 
 t.test('/api/query without a conversation: one is opened for the answer; a number picks a choice', async (t) => {

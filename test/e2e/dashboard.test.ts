@@ -310,6 +310,60 @@ t.test('a dashboard of two tiles, refreshed on open', async (t) => {
   t.same(body.dashboards[0].tiles.map((x: { title: string; refresh: string }) => [x.title, x.refresh]), [['Revenue by region', 'on_open'], ['Months', '0 8 * * *']]);
 });
 
+t.test('a tile draws its answer in <cortado-answer>: the page\'s styles do not reach it, the theme does', async (t) => {
+  const context = await adminContext();
+  t.teardown(() => context.close());
+  const page = await openPage(context, `${stack.url}/#dashboards`, t);
+  await page.fill('#dash-name', 'Styles');
+  await page.click('#dash-new button[type=submit]');
+  await page.locator('#tile-form:not([hidden])').waitFor();
+  await page.fill('#tile-title', 'Styled');
+  await page.selectOption('#tile-kind', 'sql');
+  await page.fill('#tile-text', 'SELECT region, revenue FROM sales ORDER BY month LIMIT 3');
+  await page.click('#tile-add');
+  const tile = page.locator('#dash-tiles .tile[data-runs="1"]', { hasText: 'Styled' });
+  await tile.waitFor();
+  await tile.locator('td').first().waitFor();
+
+  // computed styles of the answer's parts, read inside the element's shadow root; written as a
+  // function's text, since tsx would wrap named functions in a helper the page does not have
+  const PROBE = `
+    const view = article.querySelector('.tile-body > cortado-answer');
+    const root = view && view.shadowRoot;
+    if (!root) return null;
+    const box = ['background-color', 'color', 'font-size', 'padding-top', 'border-top-width', 'border-radius', 'font-weight', 'text-transform'];
+    const of = (n, props) => Object.fromEntries(props.map((p) => [p, getComputedStyle(n).getPropertyValue(p)]));
+    const read = (sel, props) => { const n = root.querySelector(sel); return n ? of(n, props) : 'no ' + sel; };
+    return {
+      host: of(view, ['background-color', 'color', 'font-size', 'padding-top', 'line-height']),
+      body: read('.ctd-answer-view', ['font-size', 'color', 'line-height']),
+      sort: read('th button.sort', box),
+      copy: read('.sql-block button.copy', box),
+      th: read('th', box),
+      td: read('td', box),
+      sql: read('pre.sql', box),
+      table: read('table', ['font-size', 'border-collapse']),
+    };`;
+  type Probe = Record<string, Record<string, string>> | null;
+  const probeFn = new Function('article', PROBE) as (article: unknown) => Probe;
+  const probe = () => tile.evaluate(probeFn);
+  const light = await probe();
+  if (!light) return t.fail('the tile\'s answer is not a <cortado-answer> with a shadow root');
+  t.equal(light.sort!['background-color'], 'rgba(0, 0, 0, 0)', 'a table header is the answer view\'s plain sort button, not the page\'s filled button');
+  t.equal(light.copy!['font-size'], '12px', 'Copy is the answer view\'s small button');
+
+  // the page's own rules, however loud, stop at the element
+  await page.addStyleTag({ content: 'button, th, td, pre, table, code, .tile-body, .tile-body * { background: rgb(255, 0, 0) !important; color: rgb(0, 255, 0) !important; font-size: 31px !important; padding: 17px !important; text-transform: uppercase !important; border-radius: 0 !important; }' });
+  t.same(await probe(), light, 'a page stylesheet with !important rules changes nothing inside the tile\'s answer');
+  t.equal(await page.evaluate('getComputedStyle(document.querySelector("#tile-add")).fontSize'), '31px', 'while it does reach the page around it (the rule works)');
+
+  // the theme travels in the inherited --ctd-* custom properties
+  await page.evaluate('document.documentElement.dataset.theme = "dark"');
+  const dark = await probe();
+  t.notSame(dark?.th?.['background-color'], light.th!['background-color'], 'the dark theme reaches the tile\'s table');
+  t.notSame(dark?.td?.color, light.td!.color, 'and its text');
+});
+
 t.test('Tokens: sign in with the database account, issue, copy the MCP configuration, it works on /mcp/sse, revoke → 401', async (t) => {
   const context = await browser.newContext();
   t.teardown(() => context.close());

@@ -9,7 +9,7 @@ import t from 'tap';
 import { generateFernetKey } from '../../actors/lib/fernet.js';
 import { testConfig } from '../helpers/config.js';
 import { startNats } from '../helpers/nats.js';
-import { ADMIN_URL, createTestDb } from '../helpers/pg.js';
+import { createTestDb, dropRoles } from '../helpers/pg.js';
 import { call, startStack } from '../helpers/stack.js';
 
 const role = `xslot_${process.pid}_${Date.now().toString(36)}`;
@@ -31,11 +31,7 @@ const stack = await startStack(testConfig({
 t.teardown(async () => {
   await stack.stop();
   await db.drop();
-  const { default: pg } = await import('pg');
-  const admin = new pg.Client({ connectionString: ADMIN_URL });
-  await admin.connect();
-  await admin.query(`DROP ROLE IF EXISTS ${role}`).catch(() => undefined);
-  await admin.end();
+  await dropRoles(role);
   await nats.stop();
 });
 

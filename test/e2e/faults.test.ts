@@ -141,6 +141,9 @@ await until('both edges answer a question', async () => (await answer(urls[0]!))
 await until('both actor processes ready', () => actors.every((p) => /actors started/.test(p.output())), 30_000);
 const load = Array.from({ length: CLIENTS }, (_x, i) => client(i));
 
+/** How long after a kill -9 the broker may still route to the dead process (it reads the closed socket on its next turn). */
+const BROKER_NOTICE_MS = 1_000;
+
 t.test('kill -9 an actor process: only its questions in flight fail, retryable, within seconds', async (t) => {
   await pause(1_500);
   const killAt = now();
@@ -152,7 +155,9 @@ t.test('kill -9 an actor process: only its questions in flight fail, retryable, 
   t.comment(`kill -9: ${during.length} questions settled after the kill (${during.filter((a) => a.sentAt < killAt).length} in flight at it); failed ${bad.length}: ${byCode(during)}; slowest failure ${Math.max(0, ...bad.map((a) => a.doneAt - a.sentAt))} ms`);
   t.ok(bad.length <= CLIENTS, `at most one question per client was in flight (${bad.length} failed)`);
   for (const a of bad) {
-    t.ok(a.sentAt < killAt, `#${a.n} failed: it was sent before the kill (${a.sentAt} < ${killAt})`);
+    // the broker learns of the death when it reads the closed socket: on a loaded machine a
+    // question sent a few hundred ms after the kill may still be routed to the dead subscriber
+    t.ok(a.sentAt < killAt + BROKER_NOTICE_MS, `#${a.n} failed: it was sent before the broker could know of the kill (${a.sentAt} < ${killAt} + ${BROKER_NOTICE_MS})`);
     t.equal(a.code, 'ACTOR_UNAVAILABLE', `#${a.n} says why`);
     t.equal(a.retryable, true, `#${a.n} says it may be sent again`);
     t.ok(a.doneAt - killAt < 12_000, `#${a.n} failed within seconds of the kill (${a.doneAt - killAt} ms)`);

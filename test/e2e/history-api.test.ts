@@ -10,7 +10,7 @@ import { generateFernetKey } from '../../actors/lib/fernet.js';
 import { testConfig } from '../helpers/config.js';
 import { sqlAnswer, startFakeLlm } from '../helpers/fake-llm.js';
 import { startNats } from '../helpers/nats.js';
-import { ADMIN_URL, createTestDb } from '../helpers/pg.js';
+import { createTestDb, dropRoles } from '../helpers/pg.js';
 import { call, startStack, type Stack } from '../helpers/stack.js';
 
 const tag = `${process.pid}_${Date.now().toString(36)}`;
@@ -50,11 +50,7 @@ t.teardown(async () => {
   await fake.close();
   await db.drop();
   await cfgDb.drop();
-  const { default: pg } = await import('pg');
-  const admin = new pg.Client({ connectionString: ADMIN_URL });
-  await admin.connect();
-  for (const r of [role, other]) await admin.query(`DROP ROLE IF EXISTS ${r}`).catch(() => undefined);
-  await admin.end();
+  await dropRoles(role, other);
   await nats.stop();
 });
 

@@ -1,7 +1,8 @@
 /**
  * Directory login through the HTTP API against a real slapd: the admin panel tries the
- * directory first and falls back to the local admin account when the directory is down or
- * the bind fails; the required group is enforced; LDAP settings are viewed masked, tested and
+ * directory first (for members of its own group, admin.ldap_group_dn) and falls back to the
+ * local admin account when the directory is down or the bind fails; each login's group is
+ * enforced (the gate's is not the admin panel's); LDAP settings are viewed masked, tested and
  * updated at run time; the assistant login gate protects the legacy /query.
  */
 import t from 'tap';
@@ -10,7 +11,7 @@ import { testConfig } from '../helpers/config.js';
 import { sqlAnswer, startFakeLlm } from '../helpers/fake-llm.js';
 import { startNats } from '../helpers/nats.js';
 import { createTestDb } from '../helpers/pg.js';
-import { ANALYSTS_DN, PEOPLE_DN, startSlapd, SVC_DN, SVC_PASSWORD } from '../helpers/slapd.js';
+import { ADMINS_DN, ANALYSTS_DN, PEOPLE_DN, startSlapd, SVC_DN, SVC_PASSWORD, USERS } from '../helpers/slapd.js';
 import { call, startStack } from '../helpers/stack.js';
 
 const slapd = await startSlapd();
@@ -23,7 +24,7 @@ const config = testConfig({
   db: { host: db.host, port: db.port, name: db.name, user: db.user },
   llmUrl: fake.url,
   extra: {
-    admin: { enabled: true, username: 'admin', password: 'local-pw' },
+    admin: { enabled: true, username: 'admin', password: 'local-pw', ldap_group_dn: ADMINS_DN },
     ldap: {
       enabled: true, server: slapd.url, connect_timeout: 1, bind_dn: SVC_DN, bind_password: SVC_PASSWORD,
       base_dn: PEOPLE_DN, user_search_filter: '(uid={username})', required_group_dn: ANALYSTS_DN, group_member_attr: 'member',
@@ -42,13 +43,19 @@ t.teardown(async () => {
 
 const login = (path: string, username: string, password: string) => call(`${stack.url}${path}`, { body: { username, password } });
 
-t.test('admin: a directory member signs in through LDAP; a non-member is refused; a wrong password too', async (t) => {
+t.test('admin: a member of the admin group signs in through LDAP; gate users and others are refused; a wrong password too', async (t) => {
+  const oneil = await login('/admin/login', "o'neil", USERS.oneil.password);
+  t.equal(oneil.status, 200, oneil.text);
+  t.equal(oneil.body.source, 'ldap');
+  t.equal(oneil.body.kind, 'admin');
   const alice = await login('/admin/login', 'alice', 'alice-pw');
-  t.equal(alice.status, 200, alice.text);
-  t.equal(alice.body.source, 'ldap');
+  t.equal(alice.status, 403, 'alice passes the assistant gate (analysts) but is not in the admin group');
+  t.match(alice.body.error.message, /not an administrator/);
   const bob = await login('/admin/login', 'bob', 'bob-pw');
-  t.equal(bob.status, 403, 'bob is not in the required group');
-  const wrong = await login('/admin/login', 'alice', 'nope');
+  t.equal(bob.status, 403, 'bob is in no group');
+  const gate = await login('/assistant/login', "o'neil", USERS.oneil.password);
+  t.equal(gate.status, 403, 'and the admin group is not the gate\'s: o\'neil is no analyst');
+  const wrong = await login('/admin/login', "o'neil", 'nope');
   t.equal(wrong.status, 401);
   const inject = await login('/admin/login', '*)(uid=*', 'alice-pw');
   t.equal(inject.status, 401, 'filter injection matches nobody');
@@ -75,7 +82,8 @@ t.test('admin: the local account works when the bind fails, and the settings are
   t.equal(upd.status, 200, upd.text);
   t.equal(config.ldap.bind_password, SVC_PASSWORD, 'the secret is unchanged');
   t.equal(config.ldap.group_member_attr, 'memberOf');
-  t.equal((await login('/admin/login', 'alice', 'alice-pw')).status, 200, 'memberOf works too');
+  t.equal((await login('/admin/login', "o'neil", USERS.oneil.password)).status, 200, 'memberOf works too');
+  t.equal((await login('/admin/login', 'alice', 'alice-pw')).status, 403, 'and still keeps the gate\'s members out');
   const unknown = await call(`${stack.url}/admin/ldap`, { method: 'PUT', body: { settings: { colour: 'blue' } }, headers: h });
   t.equal(unknown.status, 400);
 });
@@ -106,8 +114,8 @@ t.test('directory down: the admin falls back to the local account; directory use
   t.equal(local.status, 200, local.text);
   t.equal(local.body.source, 'local');
   t.ok(Date.now() - started < 3_000, 'quickly');
-  const alice = await login('/admin/login', 'alice', 'alice-pw');
-  t.equal(alice.status, 401);
+  const oneil = await login('/admin/login', "o'neil", USERS.oneil.password);
+  t.equal(oneil.status, 401);
   const gate = await login('/assistant/login', 'alice', 'alice-pw');
   t.equal(gate.status, 401);
 });

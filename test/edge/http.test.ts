@@ -4,6 +4,9 @@
  * bodies, path and query parameters refused with 400 before anything reaches the bus; URLs
  * redacted for the log the way the query is parsed.
  */
+import { readdirSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { startNats } from '../helpers/nats.js';
 import { testConfig } from '../helpers/config.js';
@@ -11,6 +14,8 @@ import { call, startStack } from '../helpers/stack.js';
 import { uwsAvailable } from '../../edge/http/server.js';
 import { jsonDepth, MAX_JSON_DEPTH } from '../../edge/http/json.js';
 import { redactUrl } from '../../protocol/log.js';
+
+const STATIC = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../edge/web/static');
 
 t.test('edge', async (t) => {
   const nats = await startNats();
@@ -134,10 +139,12 @@ t.test('edge', async (t) => {
         t.equal(b.headers.get('allow'), 'POST');
       });
 
-      await t.test('request ids: taken from the client when sane, made otherwise', async (t) => {
+      await t.test('request ids: always the edge\'s own; a client\'s x-request-id is a label for the logs', async (t) => {
         const a = await call(`${stack.url}/nope`, { headers: { 'x-request-id': 'client-123' } });
-        t.equal(a.headers.get('x-request-id'), 'client-123');
-        t.equal(a.body.error.request_id, 'client-123');
+        t.match(a.headers.get('x-request-id'), /^[0-9a-f-]{36}$/);
+        t.equal(a.body.error.request_id, a.headers.get('x-request-id'));
+        const again = await call(`${stack.url}/nope`, { headers: { 'x-request-id': 'client-123' } });
+        t.not(again.headers.get('x-request-id'), a.headers.get('x-request-id'), 'the same label twice: two ids');
         const b = await call(`${stack.url}/nope`, { headers: { 'x-request-id': 'bad id with spaces' } });
         t.match(b.headers.get('x-request-id'), /^[0-9a-f-]{36}$/);
       });
@@ -161,6 +168,35 @@ t.test('edge', async (t) => {
         t.match(js.headers.get('content-type'), /javascript/);
         const escape = await fetch(`${stack.url}/static/..%2f..%2fpackage.json`);
         t.equal(escape.status, 404);
+        // the pages load their scripts as ES modules (static/lib/ and the rest): a module runs only
+        // when served with a JavaScript type, and nosniff holds the browser to it
+        const modules = readdirSync(STATIC, { recursive: true }).map(String).filter((f) => f.endsWith('.js'));
+        t.ok(modules.includes(path.join('lib', 'api.js')) && modules.length > 30, `${modules.length} scripts`);
+        const wrong: string[] = [];
+        for (const f of modules) {
+          const r = await fetch(`${stack.url}/static/${f.split(path.sep).join('/')}`);
+          await r.arrayBuffer();
+          if (r.status !== 200 || !/^text\/javascript/.test(r.headers.get('content-type') ?? '') || r.headers.get('x-content-type-options') !== 'nosniff') {
+            wrong.push(`${f}: ${r.status} ${r.headers.get('content-type')} ${r.headers.get('x-content-type-options')}`);
+          }
+        }
+        t.same(wrong, [], 'every script is served as JavaScript, nosniff');
+        // modules import one another by plain URLs: revalidated on each use (ETag), never kept stale
+        const first = await fetch(`${stack.url}/static/lib/api.js`);
+        await first.arrayBuffer();
+        t.equal(first.headers.get('cache-control'), 'no-cache', 'revalidated on each use');
+        const etag = first.headers.get('etag') ?? '';
+        t.match(etag, /^"[\w-]{16,}"$/, 'with an ETag');
+        const again = await fetch(`${stack.url}/static/lib/api.js`, { headers: { 'if-none-match': etag } });
+        t.equal(again.status, 304, 'unchanged: 304');
+        t.equal((await again.arrayBuffer()).byteLength, 0, 'with no body');
+        const other = await fetch(`${stack.url}/static/lib/dom.js`, { headers: { 'if-none-match': etag } });
+        t.equal(other.status, 200, 'another file\'s ETag does not match');
+        await other.arrayBuffer();
+        // and the pages' policy stays strict: scripts from this origin only, no inline script, no eval
+        const csp = page.headers.get('content-security-policy') ?? '';
+        const scriptSrc = /script-src ([^;]*)/.exec(csp)?.[1]?.trim();
+        t.equal(scriptSrc, "'self'", `script-src 'self' and nothing more (${csp})`);
       });
     });
   }

@@ -115,6 +115,33 @@ t.test('a state from another strategy, or garbage, is a fresh start; a lowered l
   t.equal(v.retryAfterMs, 700 + 1_000 - 850, 'until only one of them is left in the window');
 });
 
+t.test('a request that counts as several (an MCP batch): all of them fit, or none is taken', async (t) => {
+  const q = { limit: 5, windowMs: 10_000 };
+  for (const strategy of ['sliding_window', 'token_bucket', 'fixed_window'] as const) {
+    const three = decide(strategy, undefined, 0, q, 3);
+    t.equal(three.allowed, true, `${strategy}: 3 of 5 fit`);
+    t.equal(three.remaining, 2, `${strategy}: 2 left`);
+    const again = decide(strategy, three.next, 1, q, 3);
+    t.equal(again.allowed, false, `${strategy}: 3 more do not`);
+    t.equal(again.remaining, 2, `${strategy}: and nothing was taken`);
+    t.ok(again.retryAfterMs > 0, `${strategy}: told when to come back`);
+    const two = decide(strategy, three.next, 1, q, 2);
+    t.equal(two.allowed, true, `${strategy}: the 2 that are left fit`);
+    t.equal(two.remaining, 0);
+    const whole = decide(strategy, undefined, 0, q, 6);
+    t.equal(whole.allowed, false, `${strategy}: more than the whole quota never fits`);
+  }
+  // sliding: 3 more fit once the first three have left the window, not before
+  const first = decide('sliding_window', undefined, 0, q, 3);
+  const second = decide('sliding_window', first.next, 4_000, q, 2);
+  const wait = decide('sliding_window', second.next, 5_000, q, 3);
+  t.equal(wait.retryAfterMs, 5_000, 'until the three taken at 0 leave at 10 000');
+  t.equal(decide('sliding_window', second.next, 10_000, q, 3).allowed, true);
+  // token bucket: 3 tokens come back in 6 s at one per 2 s
+  const drained = decide('token_bucket', decide('token_bucket', undefined, 0, q, 5).next, 0, q, 3);
+  t.equal(drained.retryAfterMs, 6_000);
+});
+
 // ---- path rules ----------------------------------------------------------------------------
 
 t.test('path rules: override > exclude > protected; segment prefixes and * globs', async (t) => {

@@ -9,6 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { endWithProcess } from './leftovers.js';
 
 export interface Broker {
   url: string;
@@ -61,13 +62,13 @@ export async function startBroker(opts: { maxFileStore?: string } = {}): Promise
     get proc() { return proc; },
     async start() {
       if (proc) throw new Error('the broker runs already');
-      const p = spawn('nats-server', ['-c', conf], { stdio: ['ignore', 'ignore', 'pipe'] });
+      const p = endWithProcess(spawn('nats-server', ['-c', conf], { stdio: ['ignore', 'ignore', 'pipe'] }));
       p.stderr?.on('data', (d: Buffer) => { stderr = (stderr + d.toString()).slice(-4000); });
       proc = p;
       const end = Date.now() + 10_000;
       while (!(await portOpen(port))) {
         if (p.exitCode !== null) throw new Error(`nats-server exited: ${stderr}`);
-        if (Date.now() > end) throw new Error(`nats-server did not listen on ${port}: ${stderr}`);
+        if (Date.now() > end) { await broker.kill(); throw new Error(`nats-server did not listen on ${port}: ${stderr}`); }
         await new Promise((r) => setTimeout(r, 20));
       }
     },

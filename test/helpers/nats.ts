@@ -5,6 +5,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { endWithProcess } from './leftovers.js';
 
 export interface NatsServer {
   url: string;
@@ -18,14 +19,20 @@ export async function startNats(opts: { jetstream?: boolean } = {}): Promise<Nat
   const dir = mkdtempSync(path.join(tmpdir(), 'cortado-nats-'));
   const args = ['-a', '127.0.0.1', '-p', '-1', '--ports_file_dir', dir];
   if (opts.jetstream !== false) args.push('-js', '-sd', path.join(dir, 'js'));
-  const proc = spawn('nats-server', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  const proc = endWithProcess(spawn('nats-server', args, { stdio: ['ignore', 'ignore', 'pipe'] }));
   let stderr = '';
   proc.stderr?.on('data', (d: Buffer) => { stderr += d.toString(); });
   const started = Date.now();
   let port = 0;
+  const fail = (why: string): never => {
+    // a server that did not come up in time is not left to come up later, nor its store
+    proc.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+    throw new Error(`nats-server ${why}: ${stderr}`);
+  };
   while (!port) {
-    if (proc.exitCode !== null) throw new Error(`nats-server exited: ${stderr}`);
-    if (Date.now() - started > 10_000) throw new Error(`nats-server did not start: ${stderr}`);
+    if (proc.exitCode !== null) fail('exited');
+    if (Date.now() - started > 10_000) fail('did not start');
     const f = readdirSync(dir).find((n) => n.endsWith('.ports'));
     if (f) {
       try {

@@ -23,6 +23,17 @@ export interface TestDb {
   drop(): Promise<void>;
 }
 
+/** Drop roles a test made, as the admin (a role that is gone or still in use is left: cleanup never fails a test). */
+export async function dropRoles(...roles: string[]): Promise<void> {
+  const admin = new pg.Client({ connectionString: ADMIN_URL });
+  await admin.connect();
+  try {
+    for (const r of roles) await admin.query(`DROP ROLE IF EXISTS ${r}`).catch(() => undefined);
+  } finally {
+    await admin.end();
+  }
+}
+
 export async function createTestDb(prefix = 't'): Promise<TestDb> {
   const admin = new pg.Client({ connectionString: ADMIN_URL });
   await admin.connect();

@@ -7,6 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import t from 'tap';
 import { ROOT } from '../../config/load.js';
+import { endWithProcess } from './leftovers.js';
 
 export interface Proc {
   child: ChildProcess;
@@ -27,11 +28,11 @@ export interface CortadoOptions {
 }
 
 export function cortado(args: string[], opts: CortadoOptions = {}): Proc {
-  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), path.join(ROOT, 'bin/cortado.js'), ...args], {
+  const child = endWithProcess(spawn(process.execPath, [...(opts.nodeArgs ?? []), path.join(ROOT, 'bin/cortado.js'), ...args], {
     cwd: ROOT,
     env: { ...process.env, CORTADO_LOG_LEVEL: opts.logLevel ?? 'info', ...opts.env },
     stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  }));
   let out = '';
   const keep = opts.keepChars;
   const add = (d: Buffer): void => {

@@ -7,7 +7,9 @@
  *                bob (bob-pw; in no group), o'neil (oneil-pw), star*man (star-pw),
  *                "doe, jane" (doe-pw; a comma in the RDN value)
  *   ou=services  cn=svc (svc-pw), the search-and-bind service account
- *   ou=groups    cn=analysts (groupOfNames), cn=posix-analysts (posixGroup)
+ *   ou=groups    cn=analysts (groupOfNames), cn=posix-analysts (posixGroup): the assistant gate's;
+ *                cn=admins (groupOfNames, member o'neil), cn=posix-admins (posixGroup, memberUid
+ *                o'neil): a group of administrators that is not the analysts'
  * The memberof overlay is on, so alice carries memberOf=cn=analysts,ou=groups,... (entries are
  * added over LDAP after start, because slapadd would bypass the overlay).
  *
@@ -23,6 +25,7 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client } from 'ldapts';
+import { endWithProcess } from './leftovers.js';
 
 export const BASE_DN = 'dc=cortado,dc=test';
 export const PEOPLE_DN = `ou=people,${BASE_DN}`;
@@ -31,6 +34,8 @@ export const SVC_DN = `cn=svc,ou=services,${BASE_DN}`;
 export const SVC_PASSWORD = 'svc-pw';
 export const ANALYSTS_DN = `cn=analysts,${GROUPS_DN}`;
 export const POSIX_ANALYSTS_DN = `cn=posix-analysts,${GROUPS_DN}`;
+export const ADMINS_DN = `cn=admins,${GROUPS_DN}`;
+export const POSIX_ADMINS_DN = `cn=posix-admins,${GROUPS_DN}`;
 
 /** The test users: uid, the RDN value as written in the DN (escaped), password. */
 export const USERS = {
@@ -182,6 +187,8 @@ async function load(url: string, adminDn: string, adminPassword: string): Promis
     }
     await c.add(ANALYSTS_DN, { objectClass: 'groupOfNames', cn: 'analysts', member: USERS.alice.dn });
     await c.add(POSIX_ANALYSTS_DN, { objectClass: 'posixGroup', cn: 'posix-analysts', gidNumber: '5000', memberUid: USERS.alice.uid });
+    await c.add(ADMINS_DN, { objectClass: 'groupOfNames', cn: 'admins', member: USERS.oneil.dn });
+    await c.add(POSIX_ADMINS_DN, { objectClass: 'posixGroup', cn: 'posix-admins', gidNumber: '5001', memberUid: USERS.oneil.uid });
   } finally {
     await c.unbind().catch(() => undefined);
   }
@@ -225,9 +232,9 @@ export async function startSlapd(): Promise<Slapd> {
   for (let attempt = 0; ; attempt++) {
     const port = await freePort();
     const url = `ldap://127.0.0.1:${port}`;
-    const proc = spawn(slapd, ['-F', path.join(dir, 'slapd.d'), '-h', `${url}/`, '-d', '256'], {
+    const proc = endWithProcess(spawn(slapd, ['-F', path.join(dir, 'slapd.d'), '-h', `${url}/`, '-d', '256'], {
       stdio: ['ignore', 'ignore', 'pipe'],
-    });
+    }));
     let stderr = '';
     proc.stderr?.setEncoding('utf8');
     proc.stderr?.on('data', (d: string) => { stderr += d; });

@@ -44,13 +44,13 @@ t.test('nothing outside the grammar parses, validates or is built', async (t) =>
   t.throws(() => ownerOf('client', 'a:b'), TypeError, 'an id with a colon would make another owner');
 });
 
-t.test('a conversation is kept under its owner; an owner-less name can never collide with one', async (t) => {
-  t.equal(ownedKey(undefined, 'conv-1'), 'conv-1');
-  t.equal(ownedKey('', 'conv-1'), 'conv-1');
+t.test('a conversation is kept under its owner; without an owner there is none to share', async (t) => {
+  t.equal(ownedKey(undefined, 'conv-1'), undefined, 'no owner: no key (a name is never shared between callers)');
+  t.equal(ownedKey('', 'conv-1'), undefined);
   const a = ownedKey(`s:${SESSION_ID}`, 'conv-1');
   const b = ownedKey('c:ff00', 'conv-1');
   t.not(a, b, 'two owners, one name: two conversations');
   t.not(a, 'conv-1');
-  // whatever a caller without an owner names its conversation, it is never an owner's key
+  // an owner's key is never a name a caller could send as its own
   t.notOk(Compile(ConversationId).Check(a), 'an owner\'s key is no conversation id a caller could send');
 });

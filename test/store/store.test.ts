@@ -15,6 +15,7 @@ import {
   MEMORY_AUDIT_CAP, MIGRATIONS, memoryStorage, migrate, openStorage, postgresStorage, type ApiTokenRecord, type AuditEntry, type Storage,
 } from '../../store/index.js';
 import { createTestDb, type TestDb } from '../helpers/pg.js';
+import { orderedId } from '../../actors/workspace/ordered-id.js';
 
 const log = createLogger({ svc: 'test', level: 'silent' });
 
@@ -104,6 +105,16 @@ function storeSuite(name: string, make: Factory): void {
         { id: 'h4', owner: 'a:1', question: 'q4', favourite: true, at: at(4) },
         { id: 'h0', owner: 'a:1', question: 'q0', favourite: true, at: at(0) },
       ], 'keep 1: one plain entry and the favourites, fields as stored');
+
+      // entries made in one millisecond keep the order they were made in, and the oldest go first
+      const same = at(30);
+      const made: string[] = [];
+      for (let i = 0; i < 40; i++) {
+        const id = orderedId(Date.parse(same));
+        made.push(id);
+        await s.workspace.addHistory({ id, owner: 'a:3', question: `same ${i}`, favourite: false, at: same }, 30);
+      }
+      t.same((await s.workspace.listHistory('a:3', { limit: 50 })).map((e) => e.id), made.slice(10).reverse(), 'one millisecond: newest first, the ten oldest dropped');
 
       const tiles = [{ id: 't1', title: 'Revenue', question: 'monthly revenue', refresh: 'on_open' }, { id: 't2', title: 'Pinned', sql: 'SELECT 1', refresh: '0 8 * * *', timezone: 'UTC' }];
       const d = await s.workspace.putDashboard({ id: 'd1', owner: 'a:1', name: 'Sales', tiles, created_at: at(1), updated_at: at(1) });

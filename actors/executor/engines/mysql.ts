@@ -7,7 +7,9 @@
  * Timeouts: the server cancels the query itself (MySQL `max_execution_time` in ms, MariaDB
  * `max_statement_time` in seconds: the flavour is read once from VERSION()); should it not,
  * a client backstop runs KILL QUERY from another connection a little later and drops the
- * connection. Either way the caller gets DB_TIMEOUT.
+ * connection. Either way the caller gets DB_TIMEOUT. After a KILL QUERY the process list is
+ * watched until the thread stops running it, KILL CONNECTION if it does not, and the outcome is
+ * counted (cortado_db_cancel_total, cancel-watch.ts).
  *
  * Clean sessions: after each question the connection is reset (COM_RESET_CONNECTION, mysql2's
  * reset(): the transaction rolled back, user variables, temporary tables, prepared statements,
@@ -40,6 +42,8 @@ import { privilegesFromGrants, rolesNotShown, writeAccessFromGrants } from './my
 import { columnOf, converterFor } from './mysql-values.js';
 import { MysqlWireMeter } from './mysql-wire-meter.js';
 import { attachMeter, capsOf } from './wire-cap.js';
+import { CANCEL_WAIT_MS, TERMINATE_WAIT_MS, recordCancel, stillAfter } from './cancel-watch.js';
+import { countDbCancel, type DbCancelOutcome } from '../../../protocol/metrics.js';
 
 export { toDbError } from './mysql-errors.js';
 export { writeAccessFromGrants } from './mysql-grants.js';
@@ -60,6 +64,8 @@ export interface MysqlEngineOptions {
   connectTimeoutMs?: number;
   /** how long after the timeout the client kills the query itself (tests set it below zero to see the backstop work) */
   backstopGraceMs?: number;
+  /** how long a killed query has to stop, then to end once its connection is killed (cancel-watch.ts; tests shorten it) */
+  cancelWaitMs?: number;
   log: Logger;
 }
 
@@ -210,12 +216,14 @@ export class MysqlEngine implements DbEngine {
     const threadId = conn.threadId;
     const meter = this.meters.get(conn.connection as unknown as object);
     let destroy = false;
+    let killing = false;
     let backstop: NodeJS.Timeout | undefined;
     // The server cancels at the timeout; should it not (a stuck server, a lost network),
-    // kill the query from another connection a little later and drop this one.
+    // kill the query from another connection a little later, see that it stopped, and drop this one.
     const stuck = new Promise<never>((_resolve, reject) => {
       backstop = setTimeout(() => {
         destroy = true;
+        killing = true;
         this.log.warn({ thread: threadId }, 'the server did not end the query at its timeout: killing it from another connection');
         void this.killQuery(threadId).finally(() => reject(timedOut(opts.timeoutMs)));
       }, Math.max(0, opts.timeoutMs + (this.opts.backstopGraceMs ?? BACKSTOP_GRACE_MS)));
@@ -233,6 +241,8 @@ export class MysqlEngine implements DbEngine {
       // mysql2's promise API hands on a copy of the error: the meter keeps the original
       const e = meter?.tripped ?? toDbError(err, opts.timeoutMs);
       if (dropsConnection(e)) destroy = true;
+      // the server ended it at its own timeout (a kill by the backstop counts its own outcome)
+      if (e.code === 'DB_TIMEOUT' && !killing) countDbCancel(this.provider, 'stopped');
       throw e;
     } finally {
       clearTimeout(backstop);
@@ -436,15 +446,44 @@ export class MysqlEngine implements DbEngine {
   }
 
   /** KILL QUERY from a connection of its own (the pool may be exhausted by the very query). */
-  private async killQuery(threadId: number): Promise<void> {
+  /**
+   * KILL QUERY from another connection; resolves once it was sent (or could not be). Whether the
+   * query stopped is then watched on its own (stopThread).
+   */
+  private killQuery(threadId: number): Promise<void> {
+    return new Promise<void>((sent) => void this.stopThread(Math.floor(threadId), sent));
+  }
+
+  /**
+   * After KILL QUERY, look at the process list for that thread still running a query (COMMAND Query, Execute or Killed), for
+   * CANCEL_WAIT_MS: gone → `stopped`; else KILL CONNECTION and look again → `terminated`, or
+   * `still_running`. Counted and logged (cancel-watch.ts). The thread's own connection is dropped
+   * by the caller, never pooled again.
+   */
+  private async stopThread(threadId: number, sent: () => void): Promise<DbCancelOutcome | undefined> {
+    const started = performance.now();
+    const wait = this.opts.cancelWaitMs;
     let other: mysql.Connection | undefined;
     try {
       other = await mysql.createConnection({ ...this.connectionOptions(), connectTimeout: KILL_CONNECT_TIMEOUT_MS });
       other.on('error', () => undefined); // a failure reaches the query below; unheard, it would end the process
-      await other.query(`KILL QUERY ${Math.floor(threadId)}`);
+      await other.query(`KILL QUERY ${threadId}`);
+      sent();
+      const c = other;
+      const thread = async (busy: boolean): Promise<boolean> => {
+        const [rows] = await c.query<RowDataPacket[]>(`SELECT 1 FROM information_schema.PROCESSLIST WHERE ID = ?${busy ? " AND COMMAND IN ('Query', 'Execute', 'Killed')" : ''}`, [threadId]);
+        return rows.length > 0;
+      };
+      const outcome = (o: DbCancelOutcome): DbCancelOutcome => recordCancel({ engine: this.provider, log: this.log, who: { thread: threadId }, outcome: o, started });
+      if (!(await stillAfter(() => thread(true), wait ?? CANCEL_WAIT_MS))) return outcome('stopped');
+      await other.query(`KILL CONNECTION ${threadId}`);
+      if (!(await stillAfter(() => thread(false), wait ?? TERMINATE_WAIT_MS))) return outcome('terminated');
+      return outcome('still_running');
     } catch (err) {
-      this.log.warn({ thread: threadId, err: toDbError(err).message }, 'cannot kill the query');
+      this.log.warn({ thread: threadId, err: toDbError(err).message }, 'cannot kill the query, nor see whether it stopped');
+      return undefined;
     } finally {
+      sent();
       await other?.end().catch(() => other?.destroy());
     }
   }
@@ -530,6 +569,47 @@ export class MysqlEngine implements DbEngine {
       }
     }
     return privilegesFromGrants(grants, String(who?.account ?? this.opts.user), expanded);
+  }
+
+  /**
+   * The stored functions an unqualified call can reach (guard/allow-mysql.ts
+   * `restrictMysqlAllowList`): those of the connection's default database, and the loadable
+   * ones (mysql.func, global; most accounts may not read it, then only the former).
+   */
+  async storedFunctions(): Promise<Array<{ schema: string; name: string }>> {
+    const stored = await this.internalQuery<{ schema: string; name: string }>(
+      "SELECT ROUTINE_SCHEMA AS `schema`, ROUTINE_NAME AS name FROM information_schema.ROUTINES WHERE ROUTINE_TYPE = 'FUNCTION' AND ROUTINE_SCHEMA = DATABASE()",
+    );
+    const loadable = await this.internalQuery<{ name: string }>('SELECT name FROM mysql.func').catch(() => []);
+    return [...stored.map((r) => ({ schema: String(r.schema), name: String(r.name) })), ...loadable.map((r) => ({ schema: '(loadable function)', name: String(r.name) }))];
+  }
+
+  /**
+   * Which of these names the server has no built-in of (guard/allow-mysql.ts): each is called
+   * with no arguments, unquoted, on a read-only session of its own (dropped afterwards), and
+   * "FUNCTION db.name does not exist" (1305) means the name would reach a stored function of the
+   * default database. Only names no stored function has are given (storedFunctions first), so
+   * nothing of the database's own runs; a built-in runs with no arguments or refuses them (the
+   * allow-list's names are pure functions). Without a default database, none (nothing is reached).
+   */
+  async missingBuiltins(names: readonly string[]): Promise<string[]> {
+    if (!this.opts.database) return [];
+    const conn = await this.acquire();
+    const missing: string[] = [];
+    try {
+      await this.session(conn);
+      for (const name of names) {
+        if (!/^[a-z_][a-z0-9_]*$/.test(name)) continue;
+        try {
+          await conn.query(`SELECT ${name}()`);
+        } catch (err) {
+          if ((err as { errno?: number }).errno === 1305) missing.push(name);
+        }
+      }
+    } finally {
+      dropConnection(conn);
+    }
+    return missing;
   }
 
   /** Our own catalog queries (plain objects, placeholders), on a read-only session like the rest. */

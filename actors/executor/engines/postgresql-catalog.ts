@@ -22,7 +22,12 @@ export interface TableRow {
 export const INTROSPECT_TABLES = `
 SELECT n.nspname AS schema, c.relname AS name, c.relkind::text AS relkind,
        obj_description(c.oid, 'pg_class') AS comment,
-       c.reltuples::float8 AS estimate,
+       -- a partitioned table holds no rows itself: its partitions' estimates, summed
+       CASE WHEN c.relkind = 'p'
+            THEN (SELECT COALESCE(sum(GREATEST(pc.reltuples, 0)), -1)::float8
+                    FROM pg_catalog.pg_partition_tree(c.oid) pt JOIN pg_catalog.pg_class pc ON pc.oid = pt.relid
+                   WHERE pt.isleaf AND pc.reltuples >= 0)
+            ELSE c.reltuples::float8 END AS estimate,
        (SELECT COALESCE(json_agg(json_build_object(
                   'name', a.attname,
                   'type', format_type(a.atttypid, a.atttypmod),
@@ -52,8 +57,15 @@ export interface ForeignKeyRow {
   ref_columns: string[];
 }
 
+/**
+ * Foreign keys, each named by the tables the user sees: a key declared on a partition (pagila's
+ * `payment_p2022_01 → customer`, where the partitioned table itself declares none) belongs to its
+ * partitioned root, as does a key pointing at a partition; a key inherited from the root by each
+ * partition (conparentid set) is the root's own, listed once. The same key declared on every
+ * partition comes back once.
+ */
 export const INTROSPECT_FOREIGN_KEYS = `
-SELECT n.nspname AS schema, c.relname AS name, rn.nspname AS ref_schema, rc.relname AS ref_table,
+SELECT DISTINCT n.nspname AS schema, c.relname AS name, rn.nspname AS ref_schema, rc.relname AS ref_table,
        ARRAY(SELECT a.attname::text FROM unnest(con.conkey) WITH ORDINALITY AS k(attnum, ord)
              JOIN pg_catalog.pg_attribute a ON a.attrelid = con.conrelid AND a.attnum = k.attnum
              ORDER BY k.ord) AS columns,
@@ -61,12 +73,14 @@ SELECT n.nspname AS schema, c.relname AS name, rn.nspname AS ref_schema, rc.reln
              JOIN pg_catalog.pg_attribute a ON a.attrelid = con.confrelid AND a.attnum = k.attnum
              ORDER BY k.ord) AS ref_columns
 FROM pg_catalog.pg_constraint con
-JOIN pg_catalog.pg_class c ON c.oid = con.conrelid
+JOIN pg_catalog.pg_class cc ON cc.oid = con.conrelid
+JOIN pg_catalog.pg_class rcc ON rcc.oid = con.confrelid
+JOIN pg_catalog.pg_class c ON c.oid = CASE WHEN cc.relispartition THEN pg_catalog.pg_partition_root(cc.oid) ELSE cc.oid END
 JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-JOIN pg_catalog.pg_class rc ON rc.oid = con.confrelid
+JOIN pg_catalog.pg_class rc ON rc.oid = CASE WHEN rcc.relispartition THEN pg_catalog.pg_partition_root(rcc.oid) ELSE rcc.oid END
 JOIN pg_catalog.pg_namespace rn ON rn.oid = rc.relnamespace
 WHERE con.contype = 'f' AND con.conparentid = 0 AND ${USER_SCHEMA}
-ORDER BY n.nspname, c.relname, con.conname`;
+ORDER BY 1, 2, 3, 4, 5`;
 
 /** Superuser, CREATE on a schema, or a table it may change (first five named). */
 export const WRITE_ACCESS = `
@@ -196,3 +210,29 @@ export function privilegesOf(row: PrivilegeRow): RolePrivileges {
   if (row.owns_large_objects) writes.push('owns large objects (may change them)');
   return { role: row.role, writes, powers };
 }
+
+/**
+ * The value index: for each text or enum column the role may read with few distinct values
+ * (the statistics' estimate, VALUE_INDEX_MAX_DISTINCT at most) and short values, its most common
+ * values and its histogram's bounds — for a column of up to a hundred values, every value.
+ * pg_stats shows only the columns the role may read. $1: the most distinct values, $2: the
+ * values kept per column, $3: the most rows of a table whose unique columns are indexed.
+ */
+export const VALUE_INDEX = `
+SELECT s.schemaname::text AS schema, s.tablename::text AS "table", s.attname::text AS "column",
+       CASE WHEN s.n_distinct >= 0 THEN s.n_distinct ELSE -s.n_distinct * GREATEST(c.reltuples, 0) END::float8 AS distinct,
+       (SELECT array_agg(v) FROM (
+          SELECT DISTINCT v FROM unnest(COALESCE(s.most_common_vals::text::text[], '{}') || COALESCE(s.histogram_bounds::text::text[], '{}')) AS v
+          WHERE length(v) BETWEEN 1 AND 80 LIMIT $2) x) AS values
+FROM pg_catalog.pg_stats s
+JOIN pg_catalog.pg_namespace n ON n.nspname = s.schemaname
+JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = s.tablename
+JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attname = s.attname
+JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
+WHERE ${USER_SCHEMA} AND c.relkind IN ('r', 'p', 'm', 'f') AND NOT c.relispartition
+  AND t.typcategory IN ('S', 'E') AND s.avg_width <= 64
+  AND (CASE WHEN s.n_distinct >= 0 THEN s.n_distinct ELSE -s.n_distinct * GREATEST(c.reltuples, 0) END) BETWEEN 1 AND $1
+  -- a column unique in its table (names, e-mails, codes) only in a small lookup table (shippers, categories)
+  AND (s.n_distinct > -0.9 OR c.reltuples <= $3)
+  AND (s.most_common_vals IS NOT NULL OR s.histogram_bounds IS NOT NULL)
+ORDER BY 1, 2, 3`;

@@ -10,6 +10,11 @@
  * or reset fails is dropped. The four messages go out together (pg's pipeline mode) and cost
  * one round trip.
  *
+ * Queries that outlive their timeout: statement_timeout ends a query on the server; one still
+ * running a second later (a lost network, or a function that does not check for interrupts) is
+ * cancelled from another connection and watched until it stops, terminated if it ignores the
+ * cancel (pg-cancel.ts: counted in cortado_db_cancel_total), and its connection is dropped.
+ *
  * Bounded results: a meter in front of pg's parser on each connection's socket
  * (pg-wire-meter.ts) stops a value or a result over its cap before pg reads it
  * (RESULT_TOO_LARGE, the connection dropped).
@@ -23,8 +28,11 @@ import type { DbTable } from '../../../protocol/schemas/sql.js';
 import type { DbEngine, DbSchema, EngineResult, ExecuteOptions, RolePrivileges, WriteAccess } from './engine.js';
 import { dropsConnection, timedOut } from './errors.js';
 import { PgWireMeter } from './pg-wire-meter.js';
-import { INTROSPECT_FOREIGN_KEYS, INTROSPECT_TABLES, PRIVILEGES, privilegesOf, WRITE_ACCESS, type ForeignKeyRow, type PrivilegeRow, type TableRow } from './postgresql-catalog.js';
+import { stopBackend } from './pg-cancel.js';
+import { countDbCancel } from '../../../protocol/metrics.js';
+import { INTROSPECT_FOREIGN_KEYS, INTROSPECT_TABLES, VALUE_INDEX, PRIVILEGES, privilegesOf, WRITE_ACCESS, type ForeignKeyRow, type PrivilegeRow, type TableRow } from './postgresql-catalog.js';
 import { toDbError } from './postgresql-errors.js';
+import { type IndexedColumn, VALUE_INDEX_UNIQUE_ROWS, VALUE_INDEX_COLUMN_VALUES, VALUE_INDEX_MAX_DISTINCT, VALUE_INDEX_MAX_VALUES } from '../../../protocol/schemas/profile.js';
 import { RESULT_TYPES } from './postgresql-values.js';
 import { attachMeter, capsOf, INTERNAL_CAPS } from './wire-cap.js';
 
@@ -52,12 +60,16 @@ export interface PostgresEngineOptions {
    * every client shares and whose settings are not start-up values, passes its own.
    */
   resetSql?: string;
+  /** how long a cancelled query has to stop, then to end once terminated (pg-cancel.ts; tests shorten it) */
+  cancelWaitMs?: number;
 }
 
 /** How long after the statement_timeout the client gives up and cancels the query itself. */
 const BACKSTOP_GRACE_MS = 1_000;
 const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 const CANCEL_CONNECT_TIMEOUT_MS = 2_000;
+/** How long a question waits for the server's version the first time it is read. */
+const VERSION_WAIT_MS = 2_000;
 
 /** Build the engine and warm min_connections connections (a database that is down only warns). */
 export async function createPostgresEngine(opts: PostgresEngineOptions): Promise<PostgresEngine> {
@@ -144,6 +156,7 @@ export class PostgresEngine implements DbEngine {
         this.log.warn({ code: e.code, err: e.message, host: this.opts.host, port: this.opts.port }, 'the database does not answer yet; queries fail with DB_UNAVAILABLE until it does');
       }
       if (clients[0]) await this.loadTypeNames(clients[0]);
+      if (clients.length > 0) void this.readVersion(); // for the guard, before the first question
     } catch (err) {
       this.log.warn({ err: toDbError(err).message }, 'cannot load the type names yet');
     } finally {
@@ -165,13 +178,17 @@ export class PostgresEngine implements DbEngine {
       client.release(drop ? new Error('connection dropped after a failure') : undefined);
     };
     let backstop: NodeJS.Timeout | undefined;
-    // statement_timeout cancels on the server; should it not (a stuck server, a lost network),
-    // cancel from another connection a little later and drop this one.
+    let stopping = false;
+    // statement_timeout cancels on the server; should it not (a stuck server, a lost network, a
+    // function that does not check for interrupts), cancel from another connection a little
+    // later, see that it stopped, and drop this one.
     const stuck = new Promise<never>((_resolve, reject) => {
       backstop = setTimeout(() => {
         destroy = true;
+        stopping = true;
         this.log.warn({ pid }, 'statement_timeout did not end the query: cancelling it from another connection');
-        void this.cancelBackend(pid).finally(() => reject(timedOut(opts.timeoutMs)));
+        // the caller has DB_TIMEOUT once the cancel is sent; whether the query stopped is watched after that (pg-cancel.ts)
+        this.stopBackend(pid, () => reject(timedOut(opts.timeoutMs)));
       }, opts.timeoutMs + BACKSTOP_GRACE_MS);
     });
     const run = this.run(client, sql, opts.timeoutMs);
@@ -195,6 +212,8 @@ export class PostgresEngine implements DbEngine {
     } catch (err) {
       const e = meter?.tripped ?? toDbError(err, opts.timeoutMs);
       if (dropsConnection(e)) destroy = true;
+      // the server ended it at its statement_timeout (the backstop's cancel counts its own outcome)
+      if (e.code === 'DB_TIMEOUT' && !stopping) countDbCancel('postgresql', 'stopped');
       throw e;
     } finally {
       clearTimeout(backstop);
@@ -229,7 +248,7 @@ export class PostgresEngine implements DbEngine {
       destroy = true;
       timedOutNow = true;
       this.log.warn({ pid }, 'an export did not end at its timeout: cancelling it from another connection');
-      void this.cancelBackend(pid);
+      this.stopBackend(pid);
     }, opts.timeoutMs + BACKSTOP_GRACE_MS);
     let seen = 0;
     try {
@@ -250,6 +269,7 @@ export class PostgresEngine implements DbEngine {
       }
     } catch (err) {
       const e = meter?.tripped ?? (timedOutNow ? timedOut(opts.timeoutMs) : toDbError(err, opts.timeoutMs));
+      if (e.code === 'DB_TIMEOUT' && !timedOutNow) countDbCancel('postgresql', 'stopped');
       destroy = true;
       throw e;
     } finally {
@@ -289,18 +309,22 @@ export class PostgresEngine implements DbEngine {
     };
   }
 
-  private async cancelBackend(pid: number | null): Promise<void> {
-    if (pid === null) return;
-    const other = new pg.Client({ ...this.connectionConfig(), connectionTimeoutMillis: CANCEL_CONNECT_TIMEOUT_MS });
-    other.on('error', () => undefined); // a failure reaches the query below; unheard, it would end the process
-    try {
-      await other.connect();
-      await other.query('SELECT pg_cancel_backend($1)', [pid]);
-    } catch (err) {
-      this.log.warn({ pid, err: toDbError(err).message }, 'cannot cancel the query');
-    } finally {
-      await other.end().catch(() => undefined);
+  /**
+   * Cancel the backend's query from another connection, then see that it stopped (terminated if
+   * it ignores the cancel; counted and logged: pg-cancel.ts). `cancelled` runs once the cancel is
+   * sent. Runs on its own: the caller does not wait for the check.
+   */
+  private stopBackend(pid: number | null, cancelled?: () => void): void {
+    if (pid === null) {
+      cancelled?.();
+      return;
     }
+    void stopBackend(pid, {
+      connect: () => new pg.Client({ ...this.connectionConfig(), application_name: `cortado-cancel-${process.pid}`, connectionTimeoutMillis: CANCEL_CONNECT_TIMEOUT_MS }),
+      log: this.log,
+      ...(this.opts.cancelWaitMs !== undefined ? { cancelWaitMs: this.opts.cancelWaitMs, terminateWaitMs: this.opts.cancelWaitMs } : {}),
+      ...(cancelled ? { onCancelled: cancelled } : {}),
+    });
   }
 
   private acquire(): Promise<PoolClient> {
@@ -376,6 +400,44 @@ export class PostgresEngine implements DbEngine {
     return { default_schema: this.opts.schema, tables: out };
   }
 
+  /** server_version_num, once read (a failed read is tried again at the next question) */
+  private version: Promise<number | undefined> | undefined;
+  /** its major version, once known */
+  private major: number | undefined;
+
+  /**
+   * The server's major version, for the guard (a syntax the parser knows and this server does
+   * not is judged as this server reads it). Read once per pool (warm() asks first); undefined
+   * when it cannot be read, or not within VERSION_WAIT_MS (a database that does not answer must
+   * not hold up sql.check: the guard then takes the oldest grammar).
+   */
+  serverMajorVersion(): Promise<number | undefined> {
+    // once read, every question gets it without a timer or a race
+    if (this.major !== undefined) return Promise.resolve(this.major);
+    const reading = this.readVersion();
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<undefined>((resolve) => {
+      timer = setTimeout(() => resolve(undefined), VERSION_WAIT_MS);
+    });
+    return Promise.race([reading, late]).finally(() => clearTimeout(timer));
+  }
+
+  private readVersion(): Promise<number | undefined> {
+    this.version ??= this.internalQuery<{ v: string }>('SELECT pg_catalog.current_setting(\'server_version_num\') AS v').then(
+      (rows) => {
+        const n = Number(rows[0]?.v);
+        this.major = Number.isInteger(n) && n >= 90000 ? Math.floor(n / 10_000) : undefined;
+        return this.major;
+      },
+      (err: unknown) => {
+        this.version = undefined;
+        this.log.warn({ err: toDbError(err).message }, 'cannot read the server version: newer SQL syntax is refused unless database.allowed_functions allows it');
+        return undefined;
+      },
+    );
+    return this.version;
+  }
+
   async canWrite(): Promise<WriteAccess> {
     const [row] = await this.internalQuery<{ superuser: boolean; create_in: string[]; writable: string[] }>(WRITE_ACCESS);
     const reasons: string[] = [];
@@ -396,6 +458,38 @@ export class PostgresEngine implements DbEngine {
     return privilegesOf(row);
   }
 
+  /** The value index's own connection (one at most, opened when first asked): it never takes one a question waits for. */
+  private sidePool: pg.Pool | undefined;
+
+  async valueIndex(): Promise<{ columns: IndexedColumn[]; truncated: boolean }> {
+    this.sidePool ??= (() => {
+      const side = new pg.Pool({ ...this.connectionConfig(), application_name: `cortado-values-${process.pid}`, max: 1, idleTimeoutMillis: 10_000 } as pg.PoolConfig);
+      side.on('error', (err) => this.log.warn({ err: err.message }, 'an idle value-index connection failed'));
+      return side;
+    })();
+    try {
+      const r = await this.sidePool.query<{ schema: string; table: string; column: string; distinct: number; values: string[] | null }>({
+        text: VALUE_INDEX, values: [VALUE_INDEX_MAX_DISTINCT, VALUE_INDEX_COLUMN_VALUES, VALUE_INDEX_UNIQUE_ROWS], types: pg.types,
+      });
+      const columns: IndexedColumn[] = [];
+      let total = 0;
+      let truncated = false;
+      for (const row of r.rows) {
+        const values = row.values ?? [];
+        if (!values.length) continue;
+        if (total + values.length > VALUE_INDEX_MAX_VALUES) {
+          truncated = true;
+          break;
+        }
+        total += values.length;
+        columns.push({ schema: row.schema, table: row.table, column: row.column, distinct: Math.round(row.distinct), values });
+      }
+      return { columns, truncated };
+    } catch (err) {
+      throw toDbError(err);
+    }
+  }
+
   /** Our own catalog queries, with pg's usual parsers (arrays, booleans, JSON). */
   private async internalQuery<R extends pg.QueryResultRow>(text: string): Promise<R[]> {
     try {
@@ -410,6 +504,7 @@ export class PostgresEngine implements DbEngine {
     if (this.closed) return;
     this.closed = true;
     try {
+      await this.sidePool?.end().catch(() => undefined);
       await this.pool.end();
     } finally {
       await this.opts.onClose?.();

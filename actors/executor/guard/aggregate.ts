@@ -19,6 +19,7 @@ import { createRequire } from 'node:module';
 import { parseSync } from 'libpg-query';
 import type { Parser as ParserType } from 'node-sql-parser';
 import type { Dialect } from '../../../protocol/schemas/common.js';
+import { parserBroke } from '../../lib/sql-parsers/failure.js';
 import { lexBigQuery } from '../../lib/sql-lexer/bigquery.js';
 import { lexTrino } from '../../lib/sql-lexer/trino.js';
 
@@ -53,7 +54,8 @@ const outside = (column: string): AggregateVerdict => ({ aggregate: false, reaso
 export function aggregateOf(sql: string, dialect: Dialect): AggregateVerdict {
   try {
     return verdictFor(sql, dialect);
-  } catch {
+  } catch (err) {
+    if (parserBroke(err)) throw err; // the parser itself broke: its worker is replaced (isolated.ts)
     // the guard parsed it already; a reader here that cannot is a refusal all the same
     return UNREADABLE;
   }

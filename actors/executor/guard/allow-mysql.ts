@@ -8,15 +8,24 @@
  * GROUP BY's shape.
  *
  * The lists hold what analytical SQL needs on either server (MySQL 8 and MariaDB 10.3+), so a
- * few names are built-ins of only one of them. On the other, an unqualified call of such a name
- * would reach a stored function of the default database with that name: an operator who keeps
- * one there and does not want it called should not use a name from these lists.
+ * few names are built-ins of only one of them (MariaDB 10.11 lacks any_value, regexp_like,
+ * json_storage_size and MariaDB 11's json_array_intersect, json_object_filter_keys,
+ * json_object_to_array; MySQL lacks MariaDB's own). On the other, an unqualified call of such a
+ * name reaches a stored function of the default database with that name (measured on MariaDB
+ * 10.11: a name the server has as a built-in always reaches the built-in). So at start, and when a
+ * scope's connection opens, the stored functions of the default database (and the loadable ones,
+ * when the account may read mysql.func) are read (`restrictMysqlAllowList`): an allowed name one
+ * of them has is no longer allowed unless database.allowed_functions lists it; then the other
+ * names are probed (engines/mysql.ts `missingBuiltins`) and those the server has no built-in of
+ * are dropped too (`markMysqlMissingBuiltins`), so a stored function created later cannot take
+ * them. Only tightened, like PostgreSQL's (allow-postgresql.ts).
  *
  * Nothing here may write, sleep, lock, read files, reach other sessions, set session state that
  * outlives the question, or run SQL given as text.
  */
 
 import type { CortadoError } from '../../../protocol/errors.js';
+import type { Logger } from '../../../protocol/log.js';
 import { deniedFunction } from './deny.js';
 import { rejected } from './types.js';
 
@@ -224,7 +233,9 @@ function lookup(groups: readonly AllowGroup[], globs = false): Lookup {
   };
 }
 
-export const allowedFunction: Lookup = lookup(MYSQL_FUNCTIONS);
+const builtinFunction: Lookup = lookup(MYSQL_FUNCTIONS);
+/** On the allow-list, and no stored function of the database has the name (restrictMysqlAllowList). */
+export const allowedFunction: Lookup = (name) => (shadowed.has(name.toLowerCase()) ? undefined : builtinFunction(name));
 export const allowedOperator: Lookup = lookup(MYSQL_OPERATORS);
 export const allowedSystemVariable: Lookup = lookup(MYSQL_SYSTEM_VARIABLES);
 export const safeInformationSchemaTable: Lookup = lookup(INFORMATION_SCHEMA_SAFE);
@@ -277,6 +288,19 @@ export function checkFunction(parts: readonly string[], quoted: boolean, policy:
     throw notAllowedFunction(written, `the SQL calls \`${written}\`() with its name in backticks, which can reach a stored function instead of the built-in; write built-in function names without quotes`);
   }
   if (allowedFunction(written)) return;
+  const where = shadowed.get(written.toLowerCase());
+  if (where?.length === 1 && where[0] === NO_BUILTIN) {
+    throw notAllowedFunction(
+      written,
+      `the SQL calls ${written.toLowerCase()}(), which is on the allow-list, but this server has no built-in of that name (MySQL and MariaDB differ in their built-ins), so the call could only reach a stored function of the database's own; list it in database.allowed_functions if that is intended`,
+    );
+  }
+  if (where) {
+    throw notAllowedFunction(
+      written,
+      `the SQL calls ${written.toLowerCase()}(), which is on the allow-list, but the database has a stored function of that name (${where.join(', ')}), which the server calls instead when it has no built-in of that name (MySQL and MariaDB differ in their built-ins); list it in database.allowed_functions if that is intended`,
+    );
+  }
   throw notAllowedFunction(
     written,
     `the SQL calls ${written.toLowerCase()}(), which is not on the allow-list of analytical functions (aggregates, window functions, maths, text, dates, JSON, conditionals, casts); a user-defined function trusted to only read may be listed in database.allowed_functions`,
@@ -384,4 +408,106 @@ export function checkRelation(db: string | undefined, table: string): void {
     throw rejected('relation_not_allowed', `the SQL reads ${relation}, which is not allowed: ${refused?.why ?? 'only the tables, columns, keys and constraints metadata of information_schema is readable'}`, { relation });
   }
   throw rejected('relation_not_allowed', `the SQL reads ${relation}, which is not allowed: ${why}`, { relation });
+}
+
+// ---- the check against the database ---------------------------------------------------------
+
+/** allowed names a stored function of the database also has → where (`shop.any_value`), or NO_BUILTIN */
+const shadowed = new Map<string, string[]>();
+/** the `where` of an allowed name the server has no built-in of (a later version's, or the other server's) */
+export const NO_BUILTIN = '(no built-in of this server)';
+/** bumped at each change, so a copy elsewhere (the guard's worker: isolated.ts) knows when it is stale */
+let shadowedVersion = 0;
+
+/** The names the check dropped, as plain data, and their version (0: the built-in list). */
+export function mysqlAllowListState(): { version: number; shadowed: Map<string, string[]> } {
+  return { version: shadowedVersion, shadowed };
+}
+
+/** Take over a copy made by mysqlAllowListState (in the guard's worker thread). */
+export function adoptMysqlAllowListState(copy: Map<string, string[]>): void {
+  shadowed.clear();
+  for (const [name, where] of copy) shadowed.set(name, [...where]);
+  shadowedVersion++;
+}
+
+/**
+ * Tighten the allow-list with the stored functions an unqualified call can reach (engines/
+ * mysql.ts `storedFunctions`): an allowed name one of them has is dropped (see the top of this
+ * file). Names compared case-insensitively, as the server does. Returns what was dropped.
+ */
+export function restrictMysqlAllowList(rows: ReadonlyArray<{ schema: string; name: string }>): Array<{ name: string; where: string[] }> {
+  for (const row of rows) {
+    const name = row.name.toLowerCase();
+    if (!builtinFunction(name)) continue;
+    const where = shadowed.get(name) ?? [];
+    const at = `${row.schema}.${row.name}`;
+    if (!where.includes(at)) where.push(at);
+    shadowed.set(name, where);
+  }
+  shadowedVersion++;
+  return [...shadowed].map(([name, where]) => ({ name, where: [...where] }));
+}
+
+/** An engine that can list its stored functions (engines/mysql.ts), told without importing it. */
+export function hasStoredFunctions<E extends { dialect: string }>(
+  engine: E,
+): engine is E & { storedFunctions(): Promise<Array<{ schema: string; name: string }>>; missingBuiltins(names: readonly string[]): Promise<string[]> } {
+  const e = engine as { storedFunctions?: unknown; missingBuiltins?: unknown };
+  return engine.dialect === 'mysql' && typeof e.storedFunctions === 'function' && typeof e.missingBuiltins === 'function';
+}
+
+/**
+ * Drop the allowed names the server has no built-in of (engines/mysql.ts `missingBuiltins`): there
+ * a call of one reaches a stored function of the default database, created now or later.
+ */
+export function markMysqlMissingBuiltins(names: readonly string[]): void {
+  for (const name of names) {
+    const lower = name.toLowerCase();
+    if (builtinFunction(lower) && !shadowed.has(lower)) shadowed.set(lower, [NO_BUILTIN]);
+  }
+  shadowedVersion++;
+}
+
+/** Every name of the built-in function allow-list (for the probe of missing built-ins). */
+export function mysqlFunctionNames(): string[] {
+  return MYSQL_FUNCTIONS.flatMap((g) => g.names);
+}
+
+/**
+ * The start-up check (executor actor, a scope's engine): the stored functions, then, for the
+ * allowed names none of them has, which ones the server lacks (`probe`). Never throws; a check
+ * that fails warns.
+ */
+export async function checkMysqlAllowList(
+  load: () => Promise<ReadonlyArray<{ schema: string; name: string }>>,
+  log: Logger,
+  probe?: (names: readonly string[]) => Promise<readonly string[]>,
+): Promise<void> {
+  let dropped: Array<{ name: string; where: string[] }>;
+  try {
+    dropped = restrictMysqlAllowList(await load());
+    if (probe) {
+      const candidates = mysqlFunctionNames().filter((n) => !shadowed.has(n));
+      const missing = await probe(candidates);
+      markMysqlMissingBuiltins(missing);
+      if (missing.length > 0) log.info({ missing: [...missing].sort() }, 'allowed functions this server has no built-in of: a call of one could only reach a stored function, so they are refused unless database.allowed_functions lists them');
+    }
+  } catch (err) {
+    log.warn({ err: (err as Error).message }, 'cannot read the stored functions of the database: one named like an allowed built-in the server lacks would be called by that name');
+    return;
+  }
+  dropped = dropped.filter((d) => !(d.where.length === 1 && d.where[0] === NO_BUILTIN));
+  if (dropped.length > 0) {
+    log.warn(
+      { dropped: dropped.map((d) => `${d.name} (${d.where.join(', ')})`) },
+      'the SQL allow-list no longer allows these names: the database has stored functions of the same name, which the server calls when it has no built-in of that name; list a name in database.allowed_functions to allow it again',
+    );
+  }
+}
+
+/** Back to the built-in list (tests). */
+export function resetMysqlAllowList(): void {
+  shadowed.clear();
+  shadowedVersion++;
 }

@@ -13,8 +13,11 @@
  * define `=` and friends for their own types) are kept and reported: dropping `=` would refuse
  * nearly every query, and an extension's operator is reached only through a value of the
  * extension's type. The same rows give the names a call in attribute notation (`x.f`) could
- * reach. The effective list is module state: set at start, only ever tightened (a second
- * database, a scope's, can add to what is dropped, never take it back).
+ * reach, and the allowed names this server has no built-in of (a later PostgreSQL's: any_value,
+ * random_normal, uuidv7 on 15), which are dropped too: on this server such a call can only reach a
+ * function of the database's own, even one created after the check (issue 24, class D). The
+ * effective list is module state: set at start, only ever tightened (a second database, a
+ * scope's, can add to what is dropped, never take it back).
  *
  * What a list of names cannot see: calls hidden in the database's own objects — a view that
  * calls a function, a domain's CHECK, a column type's operators, casts and I/O functions, row
@@ -114,7 +117,7 @@ export const FUNCTION_GROUPS: readonly AllowGroup[] = [
     ],
   },
   {
-    why: 'full-text search over values in the row (ts_rewrite and ts_stat run SQL text, so they are not here)',
+    why: 'full-text search over values in the row (ts_rewrite and ts_stat run SQL text, so they are not here; ts_headline and ts_rank only with bounded inputs: UNCANCELLABLE)',
     names: [
       'to_tsvector', 'to_tsquery', 'plainto_tsquery', 'phraseto_tsquery', 'websearch_to_tsquery', 'ts_rank', 'ts_rank_cd', 'ts_headline', 'setweight',
       'strip', 'tsvector_to_array', 'array_to_tsvector', 'numnode', 'querytree', 'ts_delete', 'ts_filter', 'tsquery_phrase', 'get_current_ts_config',
@@ -152,6 +155,27 @@ export const FUNCTION_GROUPS: readonly AllowGroup[] = [
     names: ['current_setting'],
   },
 ];
+
+/**
+ * Functions with a loop that does not stop when the query is cancelled (no CHECK_FOR_INTERRUPTS
+ * in it, measured on PostgreSQL 15.20): statement_timeout, pg_cancel_backend and even
+ * pg_terminate_backend wait until the loop ends, so a large call holds a backend, its locks and a
+ * connection for minutes. The guard allows them only with inputs that bound that loop (guard/
+ * postgresql.ts), else refuses them unless database.allowed_functions lists the name:
+ * - ts_headline: choosing MaxFragments fragments among every match of the document loops
+ *   MaxFragments × matches (MaxFragments=40000 over 40,000 matches, under 1 MB: 7.5 s past its
+ *   cancel); the options must be a string constant with MaxFragments at most HEADLINE_MAX_FRAGMENTS;
+ * - ts_rank: a query whose operands are joined by & or <-> ranks every pair of operands over their
+ *   positions (20,000 operands: 2 s, 400 operands over a document of repeated words: 1.6 s, growing
+ *   with the square); the query must be a string constant of at most RANK_MAX_QUERY_WORDS words, no
+ *   prefix (`:*`, which multiplies the operands by the lexemes it matches).
+ * Measured cancellable, so not here: to_tsvector, ts_rank_cd, the @@ operator, ts_headline's
+ * default selection and its parsing, the regexp functions. phraseto_tsquery of a long text ignores
+ * a cancel for up to ~3 s before it fails on the stack depth limit (bounded, so allowed).
+ */
+export const UNCANCELLABLE_WHY = 'does not stop when a query is cancelled, so a large call could hold the database for minutes';
+export const HEADLINE_MAX_FRAGMENTS = 10;
+export const RANK_MAX_QUERY_WORDS = 32;
 
 /** `current_setting(name)` may read these (compared case-insensitively), named by a string constant. */
 export const SAFE_SETTINGS: readonly string[] = [
@@ -247,16 +271,46 @@ export type AllowKind = 'function' | 'operator' | 'type';
 interface CatalogState {
   /** allowed names dropped at start: kind:name → where the other definitions live */
   dropped: Map<string, string[]>;
+  /** allowed function names this server has no built-in of (newer PostgreSQL's): a call can only reach one of the database's own */
+  absent: Set<string>;
   /** names a call in attribute notation could reach, once the catalog was read */
   attributeCalls?: Set<string>;
 }
 
-const state: CatalogState = { dropped: new Map() };
+const state: CatalogState = { dropped: new Map(), absent: new Set() };
+/** bumped at each change, so a copy of the state elsewhere (the guard's worker: isolated.ts) knows when it is stale */
+let stateVersion = 0;
+
+/** The effective allow-list's changes, as plain data, and their version (0: the built-in list). */
+export function postgresAllowListState(): { version: number } & AllowListCopy {
+  return { version: stateVersion, dropped: state.dropped, absent: state.absent, ...(state.attributeCalls ? { attributeCalls: state.attributeCalls } : {}) };
+}
+
+/** What the guard's worker thread gets of the state (a structured clone). */
+export interface AllowListCopy {
+  dropped: Map<string, string[]>;
+  absent: Set<string>;
+  attributeCalls?: Set<string>;
+}
+
+/** Take over a copy made by postgresAllowListState (in the guard's worker thread). */
+export function adoptPostgresAllowListState(copy: AllowListCopy): void {
+  state.dropped = new Map(copy.dropped);
+  state.absent = new Set(copy.absent);
+  if (copy.attributeCalls) state.attributeCalls = new Set(copy.attributeCalls);
+  else delete state.attributeCalls;
+  stateVersion++;
+}
 
 /** Whether a built-in name is on the effective allow-list (the list, less what the catalog check dropped). */
 export function builtinAllowed(kind: AllowKind, name: string): boolean {
   const list = kind === 'function' ? FUNCTIONS : kind === 'operator' ? OPERATORS : TYPES;
-  return list.has(name) && !state.dropped.has(`${kind}:${name}`);
+  return list.has(name) && !state.dropped.has(`${kind}:${name}`) && !(kind === 'function' && state.absent.has(name));
+}
+
+/** An allowed function name the server has no built-in of (it came with a later PostgreSQL), as the catalog check found. */
+export function absentFromServer(name: string): boolean {
+  return state.absent.has(name);
 }
 
 /** Where the definitions that made the catalog check drop this allowed name live (`public.upper`), if it did. */
@@ -279,7 +333,8 @@ const ADMINISTRATIVE =
  * a name that looks like one of PostgreSQL's own administration functions.
  */
 export function attributeMayCall(name: string): boolean {
-  if (FUNCTIONS.has(name) && !state.dropped.has(`function:${name}`)) return false;
+  if (builtinAllowed('function', name)) return false;
+  if (state.absent.has(name)) return true; // x.any_value is any_value(x): one of the database's own on this server
   return state.attributeCalls?.has(name) === true || ADMINISTRATIVE.test(name.toLowerCase());
 }
 
@@ -352,7 +407,12 @@ export function restrictPostgresAllowList(rows: readonly CatalogRow[]): AllowLis
     report.dropped.push({ kind, name, where });
   }
   if (present.size > 0) report.missing = [...FUNCTIONS].filter((n) => !present.has(n)).sort();
+  // a name this server has no built-in of is, on this server, a call of the database's own function
+  // of that name, created now or later (issue 24, class D); a type's name written as a call
+  // (bytea(x)) is a cast when no function has it, and is left to the check above
+  for (const name of report.missing) if (!TYPES.has(name)) state.absent.add(name);
   state.attributeCalls = attributeCalls;
+  stateVersion++;
   return report;
 }
 
@@ -382,12 +442,16 @@ export async function checkPostgresAllowList(load: () => Promise<readonly Catalo
     );
   }
   if (report.kept.length > 0) log.info({ kept: report.kept.map(line) }, 'operators that extensions define for their own types share allowed names; they stay allowed');
-  if (report.missing.length > 0) log.info({ missing: report.missing }, 'allowed functions this PostgreSQL does not have (another version)');
+  if (report.missing.length > 0) {
+    log.info({ missing: report.missing }, 'allowed functions this PostgreSQL does not have (a later version\'s): a call of one could only reach a function of the database\'s own, so they are refused unless database.allowed_functions lists them');
+  }
   return report;
 }
 
 /** Back to the built-in list (tests). */
 export function resetPostgresAllowList(): void {
   state.dropped.clear();
+  state.absent.clear();
   delete state.attributeCalls;
+  stateVersion++;
 }

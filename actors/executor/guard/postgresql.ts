@@ -19,7 +19,13 @@
  *   pg_toast, pg_temp...) only the documented safe set. An unqualified `pg_*` name is a system
  *   relation, because PostgreSQL searches pg_catalog first: refused unless safe, even when a
  *   table or CTE of the user has that name (an accepted false rejection);
- * - XML functions (they are syntax, not calls) and TABLESAMPLE methods but bernoulli and system.
+ * - XML functions (they are syntax, not calls) and TABLESAMPLE methods but bernoulli and system;
+ * - syntax newer than the database server (NEWER_SYNTAX): the parser knows PostgreSQL 18's
+ *   grammar, where `json_value(...)`, `json_object()`, `merge_action()` and the like are
+ *   syntax; a server older than the version that made them syntax reads the same text as a call
+ *   of a function of that name, which can only be one of the database's own. On such a server
+ *   (GuardLimits.serverVersion, the engine's; unknown counts as the oldest) they are checked as
+ *   that call.
  * database.allowed_functions (GuardLimits.allowedFunctions) allows more: user functions,
  * operators and types the operator trusts, as `schema.name` or `name` (any schema).
  * The deny list (deny.ts) names the well-known dangerous functions, so their refusal says why.
@@ -30,8 +36,10 @@
 import { loadModule, parseSync, scanSync } from 'libpg-query';
 import type { A_Const, Node, ParseResult, RawStmt, SelectStmt } from 'libpg-query';
 import { CortadoError } from '../../../protocol/errors.js';
+import { parserBroke } from '../../lib/sql-parsers/failure.js';
 import { deniedFunction } from './deny.js';
 import {
+  absentFromServer,
   attributeMayCall,
   builtinAllowed,
   droppedBecause,
@@ -39,6 +47,9 @@ import {
   relationRefusal,
   safeRelation,
   safeSetting,
+  HEADLINE_MAX_FRAGMENTS,
+  RANK_MAX_QUERY_WORDS,
+  UNCANCELLABLE_WHY,
   type AllowKind,
 } from './allow-postgresql.js';
 import { applyLimit, type ExistingLimit } from './limit.js';
@@ -63,6 +74,7 @@ export function guardPostgres(sql: string, limits: GuardLimits): GuardResult {
   try {
     parsed = parseSync(sql);
   } catch (err) {
+    if (parserBroke(err)) throw err; // not the SQL's fault: the worker that ran this is replaced (isolated.ts)
     throw parseRejection(sql, err);
   }
   const stmts = parsed.stmts ?? [];
@@ -114,6 +126,8 @@ interface Relation {
  */
 interface Walk {
   trusted: ReadonlySet<string>;
+  /** the database server's major version; undefined: not known, judged as the oldest */
+  serverVersion: number | undefined;
   refusal?: { rank: number; location: number; error: CortadoError };
 }
 
@@ -129,15 +143,16 @@ function refuse(walk: Walk, error: CortadoError, location: number | undefined): 
  * Generic on purpose: a node kind the rules do not know is still visited.
  */
 function inspectTree(root: SelectStmt, limits: GuardLimits): string[] {
-  const walk: Walk = { trusted: trustedOf(limits) };
+  const walk: Walk = { trusted: trustedOf(limits), serverVersion: limits.serverVersion };
   const relations: Relation[] = [];
   const cteNames = new Set<string>();
-  const stack: Array<{ node: Json; inCte: boolean }> = [{ node: root, inCte: false }];
+  const stack: Array<{ node: Json; inCte: boolean; depth: number }> = [{ node: root, inCte: false, depth: 0 }];
 
   for (let item = stack.pop(); item !== undefined; item = stack.pop()) {
-    const { node, inCte } = item;
+    const { node, inCte, depth } = item;
+    if (depth > MAX_TREE_DEPTH) throw tooDeep();
     if (Array.isArray(node)) {
-      for (const child of node) stack.push({ node: child, inCte });
+      for (const child of node) stack.push({ node: child, inCte, depth: depth + 1 });
       continue;
     }
     if (node === null || typeof node !== 'object') continue;
@@ -149,7 +164,7 @@ function inspectTree(root: SelectStmt, limits: GuardLimits): string[] {
         const name = (value as { ctename?: string }).ctename;
         if (name) cteNames.add(name);
       }
-      stack.push({ node: value, inCte: inCte || key === 'CommonTableExpr' });
+      stack.push({ node: value, inCte: inCte || key === 'CommonTableExpr', depth: depth + 1 });
     }
   }
   if (walk.refusal) throw walk.refusal.error;
@@ -163,6 +178,18 @@ function inspectTree(root: SelectStmt, limits: GuardLimits): string[] {
     out.push(r.name);
   }
   return out;
+}
+
+/**
+ * How deep the parse tree may be: about 1,000 nested operators, calls or parentheses (each is
+ * two levels). No analytical query comes near it; `SELECT 1+1+…` of 5,000 terms makes PostgreSQL
+ * itself answer "stack depth limit exceeded" (PGlite, the embedded server, a broken protocol
+ * state), and every later reader of the tree (lineage, the aggregate verdict) recurses on it.
+ */
+export const MAX_TREE_DEPTH = 2_000;
+
+function tooDeep(): CortadoError {
+  return rejected('parse', `the SQL nests its expressions more than ${MAX_TREE_DEPTH / 2} levels deep, which Cortado does not check (PostgreSQL itself gives up at a few thousand); write it with fewer nested steps, e.g. sum() over rows instead of a long chain of +`, { max_depth: MAX_TREE_DEPTH / 2 });
 }
 
 const LOCK_NAMES: Record<string, string> = {
@@ -187,7 +214,86 @@ const XML_NAMES: Record<string, string> = {
   IS_DOCUMENT: 'IS DOCUMENT',
 };
 
+/**
+ * Syntax of PostgreSQL's grammar newer than some servers, by the parse tree's node: the major
+ * version that made it syntax, and the function an older server calls for the same text (it is
+ * an ordinary call there, `json_value(doc, path)`, resolved against the database's own
+ * functions, since PostgreSQL has none of that name). Every node of the raw parse tree added
+ * since PostgreSQL 15 that is written like a call; their parts (JsonValueExpr, JsonKeyValue,
+ * JsonOutput, JsonTableColumn, ...) are walked as usual. `call` undefined: not a call on an
+ * older server but a syntax error (IS JSON).
+ */
+/** The PostgreSQL grammar libpg-query has (its major version): NEWER_SYNTAX is complete up to it. A newer parser needs the table reviewed (a test says so). */
+export const PARSER_GRAMMAR = 18;
+
+interface NewerSyntax {
+  since: number;
+  /** the function an older server calls */
+  call?: (node: { op?: string }) => string;
+  /** what a person would look for, for the message of a syntax that is no call on older servers */
+  written?: string;
+}
+
+const NEWER_SYNTAX: ReadonlyMap<string, NewerSyntax> = new Map(Object.entries({
+  // PostgreSQL 16: the SQL/JSON constructors and IS JSON
+  JsonObjectConstructor: { since: 16, call: () => 'json_object' },
+  JsonArrayConstructor: { since: 16, call: () => 'json_array' },
+  JsonArrayQueryConstructor: { since: 16, call: () => 'json_array' },
+  JsonObjectAgg: { since: 16, call: () => 'json_objectagg' },
+  JsonArrayAgg: { since: 16, call: () => 'json_arrayagg' },
+  JsonIsPredicate: { since: 16, written: 'IS JSON' },
+  // PostgreSQL 17: the SQL/JSON query functions, JSON_TABLE, and MERGE's merge_action()
+  JsonFuncExpr: { since: 17, call: (n) => (n.op ?? 'JSON_VALUE_OP').replace(/_OP$/, '').toLowerCase() },
+  JsonScalarExpr: { since: 17, call: () => 'json_scalar' },
+  JsonSerializeExpr: { since: 17, call: () => 'json_serialize' },
+  JsonParseExpr: { since: 17, call: () => 'json' },
+  JsonTable: { since: 17, call: () => 'json_table' },
+  MergeSupportFunc: { since: 17, call: () => 'merge_action' },
+} satisfies Record<string, NewerSyntax>));
+
+/** The parse tree's node kinds of NEWER_SYNTAX, with the version that made each syntax (for tests and docs). */
+export function newerSyntaxNodes(): Array<{ node: string; since: number }> {
+  return [...NEWER_SYNTAX].map(([node, s]) => ({ node, since: s.since }));
+}
+
+/**
+ * A node of NEWER_SYNTAX on a server older than its version: checked as the call that server
+ * makes of it (database.allowed_functions may allow it; a name on the built-in allow-list, such
+ * as json_object, stays allowed unless the catalog check dropped it). Unknown version: the oldest.
+ */
+function checkNewerSyntax(syntax: NewerSyntax, node: { op?: string; location?: number; constructor?: { location?: number } }, walk: Walk): void {
+  const version = walk.serverVersion;
+  if (version !== undefined && version >= syntax.since) return;
+  const server = version === undefined ? 'a PostgreSQL whose version Cortado could not read (taken as the oldest)' : `PostgreSQL ${version}`;
+  const location = node.location ?? node.constructor?.location;
+  if (!syntax.call) {
+    const written = syntax.written ?? 'a syntax';
+    refuse(walk, rejected('parse', `the SQL uses ${written}, which came with PostgreSQL ${syntax.since}; the database runs ${server}, which does not know it`, { syntax: written, server_version: version ?? null }), location);
+    return;
+  }
+  const name = syntax.call(node);
+  if (isTrusted(walk, undefined, name)) return;
+  if (builtinAllowed('function', name)) return;
+  const why = droppedBecause('function', name) ? notAllowedReason('function', name, true) : `can only be one of the database's own; ${TRUST_HINT}`;
+  refuse(
+    walk,
+    rejected(
+      'function_not_allowed',
+      `the SQL calls ${name}(): the database runs ${server}, which reads ${name}(...) as a call of a function of that name (it is SQL syntax only since PostgreSQL ${syntax.since}), ` +
+        `and such a function ${why}`,
+      { function: name, server_version: version ?? null },
+    ),
+    location,
+  );
+}
+
 function checkNode(key: string, value: object, inCte: boolean, walk: Walk): void {
+  const newer = NEWER_SYNTAX.get(key); // a Map: a key such as `constructor` is not Object's
+  if (newer) {
+    // the aggregates keep their location in `constructor` (JsonAggConstructor)
+    checkNewerSyntax(newer, value as { op?: string; location?: number; constructor?: { location?: number } }, walk);
+    return;
+  }
   if (STMT_KEY.test(key) && key !== 'SelectStmt') {
     const statement = statementName(key);
     if (inCte) {
@@ -319,6 +425,9 @@ function isBuiltin(schema: string | undefined): boolean {
 const TRUST_HINT = 'list it in database.allowed_functions to allow it';
 
 function notAllowedReason(kind: AllowKind, name: string, builtin: boolean): string {
+  if (builtin && kind === 'function' && absentFromServer(name)) {
+    return `is on the allow-list, but this PostgreSQL has no built-in of that name (it came with a later version), so the call could only reach a function of the database's own; ${TRUST_HINT} if that is intended`;
+  }
   const dropped = builtin ? droppedBecause(kind, name) : undefined;
   if (dropped) {
     return `is on the allow-list, but the database also has ${dropped.join(', ')}, which PostgreSQL could call instead for some arguments; ${TRUST_HINT} if that is intended`;
@@ -349,6 +458,8 @@ function checkCall(call: FuncCallLike, walk: Walk): void {
 
 /** The allowed functions whose arguments matter. */
 function checkArguments(name: string, call: FuncCallLike, walk: Walk): void {
+  if (name === 'ts_headline') return checkHeadline(call, walk);
+  if (name === 'ts_rank') return checkRank(call, walk);
   if (name !== 'current_setting') return;
   const [first, second, ...more] = call.args ?? [];
   const setting = (first as { A_Const?: { sval?: { sval?: string } } } | undefined)?.A_Const?.sval?.sval;
@@ -356,6 +467,101 @@ function checkArguments(name: string, call: FuncCallLike, walk: Walk): void {
   if (setting !== undefined && safeSetting(setting) && flagOk && more.length === 0) return;
   const what = setting === undefined ? 'a setting named by an expression' : `the setting ${setting}`;
   refuse(walk, rejected('function_not_allowed', `the SQL reads ${what} with current_setting(), which may only read a few harmless settings named by a string constant (TimeZone, DateStyle, search_path, ...)`, { function: 'current_setting' }), call.location);
+}
+
+/** A string constant, bare or cast (`'x'`, `'x'::text`), else undefined. */
+function stringConstant(node: Json): string | undefined {
+  const n = node as { A_Const?: { sval?: { sval?: string } }; TypeCast?: { arg?: Json } } | undefined;
+  if (n?.A_Const) return n.A_Const.sval?.sval;
+  if (n?.TypeCast) return stringConstant(n.TypeCast.arg);
+  return undefined;
+}
+
+const TSQUERY_BUILDERS = new Set(['to_tsquery', 'plainto_tsquery', 'phraseto_tsquery', 'websearch_to_tsquery']);
+
+/** The text of a tsquery written as a constant (`'a & b'`, `'a & b'::tsquery`, `to_tsquery('english', 'a & b')`), else undefined. */
+function constantQueryText(node: Json): string | undefined {
+  const n = node as { A_Const?: unknown; TypeCast?: { arg?: Json; typeName?: TypeNameLike }; FuncCall?: FuncCallLike } | undefined;
+  if (n?.A_Const) return stringConstant(n);
+  if (n?.TypeCast) {
+    const type = stringsOf(n.TypeCast.typeName?.names).at(-1);
+    return type === 'tsquery' ? stringConstant(n.TypeCast.arg) : undefined;
+  }
+  if (n?.FuncCall) {
+    const { schema, name } = qualified(stringsOf(n.FuncCall.funcname));
+    if (!isBuiltin(schema) || !name || !TSQUERY_BUILDERS.has(name)) return undefined;
+    const texts = (n.FuncCall.args ?? []).map(stringConstant);
+    if (texts.length === 0 || texts.some((x) => x === undefined)) return undefined;
+    return texts.at(-1);
+  }
+  return undefined;
+}
+
+function refuseUncancellable(call: FuncCallLike, walk: Walk, name: string, allowed: string, instead: string): void {
+  refuse(
+    walk,
+    rejected('function_not_allowed', `the SQL calls ${name}() with ${allowed}: ${name} ${UNCANCELLABLE_WHY}; ${instead}, or ${TRUST_HINT} if its inputs are always small`, { function: name, reason: 'uncancellable' }),
+    call.location,
+  );
+}
+
+/**
+ * ts_headline(...[, options]): MaxFragments bounds a loop that ignores cancellation
+ * (allow-postgresql.ts UNCANCELLABLE). The options are the last argument of four, or of three
+ * when that one is not a tsquery (`ts_headline(config, doc, query)`): a string constant whose
+ * MaxFragments, if any, is a plain number of at most HEADLINE_MAX_FRAGMENTS. Anything else — an
+ * expression, a column, a quoted or escaped key, another notation of the number — is refused.
+ */
+function checkHeadline(call: FuncCallLike, walk: Walk): void {
+  const args = call.args ?? [];
+  const what = `options that are not a constant with MaxFragments at most ${HEADLINE_MAX_FRAGMENTS}`;
+  const instead = `write its options as a constant with MaxFragments at most ${HEADLINE_MAX_FRAGMENTS}`;
+  if (args.some((a) => (a as { NamedArgExpr?: unknown }).NamedArgExpr !== undefined)) return refuseUncancellable(call, walk, 'ts_headline', 'named arguments', instead);
+  const last = args.at(-1);
+  // three arguments: (config, doc, query) or (doc, query, options); a first argument that is a
+  // configuration's name is the former, or else a document of one word (nothing to loop over)
+  const config = args.length === 3 ? stringConstant(args[0]) : undefined;
+  const namesConfig = config !== undefined && /^[A-Za-z_][\w.]{0,62}$/.test(config);
+  if (args.length < 3 || (args.length === 3 && (namesConfig || isTsquery(last)))) return;
+  const options = stringConstant(last);
+  if (options === undefined || !boundedFragments(options)) refuseUncancellable(call, walk, 'ts_headline', what, instead);
+}
+
+/** A tsquery by its form (to_tsquery(x) of any argument, x::tsquery): the third argument of ts_headline(config, doc, query). */
+function isTsquery(node: Json): boolean {
+  const n = node as { FuncCall?: FuncCallLike; TypeCast?: { typeName?: TypeNameLike } } | undefined;
+  if (n?.TypeCast) return stringsOf(n.TypeCast.typeName?.names).at(-1) === 'tsquery';
+  if (!n?.FuncCall) return false;
+  const { schema, name } = qualified(stringsOf(n.FuncCall.funcname));
+  return isBuiltin(schema) && name !== undefined && TSQUERY_BUILDERS.has(name);
+}
+
+/** Every MaxFragments of a headline options string is a plain number up to the bound (PostgreSQL 16+ also reads 0x.., 1_000). */
+function boundedFragments(options: string): boolean {
+  if (/["\\]/.test(options)) return !/maxfragments/i.test(options.replace(/["\\]/g, ''));
+  const re = /maxfragments/gi;
+  for (let m = re.exec(options); m !== null; m = re.exec(options)) {
+    const value = /^\s*=\s*\+?(\d+)\s*(?:,|$)/.exec(options.slice(m.index + m[0].length));
+    if (!value || Number(value[1]) > HEADLINE_MAX_FRAGMENTS) return false;
+  }
+  return true;
+}
+
+/**
+ * ts_rank(...): a query of operands joined by & or <-> ranks every pair of them in a loop that
+ * ignores cancellation (allow-postgresql.ts UNCANCELLABLE); the query must be a constant of at
+ * most RANK_MAX_QUERY_WORDS words without a prefix match. ts_rank has one tsquery parameter, so
+ * an argument written as a tsquery constant is that parameter (the others cannot take one).
+ */
+function checkRank(call: FuncCallLike, walk: Walk): void {
+  const texts = (call.args ?? []).map(constantQueryText).filter((x): x is string => x !== undefined);
+  const bounded = texts.some((q) => !q.includes('*') && (q.match(/[\p{L}\p{N}_]+/gu) ?? []).length <= RANK_MAX_QUERY_WORDS);
+  if (!bounded) {
+    refuseUncancellable(
+      call, walk, 'ts_rank', `a query that is not written in the call as a constant of at most ${RANK_MAX_QUERY_WORDS} words without :* prefixes`,
+      "write the query in the call (ts_rank(v, to_tsquery('english', 'cat & dog'))), use ts_rank_cd",
+    );
+  }
 }
 
 function checkAttribute(name: string, location: number | undefined, walk: Walk): void {

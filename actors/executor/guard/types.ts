@@ -39,6 +39,12 @@ export interface GuardLimits {
    * allow-list (names as written, `schema.fn` or `fn`, compared case-insensitively)
    */
   allowedFunctions?: readonly string[];
+  /**
+   * The database server's major version (PostgreSQL 15, 16, ...), when the engine could read
+   * it. The guard's parser knows the newest grammar; a syntax an older server does not have is
+   * judged as that server reads it (guard/postgresql.ts NEWER_SYNTAX). Unknown: the oldest.
+   */
+  serverVersion?: number;
 }
 
 export interface GuardResult {

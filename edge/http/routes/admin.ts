@@ -18,6 +18,7 @@ import { goldenFrom, parseGolden, runEval, type EvalReport } from '../../eval/go
 import { toCsv } from '../csv.js';
 import { checkText } from '../json.js';
 import { readJson, SECURITY_HEADERS, sendJson } from '../reply.js';
+import { describeErrors } from '../../../protocol/define.js';
 import type { Router, RouteContext, RouteDoc } from '../router.js';
 import type { HttpRequest, HttpResponse } from '../server.js';
 import { clearCookie, clientAddress, overTls, sessionCookie } from '../session.js';
@@ -59,7 +60,11 @@ async function readLogin(req: HttpRequest): Promise<LoginBody & { form: boolean 
     const body = { username, password };
     checkText(body);
     // the limits of the JSON body (protocol/schemas/http.ts LoginBody)
-    if (!checkLogin.Check(body)) throw new CortadoError('VALIDATION_FAILED', 'username and password are required');
+    if (!checkLogin.Check(body)) {
+      const errors = describeErrors(checkLogin, body);
+      const first = errors[0];
+      throw new CortadoError('VALIDATION_FAILED', first ? `${first.path}: ${first.message}` : 'username and password are required', { errors });
+    }
     return { ...body, form: true };
   }
   const body = await readJson(req, checkLogin);
@@ -68,20 +73,22 @@ async function readLogin(req: HttpRequest): Promise<LoginBody & { form: boolean 
 
 function loginRoutes(router: Router, deps: AdminRouteDeps, kind: 'admin' | 'assistant', base: string): void {
   const { bus, config } = deps;
-  router.post(`${base}/login`, { auth: 'none', summary: `Sign in to the ${kind === 'admin' ? 'admin panel' : 'assistant'} (JSON, or a form post)`, body: LoginBody }, async (req, res, ctx) => {
+  router.post(`${base}/login`, { auth: 'login', summary: `Sign in to the ${kind === 'admin' ? 'admin panel' : 'assistant'} (JSON, or a form post from its own page)`, body: LoginBody }, async (req, res, ctx) => {
+    // where the sign-in comes from, before its body is read: another site's is refused or gets no cookie (login CSRF)
+    const from = await ctx.caller({ signIn: kind });
     const { username, password, form } = await readLogin(req);
     const secure = overTls(req, config);
     try {
       const r = await bus.request(S.IdentityLogin, { kind, username, password, client: clientAddress(req, config) }, { requestId: ctx.rid });
       const maxAge = (Date.parse(r.session.expires_at) - Date.now()) / 1000;
-      const cookie = sessionCookie(kind, r.token, maxAge, secure);
+      const cookie: Record<string, string> = from.sameOrigin ? { 'set-cookie': sessionCookie(kind, r.token, maxAge, secure) } : {};
       if (form) {
-        res.send(303, { location: base || '/', 'set-cookie': cookie, 'cache-control': 'no-store', [HTTP_REQUEST_ID]: ctx.rid, ...SECURITY_HEADERS });
+        res.send(303, { location: base || '/', ...cookie, 'cache-control': 'no-store', [HTTP_REQUEST_ID]: ctx.rid, ...SECURITY_HEADERS });
         return;
       }
       const { csrf, ...rest } = r.session;
       // the assistant gate's secret also in the body: an embedded widget on another site sends it as X-Session-ID (cookies do not cross sites)
-      sendJson(res, 200, { ...rest, csrf_token: csrf, ...(kind === 'assistant' ? { session_id: r.token } : {}) }, ctx.rid, { 'set-cookie': cookie });
+      sendJson(res, 200, { ...rest, csrf_token: csrf, ...(kind === 'assistant' ? { session_id: r.token } : {}) }, ctx.rid, cookie);
     } catch (err) {
       if (form && err instanceof CortadoError && err.httpStatus < 500) {
         res.send(303, { location: `${base || '/'}?error=${encodeURIComponent(err.code)}`, 'cache-control': 'no-store', [HTTP_REQUEST_ID]: ctx.rid, ...SECURITY_HEADERS });

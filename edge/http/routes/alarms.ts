@@ -17,7 +17,6 @@
  * | GET    /api/alarms/:id/history | AlarmHistory (?limit)               | 200           |
  */
 import { Compile } from 'typebox/compile';
-import type { TObject } from 'typebox';
 import type { Bus } from '../../../protocol/bus.js';
 import { CortadoError } from '../../../protocol/errors.js';
 import Type from 'typebox';
@@ -45,20 +44,13 @@ function pathId(req: HttpRequest): string {
   return id;
 }
 
-/** Only the fields the schema names (a record read with GET can be sent back with PUT). */
-function known<T extends object>(schema: TObject, body: T): T {
-  const out: Record<string, unknown> = {};
-  for (const k of Object.keys(schema.properties)) {
-    const v = (body as Record<string, unknown>)[k];
-    if (v !== undefined) out[k] = v;
-  }
-  return out as T;
-}
-
-/** A body may be empty (a test of the saved alarm). */
+/**
+ * A body may be empty (a test of the saved alarm). Fields the schema does not name are dropped
+ * (a record read with GET can be sent back with PUT): edge/http/fields.ts.
+ */
 async function optionalJson<T>(req: HttpRequest, check: ReturnType<typeof Compile>): Promise<T> {
   if ((req.headers['content-length'] ?? '0') === '0' && !req.headers['content-type']) return {} as T;
-  return readJson(req, check) as Promise<T>;
+  return readJson(req, check, { fields: 'strip' }) as Promise<T>;
 }
 
 export function alarmRoutes(router: Router, deps: AlarmRouteDeps): void {
@@ -72,13 +64,13 @@ export function alarmRoutes(router: Router, deps: AlarmRouteDeps): void {
   });
   router.add('POST', BASE, doc('create an alarm', { body: AlarmBody, reply: Alarm, status: 201 }), async (req, res, ctx) => {
     const caller = await ctx.caller();
-    const body = known(AlarmBody, await readJson(req, checkBody));
+    const body = await readJson(req, checkBody, { fields: 'strip' });
     sendJson(res, 201, await bus.request(S.AlarmCreate, { ...body, by: caller.user }, callerCtx(ctx.rid, caller)), ctx.rid);
   });
   // before /:id, so that it is never read as an id
   router.add('POST', `${BASE}/test`, doc('measure a draft condition now: the value and what an evaluation would do (nothing is sent)', { body: AlarmTestBody, reply: AlarmTestReply }), async (req, res, ctx) => {
     const caller = await ctx.caller();
-    const body = known(AlarmTestBody, await optionalJson<{ condition?: unknown }>(req, checkTest));
+    const body = await optionalJson<{ condition?: unknown }>(req, checkTest);
     if (!body.condition) throw new CortadoError('VALIDATION_FAILED', 'condition: send the condition to test (or POST /api/alarms/{id}/test for a saved alarm)', { field: 'condition' });
     sendJson(res, 200, await bus.request(S.AlarmTest, body as { condition: never }, callerCtx(ctx.rid, caller)), ctx.rid);
   });
@@ -89,7 +81,7 @@ export function alarmRoutes(router: Router, deps: AlarmRouteDeps): void {
   router.add('PUT', `${BASE}/:id`, doc('change an alarm (the fields sent)', { body: AlarmPatchBody, reply: Alarm }), async (req, res, ctx) => {
     const caller = await ctx.caller();
     const id = pathId(req);
-    const body = known(AlarmPatchBody, await readJson(req, checkPatch));
+    const body = await readJson(req, checkPatch, { fields: 'strip' });
     sendJson(res, 200, await bus.request(S.AlarmUpdate, { ...body, id, by: caller.user }, callerCtx(ctx.rid, caller)), ctx.rid);
   });
   router.add('DELETE', `${BASE}/:id`, doc('delete an alarm and its history', { reply: OkReply }), async (req, res, ctx) => {
@@ -99,8 +91,8 @@ export function alarmRoutes(router: Router, deps: AlarmRouteDeps): void {
   router.add('POST', `${BASE}/:id/test`, doc('evaluate a saved alarm now without notifying (optionally with a draft condition)', { body: AlarmTestBody, reply: AlarmTestReply }), async (req, res, ctx) => {
     const caller = await ctx.caller();
     const id = pathId(req);
-    const body = known(AlarmTestBody, await optionalJson<{ condition?: never }>(req, checkTest));
-    sendJson(res, 200, await bus.request(S.AlarmTest, { id, ...body }, callerCtx(ctx.rid, caller)), ctx.rid);
+    const body = await optionalJson<{ condition?: never }>(req, checkTest);
+    sendJson(res, 200, await bus.request(S.AlarmTest, { ...body, id }, callerCtx(ctx.rid, caller)), ctx.rid);
   });
   router.add('GET', `${BASE}/:id/history`, doc('an alarm\'s history, newest first', { reply: AlarmHistoryReply, query: Type.Object({ limit: Type.Optional(Type.Integer({ minimum: 1, maximum: ALARM_HISTORY_MAX })) }) }), async (req, res, ctx) => {
     const caller = await ctx.caller();

@@ -8,8 +8,10 @@
  *
  * Who may read the report is `analytics.access` (read at start): `admin` (the default: the
  * admin panel's session), `signed_in` (any session — admin, assistant, plugins.auth — or an API
- * token) or `public`. Feedback takes whoever may ask on the legacy routes (`any`): whoever can
- * ask can rate, and the rating is theirs (the caller's user, never one the body names).
+ * token) or `public`. Feedback takes whoever may ask on the legacy routes (`any`), on their own
+ * answers only: the question's owner (edge/caller.ts; a legacy widget names itself with the
+ * `session_id` it asked with) must be the rater's, and the rating is theirs (the caller's user,
+ * never one the body names).
  */
 import { Compile } from 'typebox/compile';
 import type { Bus } from '../../../protocol/bus.js';
@@ -97,14 +99,15 @@ export function analyticsRoutes(router: Router, deps: { bus: Bus; config: Config
   reportRoute('/api/analytics/report', (r) => r);
   for (const part of PARTS) reportRoute(`/api/analytics/${part}`, (r) => ({ range: r.range, [part]: r[part] }));
 
-  router.post('/api/feedback', { auth: 'any', summary: 'Thumbs up or down on one answer', body: FeedbackBody }, async (req, res, ctx) => {
+  router.post('/api/feedback', { auth: 'any', summary: 'Thumbs up or down on one of your answers', body: FeedbackBody }, async (req, res, ctx) => {
     const body = await readJson(req, checkFeedback, { text: BODY_TEXT.feedback });
-    const caller = await ctx.caller();
+    const caller = await ctx.caller({ widgetSession: body.session_id ?? undefined });
     const user = 'user' in caller ? caller.user : undefined;
     const comment = body.comment?.trim();
+    // the rater's owner: the analytics actor keeps a rating only from whoever asked the question
     const reply = await bus.request(
       AnalyticsFeedback,
-      { request_id: body.request_id, rating: body.rating, ...(comment ? { comment } : {}), ...(user ? { user } : {}) },
+      { request_id: body.request_id, rating: body.rating, owner: caller.owner, ...(comment ? { comment } : {}), ...(user ? { user } : {}) },
       callerCtx(ctx.rid, caller),
     );
     sendJson(res, 200, reply, ctx.rid);

@@ -77,9 +77,11 @@ export function authRoutes(router: Router, deps: AuthRouteDeps): void {
 
   router.get('/auth/config', { auth: 'none', summary: 'Which sign-ins plugins.auth offers' }, (_req, res, ctx) => sendJson(res, 200, authConfigView(config), ctx.rid));
 
-  router.post('/auth/login', { auth: 'none', summary: 'Sign in with your own database credentials (plugins.auth)', body: AuthLoginBody }, async (req, res, ctx) => {
+  router.post('/auth/login', { auth: 'login', summary: 'Sign in with your own database credentials (plugins.auth)', body: AuthLoginBody }, async (req, res, ctx) => {
     on(config);
-    const body = await readJson(req, checkLogin);
+    // where the sign-in comes from, before its body is read: another site's gets no cookie (login CSRF)
+    const from = await ctx.caller({ signIn: 'auth' });
+    const body = await readJson(req, checkLogin, { fields: 'strip' });
     const dbType = body.db_type ?? body.database_type;
     const r = await bus.request(AuthLogin, {
       username: body.username, password: body.password, client: clientAddress(req, config),
@@ -91,18 +93,19 @@ export function authRoutes(router: Router, deps: AuthRouteDeps): void {
       ...(body.schema !== undefined ? { schema: body.schema } : {}),
     }, { requestId: ctx.rid });
     const maxAge = (Date.parse(r.session.expires_at) - Date.now()) / 1000;
-    // session_id: for clients that send it back as X-Session-ID (SQLatte widgets); browsers can rely on the cookie
-    sendJson(res, 200, { ...sessionView(r.session), session_id: r.token }, ctx.rid, { 'set-cookie': sessionCookie('auth', r.token, maxAge, overTls(req, config)) });
+    // session_id: for clients that send it back as X-Session-ID (SQLatte widgets); a page of this
+    // server can rely on the cookie, which another site's sign-in never gets (login CSRF)
+    sendJson(res, 200, { ...sessionView(r.session), session_id: r.token }, ctx.rid, from.sameOrigin ? { 'set-cookie': sessionCookie('auth', r.token, maxAge, overTls(req, config)) } : {});
   });
 
-  router.post('/auth/auto-session', { auth: 'none', summary: 'A session on the server\'s own database connection' }, async (req, res, ctx) => {
+  router.post('/auth/auto-session', { auth: 'login', summary: 'A session on the server\'s own database connection' }, async (req, res, ctx) => {
     on(config);
+    const from = await ctx.caller({ signIn: 'auto' });
     const origin = req.headers.origin;
     const r = await bus.request(AuthAutoSession, { client: clientAddress(req, config), ...(origin ? { origin } : {}) }, { requestId: ctx.rid });
     const maxAge = (Date.parse(r.session.expires_at) - Date.now()) / 1000;
-    sendJson(res, 200, { ...sessionView(r.session), session_id: r.token, ttl_minutes: Math.round(maxAge / 60) }, ctx.rid, {
-      'set-cookie': sessionCookie('auth', r.token, maxAge, overTls(req, config)),
-    });
+    sendJson(res, 200, { ...sessionView(r.session), session_id: r.token, ttl_minutes: Math.round(maxAge / 60) }, ctx.rid,
+      from.sameOrigin ? { 'set-cookie': sessionCookie('auth', r.token, maxAge, overTls(req, config)) } : {});
   });
 
   router.post('/auth/logout', { auth: 'auth', summary: 'End the session' }, async (req, res, ctx) => {
@@ -118,7 +121,7 @@ export function authRoutes(router: Router, deps: AuthRouteDeps): void {
 
   router.post('/auth/query', { auth: 'auth', summary: 'Ask one question on the session\'s database', body: AuthQueryBody }, async (req, res, ctx) => {
     const caller = await ctx.caller();
-    const body = await readJson(req, checkQuery, { text: BODY_TEXT.legacy });
+    const body = await readJson(req, checkQuery, { text: BODY_TEXT.legacy, fields: 'strip' });
     // a conversation belongs to its session (the assistant keeps it under the owner): another
     // session cannot read it by guessing its id
     const ask: AskRequest = { question: body.question, channel: 'auth', owner: caller.owner, widget: 'agent' };
@@ -132,7 +135,7 @@ export function authRoutes(router: Router, deps: AuthRouteDeps): void {
   // run exactly the SQL an /auth/query answer held for confirmation, for the session that asked only
   router.post('/auth/query/confirm', { auth: 'auth', summary: 'Run SQL held for confirmation', body: AuthConfirmBody }, async (req, res, ctx) => {
     const caller = await ctx.caller();
-    const body = await readJson(req, checkConfirm);
+    const body = await readJson(req, checkConfirm, { fields: 'strip' });
     const reply = await bus.request(AskConfirm, { confirmation_id: body.confirmation_id, owner: caller.owner, channel: 'auth', widget: 'agent' }, callerCtx(ctx.rid, caller));
     sendJson(res, 200, legacyShape(reply, undefined), ctx.rid);
   });
@@ -166,7 +169,7 @@ export function authRoutes(router: Router, deps: AuthRouteDeps): void {
   router.post('/auth/tokens', { auth: 'auth', summary: 'Mint an API token for this session\'s user', body: AuthTokenBody, status: 201, reply: TokenIssueReply }, async (req, res, ctx) => {
     const caller = await ctx.caller();
     const body = await readJson(req, checkToken);
-    const r = await bus.request(AuthToken, { token: caller.secret, ...body }, { requestId: ctx.rid, user: caller.user });
+    const r = await bus.request(AuthToken, { ...body, token: caller.secret }, { requestId: ctx.rid, user: caller.user });
     sendJson(res, 201, r, ctx.rid);
   });
 }

@@ -1,4 +1,5 @@
 /** The browser pages and their static files, read once at start. */
+import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -112,16 +113,22 @@ export function pageRoutes(router: Router, opts: { appName: string; config?: Con
     if (config && !config.ui.sections.demo) throw new CortadoError('NOT_FOUND', 'the demo page is off (ui.sections.demo is false)');
     return demo(req, res, ctx);
   });
+  // The scripts are ES modules that import one another by unversioned URLs: a browser that kept
+  // some for minutes after an upgrade would run old and new modules together (an import of a name
+  // that moved fails the whole page). So each file is revalidated on every use, by its ETag (a
+  // 304 with no body when unchanged), rather than cached for a fixed time.
+  const etags = new Map([...files].map(([name, body]) => [name, `"${createHash('sha256').update(body).digest('base64url').slice(0, 22)}"`]));
   router.get('/static/*', { auth: 'none', summary: 'The pages\' scripts, styles and images', produces: 'application/octet-stream' }, (req, res, ctx) => {
     const rel = req.params['*'] ?? '';
     const body = rel.includes('..') ? undefined : files.get(`static/${rel}`);
     if (!body) throw new CortadoError('NOT_FOUND', `no static file ${rel}`);
-    res.send(200, {
-      'content-type': TYPES[path.extname(rel)] ?? 'application/octet-stream',
-      'cache-control': 'public, max-age=300',
-      [HTTP_REQUEST_ID]: ctx.rid,
-      ...SECURITY_HEADERS,
-    }, body);
+    const etag = etags.get(`static/${rel}`)!;
+    const headers = { 'cache-control': 'no-cache', etag, [HTTP_REQUEST_ID]: ctx.rid, ...SECURITY_HEADERS };
+    if (req.headers['if-none-match']?.split(',').some((t) => t.trim().replace(/^W\//, '') === etag)) {
+      res.send(304, headers);
+      return;
+    }
+    res.send(200, { 'content-type': TYPES[path.extname(rel)] ?? 'application/octet-stream', ...headers }, body);
   });
   const vendor = loadVendor();
   router.get('/vendor/:file', { auth: 'none', summary: 'Browser libraries served from their npm packages', produces: 'text/javascript' }, (req, res, ctx) => {

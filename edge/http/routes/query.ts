@@ -1,8 +1,10 @@
 /**
  * POST /api/query (JSON, or SSE with Accept: text/event-stream) and the SQLatte-compatible
- * legacy POST /query. Both become one `ask` request on the bus. /api/query takes anyone; the
- * legacy routes take whoever edge/caller.ts lets through as `any` (the owner it names binds a
- * held confirmation and the conversation to that caller).
+ * legacy POST /query. Both become one `ask` request on the bus. /api/query takes anyone (a
+ * signed-in caller only, in its own scope, while plugins.auth.require_login is on); the
+ * legacy routes take whoever edge/caller.ts lets through as `any`. Every question carries its
+ * owner (edge/caller.ts), which binds its conversation, a held confirmation and its feedback
+ * to that caller: /api/query's is the session or token the request carries, else its address.
  */
 import { Compile } from 'typebox/compile';
 import type { Bus, Ctx } from '../../../protocol/bus.js';
@@ -165,16 +167,20 @@ export function legacyShape(reply: AskReply, sessionId: string | undefined): Rec
 export function queryRoutes(router: Router, deps: QueryRouteDeps): void {
   const { bus } = deps;
 
-  router.post('/api/query', { auth: 'none', summary: 'Ask one question: the answer as JSON, or its steps as SSE (Accept: text/event-stream)', body: ApiQueryBody, reply: AskReply, sse: true }, async (req, res, ctx) => {
+  // anyone — unless plugins.auth.require_login, then a signed-in caller, whose scope the question runs in
+  router.post('/api/query', { auth: 'open', summary: 'Ask one question: the answer as JSON, or its steps as SSE (Accept: text/event-stream)', body: ApiQueryBody, reply: AskReply, sse: true }, async (req, res, ctx) => {
+    const caller = await ctx.caller();
     const body = await readJson(req, checkApi, { text: BODY_TEXT.api });
-    const ask: AskRequest = { question: body.question.trim() || body.question, channel: 'api', widget: apiWidget(req, body.widget) };
+    // the question's conversation (and its feedback) belong to whoever asked: their session or
+    // token when they send one, else this address (edge/caller.ts owner)
+    const ask: AskRequest = { question: body.question.trim() || body.question, channel: 'api', owner: await ctx.owner(), widget: apiWidget(req, body.widget) };
     if (body.tables?.length) ask.tables = body.tables;
     if (body.conversation_id) ask.conversation_id = body.conversation_id;
-    await runAsk(bus, req, res, ctx, ask, (r) => r);
+    await runAsk(bus, req, res, ctx, ask, (r) => r, callerCtx(ctx.rid, caller));
   });
 
   router.post('/query', { auth: 'any', summary: 'Ask one question, SQLatte-compatible (the legacy widget\'s shape)', body: LegacyQueryBody, sse: true }, async (req, res, ctx) => {
-    const body = await readJson(req, checkLegacy, { text: BODY_TEXT.legacy });
+    const body = await readJson(req, checkLegacy, { text: BODY_TEXT.legacy, fields: 'strip' });
     const sessionId = body.session_id ?? undefined;
     const caller = await ctx.caller({ widgetSession: sessionId });
     const tables = body.tables?.length ? body.tables : tablesFromSchemaText(body.table_schema ?? body.schema);
@@ -186,7 +192,7 @@ export function queryRoutes(router: Router, deps: QueryRouteDeps): void {
 
   // run exactly the SQL a /query answer held for confirmation (query.confirm_before_execute)
   router.post('/query/confirm-execute', { auth: 'any', summary: 'Run the SQL a /query answer held for confirmation', body: LegacyConfirmBody }, async (req, res, ctx) => {
-    const body = await readJson(req, checkConfirm);
+    const body = await readJson(req, checkConfirm, { fields: 'strip' });
     const sessionId = body.session_id ?? undefined;
     const caller = await ctx.caller({ widgetSession: sessionId });
     const reply = await bus.request(AskConfirm, { confirmation_id: body.confirmation_id, owner: caller.owner, channel: 'legacy', widget: 'assistant' }, callerCtx(ctx.rid, caller));

@@ -32,7 +32,6 @@
  */
 import { createHash } from 'node:crypto';
 import { Compile } from 'typebox/compile';
-import type { TObject } from 'typebox';
 import type { Bus, Ctx } from '../../../protocol/bus.js';
 import { CortadoError } from '../../../protocol/errors.js';
 import { BODY_TEXT, CronPreviewBody, ScheduleBody, SchedulePatchBody, SchedulePutBody } from '../../../protocol/schemas/http.js';
@@ -89,16 +88,6 @@ function queryInt(req: HttpRequest, key: string, min: number, max: number): numb
   return n;
 }
 
-/** Only the fields the schema names (a record read with GET can be sent back with PUT). */
-function known<T extends object>(schema: TObject, body: T): T {
-  const out: Record<string, unknown> = {};
-  for (const k of Object.keys(schema.properties)) {
-    const v = (body as Record<string, unknown>)[k];
-    if (v !== undefined) out[k] = v;
-  }
-  return out as T;
-}
-
 type Handler = (req: HttpRequest, res: HttpResponse, ctx: RouteContext<'signed_in'>, who: { asker: Asker; b: Ctx }) => Promise<void>;
 
 export function scheduleRoutes(router: Router, deps: ScheduleRouteDeps): void {
@@ -118,11 +107,11 @@ export function scheduleRoutes(router: Router, deps: ScheduleRouteDeps): void {
 
   // before /:id, so that it is never read as an id
   route('POST', '/cron-preview', { summary: 'The next runs of a cron expression', body: CronPreviewBody, reply: S.CronPreview.reply }, async (req, res, ctx, { b }) => {
-    const body = known(CronPreviewBody, await readJson(req, checkPreview));
+    const body = await readJson(req, checkPreview);
     sendJson(res, 200, await bus.request(S.CronPreview, body, b), ctx.rid);
   });
   route('POST', '', { summary: 'Create a scheduled report', body: ScheduleBody, status: 201, reply: S.ScheduleCreate.reply }, async (req, res, ctx, { asker, b }) => {
-    const body = known(ScheduleBody, await readJson(req, checkBody, TEXT));
+    const body = await readJson(req, checkBody, { ...TEXT, fields: 'strip' });
     sendJson(res, 201, await bus.request(S.ScheduleCreate, { ...body, asker }, b), ctx.rid);
   });
   route('GET', '', { summary: 'Your scheduled reports (all of them for the admin)', reply: S.ScheduleList.reply }, async (_req, res, ctx, { asker, b }) => {
@@ -133,12 +122,12 @@ export function scheduleRoutes(router: Router, deps: ScheduleRouteDeps): void {
   });
   route('PUT', '/:id', { summary: 'Change a scheduled report', body: SchedulePutBody, reply: S.ScheduleUpdate.reply }, async (req, res, ctx, { asker, b }) => {
     const id = pathId(req);
-    const body = known(SchedulePutBody, await readJson(req, checkPut, TEXT));
+    const body = await readJson(req, checkPut, { ...TEXT, fields: 'strip' });
     sendJson(res, 200, await bus.request(S.ScheduleUpdate, { ...body, id, asker }, b), ctx.rid);
   });
   route('PATCH', '/:id', { summary: 'Change some fields of a scheduled report', body: SchedulePatchBody, reply: S.ScheduleUpdate.reply }, async (req, res, ctx, { asker, b }) => {
     const id = pathId(req);
-    const body = known(SchedulePatchBody, await readJson(req, checkPatch, TEXT));
+    const body = await readJson(req, checkPatch, { ...TEXT, fields: 'strip' });
     sendJson(res, 200, await bus.request(S.ScheduleUpdate, { ...body, id, asker }, b), ctx.rid);
   });
   route('DELETE', '/:id', { summary: 'Delete a scheduled report', reply: S.ScheduleDelete.reply }, async (req, res, ctx, { asker, b }) => {

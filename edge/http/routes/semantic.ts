@@ -13,7 +13,6 @@
  * does not name are ignored (a record read with GET can be sent back with PUT).
  */
 import { Compile } from 'typebox/compile';
-import type { TObject } from 'typebox';
 import type { Bus, Ctx } from '../../../protocol/bus.js';
 import { CortadoError } from '../../../protocol/errors.js';
 import {
@@ -82,16 +81,6 @@ function activeOnly(req: HttpRequest): boolean {
   throw new CortadoError('VALIDATION_FAILED', 'active_only: true or false (or 1 or 0)');
 }
 
-/** Only the fields the schema names: a body's extra fields (a record's id, its times) never reach the bus. */
-function known<T extends object>(schema: TObject, body: T): T {
-  const out: Record<string, unknown> = {};
-  for (const k of Object.keys(schema.properties)) {
-    const v = (body as Record<string, unknown>)[k];
-    if (v !== undefined) out[k] = v;
-  }
-  return out as T;
-}
-
 type Read = (req: HttpRequest, res: HttpResponse, ctx: RouteContext<'admin_or_any'>, bctx: Ctx) => Promise<void>;
 type Write = (req: HttpRequest, res: HttpResponse, ctx: RouteContext<'admin'>, bctx: Ctx & { user: string }) => Promise<void>;
 
@@ -130,7 +119,7 @@ export function semanticRoutes(router: Router, deps: SemanticRouteDeps): void {
     sendJson(res, 200, await bus.request(S.SemanticEntityList, filter, b), ctx.rid);
   });
   write('POST', '/entities', { summary: 'Create an entity (with its columns)', body: SemanticEntityBody, status: 201, reply: S.SemanticEntityCreate.reply }, async (req, res, ctx, b) => {
-    const body = known(SemanticEntityBody, await readJson(req, checkEntity, { text: BODY_TEXT.semanticEntity }));
+    const body = await readJson(req, checkEntity, { text: BODY_TEXT.semanticEntity, fields: 'strip' });
     sendJson(res, 201, await bus.request(S.SemanticEntityCreate, { ...body, by: b.user }, b), ctx.rid);
   });
   read('/entities/:id', { summary: 'One entity', reply: S.SemanticEntityGet.reply }, async (req, res, ctx, b) => {
@@ -138,12 +127,12 @@ export function semanticRoutes(router: Router, deps: SemanticRouteDeps): void {
   });
   write('PUT', '/entities/:id', { summary: 'Change an entity', body: SemanticEntityPutBody, reply: S.SemanticEntityUpdate.reply }, async (req, res, ctx, b) => {
     const id = pathId(req, 'id');
-    const body = known(SemanticEntityPutBody, await readJson(req, checkEntityPut, { text: BODY_TEXT.semanticEntity }));
+    const body = await readJson(req, checkEntityPut, { text: BODY_TEXT.semanticEntity, fields: 'strip' });
     sendJson(res, 200, await bus.request(S.SemanticEntityUpdate, { ...body, id, by: b.user }, b), ctx.rid);
   });
   write('PATCH', '/entities/:id', { summary: 'Change some fields of an entity', body: SemanticEntityPatchBody, reply: S.SemanticEntityUpdate.reply }, async (req, res, ctx, b) => {
     const id = pathId(req, 'id');
-    const body = known(SemanticEntityPatchBody, await readJson(req, checkEntityPatch, { text: BODY_TEXT.semanticEntity }));
+    const body = await readJson(req, checkEntityPatch, { text: BODY_TEXT.semanticEntity, fields: 'strip' });
     sendJson(res, 200, await bus.request(S.SemanticEntityUpdate, { ...body, id, by: b.user }, b), ctx.rid);
   });
   write('DELETE', '/entities/:id', { summary: 'Delete an entity', reply: S.SemanticEntityDelete.reply }, async (req, res, ctx, b) => {
@@ -153,7 +142,7 @@ export function semanticRoutes(router: Router, deps: SemanticRouteDeps): void {
   // ---- columns of an entity ----
   write('POST', '/entities/:id/columns', { summary: 'Add a column to an entity', body: SemanticColumnBody, status: 201, reply: S.SemanticColumnAdd.reply }, async (req, res, ctx, b) => {
     const entityId = pathId(req, 'id');
-    const body = known(SemanticColumnBody, await readJson(req, checkColumn, { text: BODY_TEXT.semanticColumn }));
+    const body = await readJson(req, checkColumn, { text: BODY_TEXT.semanticColumn, fields: 'strip' });
     sendJson(res, 201, await bus.request(S.SemanticColumnAdd, { ...body, entity_id: entityId, by: b.user }, b), ctx.rid);
   });
   for (const method of ['PUT', 'PATCH'] as const) {
@@ -161,8 +150,8 @@ export function semanticRoutes(router: Router, deps: SemanticRouteDeps): void {
       const entityId = pathId(req, 'id');
       const id = pathId(req, 'column_id');
       const body: ColumnPatch = method === 'PUT'
-        ? known(SemanticColumnBody, await readJson(req, checkColumn, { text: BODY_TEXT.semanticColumn }))
-        : known(SemanticColumnPatchBody, await readJson(req, checkColumnPatch, { text: BODY_TEXT.semanticColumn }));
+        ? await readJson(req, checkColumn, { text: BODY_TEXT.semanticColumn, fields: 'strip' })
+        : await readJson(req, checkColumnPatch, { text: BODY_TEXT.semanticColumn, fields: 'strip' });
       sendJson(res, 200, await bus.request(S.SemanticColumnUpdate, { ...body, entity_id: entityId, id, by: b.user }, b), ctx.rid);
     });
   }
@@ -177,7 +166,7 @@ export function semanticRoutes(router: Router, deps: SemanticRouteDeps): void {
     sendJson(res, 200, await bus.request(S.SemanticRelationshipList, {}, b), ctx.rid);
   });
   write('POST', '/relationships', { summary: 'Create a relationship', body: SemanticRelationshipBody, status: 201, reply: S.SemanticRelationshipCreate.reply }, async (req, res, ctx, b) => {
-    const body = known(SemanticRelationshipBody, await readJson(req, checkRelationship, { text: BODY_TEXT.semanticRelationship }));
+    const body = await readJson(req, checkRelationship, { text: BODY_TEXT.semanticRelationship, fields: 'strip' });
     sendJson(res, 201, await bus.request(S.SemanticRelationshipCreate, { ...body, by: b.user }, b), ctx.rid);
   });
   read('/relationships/:id', { summary: 'One relationship', reply: S.SemanticRelationshipGet.reply }, async (req, res, ctx, b) => {
@@ -187,8 +176,8 @@ export function semanticRoutes(router: Router, deps: SemanticRouteDeps): void {
     write(method, '/relationships/:id', async (req, res, ctx, b) => {
       const id = pathId(req, 'id');
       const body: RelationshipPatch = method === 'PUT'
-        ? known(SemanticRelationshipBody, await readJson(req, checkRelationship, { text: BODY_TEXT.semanticRelationship }))
-        : known(SemanticRelationshipPatchBody, await readJson(req, checkRelationshipPatch, { text: BODY_TEXT.semanticRelationship }));
+        ? await readJson(req, checkRelationship, { text: BODY_TEXT.semanticRelationship, fields: 'strip' })
+        : await readJson(req, checkRelationshipPatch, { text: BODY_TEXT.semanticRelationship, fields: 'strip' });
       sendJson(res, 200, await bus.request(S.SemanticRelationshipUpdate, { ...body, id, by: b.user }, b), ctx.rid);
     });
   }
@@ -201,7 +190,7 @@ export function semanticRoutes(router: Router, deps: SemanticRouteDeps): void {
     sendJson(res, 200, await bus.request(S.SemanticMetricList, { active_only: activeOnly(req) }, b), ctx.rid);
   });
   write('POST', '/metrics', { summary: 'Create a metric', body: SemanticMetricBody, status: 201, reply: S.SemanticMetricCreate.reply }, async (req, res, ctx, b) => {
-    const body = known(SemanticMetricBody, await readJson(req, checkMetric, { text: BODY_TEXT.semanticMetric }));
+    const body = await readJson(req, checkMetric, { text: BODY_TEXT.semanticMetric, fields: 'strip' });
     sendJson(res, 201, await bus.request(S.SemanticMetricCreate, { ...body, by: b.user }, b), ctx.rid);
   });
   read('/metrics/:id', { summary: 'One metric', reply: S.SemanticMetricGet.reply }, async (req, res, ctx, b) => {
@@ -211,8 +200,8 @@ export function semanticRoutes(router: Router, deps: SemanticRouteDeps): void {
     write(method, '/metrics/:id', async (req, res, ctx, b) => {
       const id = pathId(req, 'id');
       const body: MetricPatch = method === 'PUT'
-        ? known(SemanticMetricBody, await readJson(req, checkMetric, { text: BODY_TEXT.semanticMetric }))
-        : known(SemanticMetricPatchBody, await readJson(req, checkMetricPatch, { text: BODY_TEXT.semanticMetric }));
+        ? await readJson(req, checkMetric, { text: BODY_TEXT.semanticMetric, fields: 'strip' })
+        : await readJson(req, checkMetricPatch, { text: BODY_TEXT.semanticMetric, fields: 'strip' });
       sendJson(res, 200, await bus.request(S.SemanticMetricUpdate, { ...body, id, by: b.user }, b), ctx.rid);
     });
   }
@@ -232,7 +221,7 @@ export function semanticRoutes(router: Router, deps: SemanticRouteDeps): void {
     sendJson(res, 200, await bus.request(S.SemanticContext, request, b), ctx.rid);
   });
   write('POST', '/discover', { summary: 'Propose entities, columns and relationships from the schema', body: SemanticDiscoverBody, reply: S.SemanticDiscover.reply }, async (req, res, ctx, b) => {
-    const body = known(SemanticDiscoverBody, await readJson(req, checkDiscover));
+    const body = await readJson(req, checkDiscover, { fields: 'strip' });
     sendJson(res, 200, await bus.request(S.SemanticDiscover, body, b), ctx.rid);
   });
 }

@@ -1,8 +1,11 @@
 // The admin panel's Scheduler tab (every schedule with its owner: pause/resume, run now,
 // history; the scheduler settings read-only) and Email & SMTP tab (the email section, secrets
 // masked, edited as runtime overrides; Send Test Email). Both take the panel's helpers
-// ({ $, el, api, flash }: admin.js), whose api() sends the admin session's CSRF header.
-import { describeCron, fmtTime, historyPoller, historyTable, lastRunBadge, stateBadge } from './schedules.js';
+// ({ api, flash }: admin.js), whose client sends the admin session's CSRF header.
+import { readableMessage } from './lib/api.js';
+import { $, el } from './lib/dom.js';
+import { formatZoned } from './lib/format.js';
+import { describeCron, historyPoller, historyTable, lastRunBadge, stateBadge } from './schedules/parts.js';
 
 const SCHEDULER_SETTINGS = [
   ['enabled', 'Scheduler on'],
@@ -15,7 +18,7 @@ const SCHEDULER_SETTINGS = [
 
 const yesNo = (v) => (typeof v === 'boolean' ? (v ? 'yes' : 'no') : String(v ?? '—'));
 
-export function schedulerTab({ $, el, api, flash }) {
+export function schedulerTab({ api, flash }) {
   const root = $('#tab-scheduler');
   const settings = el('dl', { id: 'sched-settings', class: 'kv' });
   const body = el('tbody');
@@ -42,12 +45,12 @@ export function schedulerTab({ $, el, api, flash }) {
     try {
       await fn();
     } catch (err) {
-      flash(err.message, true);
+      flash(readableMessage(err), true);
     }
   };
 
   async function loadHistory(id) {
-    const r = await api('GET', `/api/schedules/${encodeURIComponent(id)}/history?limit=50`);
+    const r = await api.get(`/api/schedules/${encodeURIComponent(id)}/history?limit=50`);
     if (historyOf?.id !== id) return [];
     historyBody.replaceChildren(historyTable(r.executions));
     const done = r.executions.filter((x) => x.status === 'done').length;
@@ -66,24 +69,24 @@ export function schedulerTab({ $, el, api, flash }) {
   }
 
   async function list() {
-    const { schedules, storage } = await api('GET', '/api/schedules');
+    const { schedules, storage } = await api.get('/api/schedules');
     memory.hidden = storage !== 'memory';
     empty.hidden = schedules.length > 0;
     body.replaceChildren(...schedules.map((s) => el('tr', { class: 'sched-row', 'data-id': s.id, 'data-name': s.name },
       el('td', {}, el('strong', { text: s.name })),
       el('td', { class: 'sched-owner', text: s.owner_user }),
       el('td', {}, el('span', { text: describeCron(s.cron) }), el('div', { class: 'muted' }, el('code', { text: s.cron }), ` ${s.timezone}`)),
-      el('td', { text: s.enabled ? fmtTime(s.next_runs?.[0]) : '—' }),
+      el('td', { text: s.enabled ? formatZoned(s.next_runs?.[0]) : '—' }),
       el('td', {}, lastRunBadge(s)),
       el('td', {}, stateBadge(s)),
       el('td', {}, el('span', { class: 'actions' },
         el('button', { class: 'small ghost sched-toggle', text: s.enabled ? 'Pause' : 'Resume', onclick: guard(async () => {
-          await api('POST', `/api/schedules/${encodeURIComponent(s.id)}/${s.enabled ? 'pause' : 'resume'}`, {});
+          await api.post(`/api/schedules/${encodeURIComponent(s.id)}/${s.enabled ? 'pause' : 'resume'}`, {});
           flash(`"${s.name}" ${s.enabled ? 'paused' : 'resumed'}`);
           await list();
         }) }),
         el('button', { class: 'small sched-run', text: 'Run now', onclick: guard(async () => {
-          await api('POST', `/api/schedules/${encodeURIComponent(s.id)}/run`, {});
+          await api.post(`/api/schedules/${encodeURIComponent(s.id)}/run`, {});
           flash(`"${s.name}" queued to run now`);
           showHistory(s);
         }) }),
@@ -92,7 +95,7 @@ export function schedulerTab({ $, el, api, flash }) {
 
   return {
     async load() {
-      const { config } = await api('GET', '/admin/config');
+      const { config } = await api.get('/admin/config');
       const sch = config.scheduler ?? {};
       settings.replaceChildren(...SCHEDULER_SETTINGS.flatMap(([k, label]) => [el('dt', { text: label }), el('dd', { 'data-key': k, text: yesNo(sch[k]) })]));
       if (sch.enabled === false) settings.append(el('dt', { text: 'Note' }), el('dd', { class: 'muted', text: 'scheduler.enabled is false: schedules are kept, and nothing runs on its cron.' }));
@@ -130,7 +133,7 @@ function getPath(obj, key) {
   return key.split('.').reduce((o, k) => (o == null ? undefined : o[k]), obj);
 }
 
-export function emailTab({ $, el, api, flash }) {
+export function emailTab({ api, flash }) {
   const root = $('#tab-email');
   const inputs = new Map();
   let loaded = {};
@@ -194,11 +197,11 @@ export function emailTab({ $, el, api, flash }) {
       if (!changes.length) return flash('nothing changed');
       // switches turned off first: use_tls and use_ssl may never both be on, not even between two saves
       changes.sort((a, b) => Number(b[1] === false) - Number(a[1] === false));
-      for (const [key, value] of changes) await api('PUT', `/admin/config/${encodeURIComponent(`email.${key}`)}`, { value });
+      for (const [key, value] of changes) await api.put(`/admin/config/${encodeURIComponent(`email.${key}`)}`, { value });
       flash(`saved: ${changes.map(([k]) => `email.${k}`).join(', ')}`);
       await load();
     } catch (err) {
-      flash(err.message, true);
+      flash(readableMessage(err), true);
       await load().catch(() => undefined);
     }
   });
@@ -209,7 +212,7 @@ export function emailTab({ $, el, api, flash }) {
     result.className = 'muted';
     result.textContent = 'Sending…';
     try {
-      const r = await api('POST', '/admin/test-email', { to: to.value.trim(), subject: subject.value, body: text.value });
+      const r = await api.post('/admin/test-email', { to: to.value.trim(), subject: subject.value, body: text.value });
       // a failure may come back as an answer ({sent: false, error, error_kind}) as well as an HTTP error
       const raw = r.error ?? r.email_error;
       const failure = raw && typeof raw === 'object' ? [raw.code, raw.message].filter(Boolean).join(': ') : raw;
@@ -227,7 +230,7 @@ export function emailTab({ $, el, api, flash }) {
     } catch (err) {
       const kind = err.details?.smtp ?? err.details?.kind;
       result.className = 'error';
-      result.replaceChildren(el('code', { text: err.code ?? 'ERROR' }), ` ${err.detail ?? err.message}`,
+      result.replaceChildren(el('code', { text: err.code ?? 'ERROR' }), ` ${err.message}`,
         ...(kind ? [el('div', { class: 'smtp-kind', text: `SMTP failure: ${kind}` })] : []));
     } finally {
       send.disabled = false;
@@ -235,7 +238,7 @@ export function emailTab({ $, el, api, flash }) {
   });
 
   async function load() {
-    const { config } = await api('GET', '/admin/config');
+    const { config } = await api.get('/admin/config');
     const email = config.email ?? {};
     provider.textContent = `Provider: ${email.provider ?? 'smtp'}`;
     loaded = {};

@@ -1,12 +1,7 @@
-// What the administrator's pages (/admin, /analytics, /ops) share: reading JSON that may fail, showing
-// one of their sections, and the sign-in form (POST /admin/login, then load again).
-export const $ = (s, r = document) => r.querySelector(s);
-
-/** GET a JSON body; a network failure reads as status 0 with a NETWORK error. */
-export async function getJson(url) {
-  const res = await fetch(url, { headers: { accept: 'application/json' } }).catch((e) => ({ ok: false, status: 0, json: async () => ({ error: { code: 'NETWORK', message: e.message } }) }));
-  return { res, body: await res.json().catch(() => ({})) };
-}
+// What the administrator's pages (/analytics, /ops) share: showing one of their sections, and the
+// sign-in form (POST /admin/login, then load again).
+import { createApi, readableMessage } from './lib/api.js';
+import { $ } from './lib/dom.js';
 
 /** Shows the section `id` among `ids`, hiding the others. */
 export function showOnly(ids, id) {
@@ -15,13 +10,14 @@ export function showOnly(ids, id) {
 
 /** The #login-form signs in as administrator and calls `load` again; its errors show in #login-error. */
 export function wireSignIn(load) {
+  const api = createApi();
   $('#login-form').addEventListener('submit', async (e) => {
     e.preventDefault();
-    const res = await fetch('/admin/login', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: $('#username').value, password: $('#password').value }) });
-    if (!res.ok) {
-      const body = await res.json().catch(() => ({}));
+    try {
+      await api.post('/admin/login', { username: $('#username').value, password: $('#password').value });
+    } catch (err) {
       $('#login-error').hidden = false;
-      $('#login-error').textContent = body.error?.message ?? 'Sign-in failed.';
+      $('#login-error').textContent = err.status === 401 ? err.message : readableMessage(err);
       return;
     }
     $('#password').value = '';

@@ -1,20 +1,10 @@
 // The admin panel: sign in, then config, prompts, API tokens, mask rules, audit log, LDAP, semantic layer, scheduler, e-mail.
 import { semanticTab } from './semantic.js';
 import { emailTab, schedulerTab } from './admin-scheduler.js';
-import { $, wireSignIn } from './admin-signin.js';
-
-let csrf = '';
-
-function el(tag, attrs = {}, ...children) {
-  const n = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (k === 'text') n.textContent = v;
-    else if (k.startsWith('on')) n.addEventListener(k.slice(2), v);
-    else n.setAttribute(k, v);
-  }
-  for (const c of children) if (c != null) n.append(c);
-  return n;
-}
+import { wireSignIn } from './admin-signin.js';
+import { createApi, readableMessage } from './lib/api.js';
+import { $, el } from './lib/dom.js';
+import { formatPercent } from './lib/format.js';
 
 function flash(text, bad = false) {
   const f = $('#flash');
@@ -22,27 +12,15 @@ function flash(text, bad = false) {
   f.className = bad ? 'error' : 'muted';
 }
 
-async function api(method, path, body) {
-  const headers = {};
-  if (body !== undefined) headers['content-type'] = 'application/json';
-  if (method !== 'GET') headers['x-csrf-token'] = csrf;
-  const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-  const data = res.headers.get('content-type')?.includes('json') ? await res.json() : await res.text();
-  if (!res.ok) {
-    if (res.status === 401) showLogin();
-    const err = new Error(data?.error ? `${data.error.code}: ${data.error.message}` : `HTTP ${res.status}`);
-    Object.assign(err, { status: res.status, code: data?.error?.code, detail: data?.error?.message, details: data?.error?.details });
-    throw err;
-  }
-  return data;
-}
+// the admin session's client: its CSRF token on every write (api.session), the sign-in form on a 401
+const api = createApi({ onUnauthorized: () => showLogin() });
 
 const run = (fn) => async (e) => {
   e?.preventDefault?.();
   try {
     await fn(e);
   } catch (err) {
-    flash(err.message, true);
+    flash(readableMessage(err), true);
   }
 };
 
@@ -58,10 +36,8 @@ function showLogin() {
 
 async function start() {
   try {
-    const s = await fetch('/admin/session');
-    if (!s.ok) return showLogin();
-    const session = await s.json();
-    csrf = session.csrf_token;
+    const session = await api.session('/admin/session');
+    if (!session) return showLogin();
     $('#who').textContent = `${session.username} · ${session.source}`;
     $('#login').hidden = true;
     $('#panel').hidden = false;
@@ -75,7 +51,7 @@ async function start() {
 wireSignIn(run(start));
 
 $('#sign-out').addEventListener('click', run(async () => {
-  await api('POST', '/admin/logout', {});
+  await api.post('/admin/logout', {});
   showLogin();
 }));
 
@@ -134,7 +110,6 @@ function goldenEditor() {
     el('div', { class: 'row' }, file));
 }
 
-const pctText = (x) => (x === undefined || x === null ? '–' : `${(x * 100).toFixed(1)} %`);
 
 async function evaluatePrompt(key, candidate, box, button) {
   const golden = $('#golden')?.value.trim() ?? '';
@@ -143,13 +118,13 @@ async function evaluatePrompt(key, candidate, box, button) {
   box.replaceChildren(el('p', { class: 'muted', text: 'Evaluating: every golden question as configured, then with this text…' }));
   button.disabled = true;
   try {
-    const r = await api('POST', '/admin/eval', { golden, prompts: { [key]: candidate } });
+    const r = await api.post('/admin/eval', { golden, prompts: { [key]: candidate } });
     const b = r.before.totals;
     const a = r.after.totals;
     const sign = (x) => (x > 0 ? `+${(x * 100).toFixed(1)}` : (x * 100).toFixed(1));
     const after = new Map(r.after.results.map((x) => [x.id, x]));
     box.replaceChildren(
-      el('p', { class: 'eval-summary', text: `Accuracy ${pctText(b.accuracy)} → ${pctText(a.accuracy)} (${sign(r.difference.accuracy)} points; ${a.correct} of ${a.questions} correct). Recall ${pctText(b.recall)} → ${pctText(a.recall)}. Tokens ${b.input_tokens + b.output_tokens} → ${a.input_tokens + a.output_tokens}. Not saved.` }),
+      el('p', { class: 'eval-summary', text: `Accuracy ${formatPercent(b.accuracy)} → ${formatPercent(a.accuracy)} (${sign(r.difference.accuracy)} points; ${a.correct} of ${a.questions} correct). Recall ${formatPercent(b.recall)} → ${formatPercent(a.recall)}. Tokens ${b.input_tokens + b.output_tokens} → ${a.input_tokens + a.output_tokens}. Not saved.` }),
       el('table', {},
         el('thead', {}, el('tr', {}, ...['question', 'as configured', 'with this text'].map((h) => el('th', { text: h })))),
         el('tbody', {}, ...r.before.results.map((x) => el('tr', {},
@@ -167,12 +142,12 @@ async function evaluatePrompt(key, candidate, box, button) {
 
 const LOADERS = {
   async config() {
-    const v = await api('GET', '/admin/config');
+    const v = await api.get('/admin/config');
     rows('#overrides tbody', v.overrides, (o) => [o.key, JSON.stringify(o.value), o.updated_by, o.updated_at]);
     $('#config-json').textContent = JSON.stringify(v.config, null, 2);
   },
   async prompts() {
-    const { prompts } = await api('GET', '/admin/prompts');
+    const { prompts } = await api.get('/admin/prompts');
     $('#prompts').replaceChildren(goldenEditor(), ...prompts.map((p) => {
       const text = el('textarea', { rows: '8', 'aria-label': `Prompt ${p.key}` });
       text.value = p.text;
@@ -181,37 +156,37 @@ const LOADERS = {
         el('h3', { text: `${p.key} ` }, el('span', { class: 'muted', text: `(${p.source})` })),
         text,
         el('div', { class: 'row' },
-          el('button', { text: 'Save', onclick: run(async () => { await api('PUT', `/admin/prompts/${p.key}`, { text: text.value }); flash(`${p.key} saved`); await LOADERS.prompts(); }) }),
+          el('button', { text: 'Save', onclick: run(async () => { await api.put(`/admin/prompts/${p.key}`, { text: text.value }); flash(`${p.key} saved`); await LOADERS.prompts(); }) }),
           el('button', { class: 'ghost', text: 'Evaluate before saving', 'data-eval': p.key, onclick: run(async (e) => { await evaluatePrompt(p.key, text.value, result, e.currentTarget); }) }),
-          p.source === 'override' ? el('button', { class: 'ghost', text: 'Reset', onclick: run(async () => { await api('DELETE', `/admin/prompts/${p.key}`); flash(`${p.key} reset`); await LOADERS.prompts(); }) }) : null),
+          p.source === 'override' ? el('button', { class: 'ghost', text: 'Reset', onclick: run(async () => { await api.del(`/admin/prompts/${p.key}`); flash(`${p.key} reset`); await LOADERS.prompts(); }) }) : null),
         result);
     }));
   },
   async tokens() {
-    const { tokens } = await api('GET', '/admin/tokens');
+    const { tokens } = await api.get('/admin/tokens');
     rows('#tokens tbody', tokens, (t) => [t.prefix + '…', t.label, t.username, t.expires_at, t.last_used_at ?? '—', t.status,
       t.status === 'active'
-        ? el('button', { class: 'ghost', text: 'Revoke', onclick: run(async () => { await api('POST', `/admin/tokens/${t.id}/revoke`, {}); await LOADERS.tokens(); }) })
-        : el('button', { class: 'ghost', text: 'Delete', onclick: run(async () => { await api('DELETE', `/admin/tokens/${t.id}`); await LOADERS.tokens(); }) })]);
+        ? el('button', { class: 'ghost', text: 'Revoke', onclick: run(async () => { await api.post(`/admin/tokens/${t.id}/revoke`, {}); await LOADERS.tokens(); }) })
+        : el('button', { class: 'ghost', text: 'Delete', onclick: run(async () => { await api.del(`/admin/tokens/${t.id}`); await LOADERS.tokens(); }) })]);
   },
   async mask() {
-    const { rules } = await api('GET', '/admin/mask-rules');
+    const { rules } = await api.get('/admin/mask-rules');
     rows('#masks tbody', rules, (r) => [r.field_pattern, r.strategy,
-      el('input', { type: 'checkbox', ...(r.enabled ? { checked: '' } : {}), onchange: run(async (e) => { await api('PUT', `/admin/mask-rules/${r.id}`, { enabled: e.target.checked }); }) }),
+      el('input', { type: 'checkbox', ...(r.enabled ? { checked: '' } : {}), onchange: run(async (e) => { await api.put(`/admin/mask-rules/${r.id}`, { enabled: e.target.checked }); }) }),
       r.description,
-      el('button', { class: 'ghost', text: 'Delete', onclick: run(async () => { await api('DELETE', `/admin/mask-rules/${r.id}`); await LOADERS.mask(); }) })]);
+      el('button', { class: 'ghost', text: 'Delete', onclick: run(async () => { await api.del(`/admin/mask-rules/${r.id}`); await LOADERS.mask(); }) })]);
   },
   async audit() {
     const q = new URLSearchParams();
     for (const k of ['type', 'user', 'code']) if ($(`#audit-${k}`).value) q.set(k, $(`#audit-${k}`).value);
     q.set('limit', '200');
-    const { entries, total } = await api('GET', `/admin/audit?${q}`);
+    const { entries, total } = await api.get(`/admin/audit?${q}`);
     rows('#audit tbody', entries, (e) => [e.ts, e.type, e.code, e.user, e.request_id]);
     $('#audit-csv').href = `/admin/audit.csv?${q}`;
     flash(`${total} entries`);
   },
   async ldap() {
-    const { settings } = await api('GET', '/admin/ldap');
+    const { settings } = await api.get('/admin/ldap');
     $('#ldap-fields').replaceChildren(...Object.entries(settings).map(([k, v]) => {
       const choices = LDAP_CHOICES[k];
       const input = typeof v === 'boolean' ? el('input', { type: 'checkbox', name: k, ...(v ? { checked: '' } : {}) })
@@ -224,9 +199,9 @@ const LOADERS = {
   scheduler: () => scheduler.load(),
   email: () => email.load(),
 };
-const semantic = semanticTab({ $, el, api, flash });
-const scheduler = schedulerTab({ $, el, api, flash });
-const email = emailTab({ $, el, api, flash });
+const semantic = semanticTab({ api, flash });
+const scheduler = schedulerTab({ api, flash });
+const email = emailTab({ api, flash });
 
 /** LDAP settings with a fixed set of values (config/schema.ts), shown as a select */
 const LDAP_CHOICES = { group_member_attr: ['member', 'memberOf', 'memberUid'] };
@@ -242,12 +217,12 @@ function ldapSettings() {
 $('#config-form').addEventListener('submit', run(async () => {
   let value;
   try { value = JSON.parse($('#config-value').value); } catch { value = $('#config-value').value; }
-  await api('PUT', `/admin/config/${encodeURIComponent($('#config-key').value.trim())}`, { value });
+  await api.put(`/admin/config/${encodeURIComponent($('#config-key').value.trim())}`, { value });
   flash('saved: applied in every process');
   await LOADERS.config();
 }));
 $('#config-reset').addEventListener('click', run(async () => {
-  await api('DELETE', `/admin/config/${encodeURIComponent($('#config-key').value.trim())}`);
+  await api.del(`/admin/config/${encodeURIComponent($('#config-key').value.trim())}`);
   flash('reset to the file value');
   await LOADERS.config();
 }));
@@ -255,24 +230,24 @@ $('#token-form').addEventListener('submit', run(async () => {
   const body = {};
   if ($('#token-label').value) body.label = $('#token-label').value;
   if ($('#token-ttl').value) body.ttl_hours = Number($('#token-ttl').value);
-  const r = await api('POST', '/admin/tokens', body);
+  const r = await api.post('/admin/tokens', body);
   const p = $('#token-new');
   p.hidden = false;
   p.replaceChildren('Copy it now, it is shown only once: ', el('code', { text: r.token }));
   await LOADERS.tokens();
 }));
 $('#mask-form').addEventListener('submit', run(async () => {
-  await api('POST', '/admin/mask-rules', { field_pattern: $('#mask-pattern').value, strategy: $('#mask-strategy').value, description: $('#mask-desc').value });
+  await api.post('/admin/mask-rules', { field_pattern: $('#mask-pattern').value, strategy: $('#mask-strategy').value, description: $('#mask-desc').value });
   $('#mask-pattern').value = '';
   await LOADERS.mask();
 }));
 $('#audit-form').addEventListener('submit', run(() => LOADERS.audit()));
 $('#ldap-form').addEventListener('submit', run(async () => {
-  await api('PUT', '/admin/ldap', { settings: ldapSettings() });
+  await api.put('/admin/ldap', { settings: ldapSettings() });
   flash('LDAP settings saved');
 }));
 $('#ldap-test').addEventListener('click', run(async () => {
-  const r = await api('POST', '/admin/ldap/test', { settings: ldapSettings() });
+  const r = await api.post('/admin/ldap/test', { settings: ldapSettings() });
   flash(`${r.ok ? 'OK' : 'Failed'}: ${r.message} (${Math.round(r.latency_ms)} ms)`, !r.ok);
 }));
 

@@ -2,7 +2,10 @@
 // by Cortado from its npm package at /vendor/), each readable without colour: series differ
 // by fill pattern, line dash and marker too, axes and legends are labelled, every chart has an
 // aria label and a data table beside it.
-import { $, getJson, showOnly, wireSignIn } from './admin-signin.js';
+import { showOnly, wireSignIn } from './admin-signin.js';
+import { createApi } from './lib/api.js';
+import { $, el } from './lib/dom.js';
+import { formatInt, formatMs, formatUsd, formatUtcMinute } from './lib/format.js';
 
 const Chart = window.Chart;
 
@@ -15,22 +18,6 @@ const MARKERS = ['circle', 'triangle', 'rectRot', 'rect', 'star', 'crossRot'];
 const DASHES = [[], [6, 4], [2, 3], [10, 3, 2, 3]];
 const charts = new Map();
 
-function el(tag, attrs = {}, ...children) {
-  const n = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (k === 'text') n.textContent = v;
-    else if (k === 'class') n.className = v;
-    else if (k.startsWith('on')) n.addEventListener(k.slice(2), v);
-    else n.setAttribute(k, v);
-  }
-  for (const c of children) if (c != null) n.append(c);
-  return n;
-}
-
-const int = (n) => Number(n ?? 0).toLocaleString('en-US');
-const usd = (n) => `$${Number(n ?? 0).toFixed(Number(n ?? 0) >= 1 ? 2 : 4)}`;
-const ms = (n) => `${int(Math.round(Number(n ?? 0)))} ms`;
-const when = (ts) => (ts ? new Date(ts).toISOString().replace('T', ' ').slice(0, 16) : '');
 
 /** A fill that tells a series apart without its colour: a pattern drawn in the colour. */
 function fill(kind, color) {
@@ -104,16 +91,17 @@ let last; // the report on show, drawn again when the theme changes
 function render(r) {
   last = r;
   INK = themeInk();
-  $('#range').textContent = `${when(r.range.from)} → ${when(r.range.to)} UTC`;
+  $('#range').textContent = `${formatUtcMinute(r.range.from)} → ${formatUtcMinute(r.range.to)} UTC`;
   $('#f-users').replaceChildren(...r.users.map((u) => el('option', { value: u.user })));
   const t = r.totals;
   const total = (id, text, value) => { const dd = $(`#${id}`); dd.textContent = text; dd.dataset.value = String(value); };
-  total('t-questions', int(t.questions), t.questions);
-  total('t-errors', int(t.errors), t.errors);
-  total('t-users', int(t.users), t.users);
-  total('t-tokens', `${int(t.input_tokens)} / ${int(t.output_tokens)}`, `${t.input_tokens}/${t.output_tokens}`);
-  total('t-cost', usd(t.cost_usd), t.cost_usd);
-  total('t-feedback', `${int(t.likes)} / ${int(t.dislikes)}`, `${t.likes}/${t.dislikes}`);
+  total('t-questions', formatInt(t.questions), t.questions);
+  total('t-errors', formatInt(t.errors), t.errors);
+  total('t-users', formatInt(t.users), t.users);
+  total('t-tokens', `${formatInt(t.input_tokens)} / ${formatInt(t.output_tokens)}`, `${t.input_tokens}/${t.output_tokens}`);
+  total('t-cost', formatUsd(t.cost_usd), t.cost_usd);
+  total('t-feedback', `${formatInt(t.likes)} / ${formatInt(t.dislikes)}`, `${t.likes}/${t.dislikes}`);
+  total('t-clarify', formatInt(t.clarifications ?? 0), t.clarifications ?? 0);
 
   const off = !r.enabled;
   const none = r.enabled && t.questions === 0;
@@ -137,7 +125,7 @@ function render(r) {
     type: 'line',
     data: { labels: days, datasets: [lineSet('Questions', r.per_day.map((d) => d.questions), 0), lineSet('Errors', r.per_day.map((d) => d.errors), 3, { borderDash: DASHES[1] })] },
     options: { scales: { x: cat('day (UTC)'), y: axis('questions') } },
-  }, `Questions per day: ${int(t.questions)} in all, ${int(t.errors)} errors, over ${days.length} days.`,
+  }, `Questions per day: ${formatInt(t.questions)} in all, ${formatInt(t.errors)} errors, over ${days.length} days.`,
   [{ label: 'day', value: (d) => d.day }, { label: 'questions', num: true, value: (d) => d.questions }, { label: 'errors', num: true, value: (d) => d.errors }], r.per_day);
 
   draw('c-steps', {
@@ -154,13 +142,13 @@ function render(r) {
 
   draw('c-models', {
     data: {
-      labels: r.models.map((m) => `${m.model} · ${usd(m.cost_usd)}`),
+      labels: r.models.map((m) => `${m.model} · ${formatUsd(m.cost_usd)}`),
       datasets: [barSet('input tokens', r.models.map((m) => m.input_tokens), 0), barSet('output tokens', r.models.map((m) => m.output_tokens), 1)],
     },
     options: { indexAxis: 'y', scales: { x: axis('tokens', { stacked: true }), y: cat('', { stacked: true }) } },
-  }, `Tokens and cost by model: ${r.models.map((m) => `${m.model} ${m.input_tokens} in, ${m.output_tokens} out, ${usd(m.cost_usd)}`).join('; ')}.`,
+  }, `Tokens and cost by model: ${r.models.map((m) => `${m.model} ${m.input_tokens} in, ${m.output_tokens} out, ${formatUsd(m.cost_usd)}`).join('; ')}.`,
   [{ label: 'model', value: (m) => m.model }, { label: 'calls', num: true, value: (m) => m.calls }, { label: 'input tokens', num: true, value: (m) => m.input_tokens },
-    { label: 'output tokens', num: true, value: (m) => m.output_tokens }, { label: 'cost', num: true, value: (m) => usd(m.cost_usd) }], r.models);
+    { label: 'output tokens', num: true, value: (m) => m.output_tokens }, { label: 'cost', num: true, value: (m) => formatUsd(m.cost_usd) }], r.models);
 
   const models = [...new Set(r.models_per_day.map((m) => m.model))];
   const tokensOn = (model, day) => r.models_per_day.filter((m) => m.model === model && m.day === day).reduce((a, m) => a + m.input_tokens + m.output_tokens, 0);
@@ -178,9 +166,9 @@ function render(r) {
         y1: { ...axis('cost (USD)'), position: 'right', grid: { drawOnChartArea: false }, ticks: { color: INK } },
       },
     },
-  }, `Tokens and cost by day: ${int(t.input_tokens + t.output_tokens)} tokens and ${usd(t.cost_usd)} in all, by ${models.length} model(s).`,
+  }, `Tokens and cost by day: ${formatInt(t.input_tokens + t.output_tokens)} tokens and ${formatUsd(t.cost_usd)} in all, by ${models.length} model(s).`,
   [{ label: 'day', value: (m) => m.day }, { label: 'model', value: (m) => m.model }, { label: 'input tokens', num: true, value: (m) => m.input_tokens },
-    { label: 'output tokens', num: true, value: (m) => m.output_tokens }, { label: 'cost', num: true, value: (m) => usd(m.cost_usd) }], r.models_per_day);
+    { label: 'output tokens', num: true, value: (m) => m.output_tokens }, { label: 'cost', num: true, value: (m) => formatUsd(m.cost_usd) }], r.models_per_day);
 
   draw('c-widgets', {
     data: { labels: r.widgets.map((w) => w.widget), datasets: [barSet('questions', r.widgets.map((w) => w.questions), 1)] },
@@ -208,11 +196,11 @@ function render(r) {
 
   const what = (x) => x.question ?? `request ${x.request_id}`;
   $('#slowest').replaceChildren(table([
-    { label: 'when (UTC)', value: (x) => when(x.ts) }, { label: 'total', num: true, value: (x) => ms(x.total_ms) },
+    { label: 'when (UTC)', value: (x) => formatUtcMinute(x.ts) }, { label: 'total', num: true, value: (x) => formatMs(x.total_ms) },
     { label: 'widget', value: (x) => x.widget ?? x.channel ?? '' }, { label: 'user', value: (x) => x.user ?? '' }, { label: 'question', value: what },
   ], r.slowest));
   $('#disliked').replaceChildren(table([
-    { label: 'when (UTC)', value: (x) => when(x.ts) }, { label: 'comment', value: (x) => x.comment ?? '' },
+    { label: 'when (UTC)', value: (x) => formatUtcMinute(x.ts) }, { label: 'comment', value: (x) => x.comment ?? '' },
     { label: 'widget', value: (x) => x.widget ?? x.channel ?? '' }, { label: 'user', value: (x) => x.user ?? '' }, { label: 'question', value: what },
   ], r.disliked));
   $('#questions-note').hidden = r.store_questions;
@@ -245,6 +233,7 @@ function filtersFromUrl() {
   $('#f-user').value = q.get('user') ?? '';
 }
 
+const api = createApi();
 const show = (section) => showOnly(['login', 'denied', 'board'], section);
 
 let loading = 0;
@@ -252,24 +241,30 @@ async function load() {
   const mine = ++loading;
   const q = filterQuery();
   document.body.dataset.state = 'loading';
-  const { res, body } = await getJson(`/api/analytics/report${q.size ? `?${q}` : ''}`);
+  let body;
+  let failed;
+  try {
+    body = await api.get(`/api/analytics/report${q.size ? `?${q}` : ''}`);
+  } catch (err) {
+    failed = err;
+  }
   if (mine !== loading) return; // a newer filter change is on its way
-  if (res.status === 401) {
+  if (failed?.status === 401) {
     show('login');
     document.body.dataset.state = 'login';
     return;
   }
-  if (res.status === 403) {
-    $('#denied-text').textContent = body.error?.message ?? 'You may not see the analytics.';
+  if (failed?.status === 403) {
+    $('#denied-text').textContent = failed.message || 'You may not see the analytics.';
     show('denied');
     document.body.dataset.state = 'denied';
     return;
   }
   show('board');
   history.replaceState(null, '', `/analytics${q.size ? `?${q}` : ''}`);
-  if (!res.ok) {
+  if (failed) {
     $('#problem').hidden = false;
-    $('#problem').textContent = `${body.error?.code ?? `HTTP ${res.status}`}: ${body.error?.message ?? 'the report could not be read'}`;
+    $('#problem').textContent = `${failed.code}: ${failed.message}`;
     $('#content').hidden = true;
     $('#empty').hidden = true;
     document.body.dataset.state = 'error';

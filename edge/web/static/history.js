@@ -3,6 +3,8 @@
 // everyone else. One shape for both, so the answer view and the dashboard never ask which.
 // An ES module without global side effects.
 
+import { createApi } from './lib/api.js';
+
 const KEY = 'cortado.history';
 /** what the browser keeps, as the server does: the newest plain entries and every favourite */
 export const LOCAL_KEEP = 200;
@@ -61,22 +63,8 @@ function localHistory(key) {
 }
 
 function serverHistory(base, headers, credentials) {
-  const send = async (method, path, body) => {
-    const res = await fetch(`${base}${path}`, {
-      method,
-      credentials,
-      headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...(headers?.() ?? {}) },
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    });
-    const json = await res.json().catch(() => ({}));
-    if (!res.ok) {
-      const err = new Error(json.error?.message ?? res.statusText);
-      err.code = json.error?.code;
-      err.request_id = json.error?.request_id;
-      throw err;
-    }
-    return json;
-  };
+  const api = createApi({ base, credentials, headers: () => headers?.() ?? {} });
+  const send = (method, path, body) => api.request(method, path, body);
   return {
     stored: 'server',
     async add({ question, sql, row_count, request_id, at } = {}) {

@@ -1,6 +1,10 @@
 // The alarms panel of /ops (mounted into <section id="alarms">): the alarms with their state,
 // value and history, the linked issue, and create / edit / test / delete, over /api/alarms
 // (the admin session; writes send its CSRF token). Waits for the console to be shown (signed in).
+import { createApi } from './lib/api.js';
+import { el, icon } from './lib/dom.js';
+import { formatUsd, formatUtcMinute } from './lib/format.js';
+
 const root = document.getElementById('alarms');
 
 const KINDS = {
@@ -11,84 +15,38 @@ const KINDS = {
   query_cost_above: { label: 'A query costing more than', unit: 'USD' },
 };
 
-const ICON = {
-  bell: 'M6 8a6 6 0 0 1 12 0c0 7 3 9 3 9H3s3-2 3-9M10.3 21a1.94 1.94 0 0 0 3.4 0',
-  play: 'M7 4l13 8-13 8z',
-  edit: 'M4 20h4L19 9l-4-4L4 16zM14 6l4 4',
-  trash: 'M4 7h16M10 11v6M14 11v6M6 7l1 13h10l1-13M9 7V4h6v3',
-  clock: 'M12 7v5l3 2M12 21a9 9 0 1 0 0-18 9 9 0 0 0 0 18',
-};
-
-function svg(name) {
-  const ns = 'http://www.w3.org/2000/svg';
-  const s = document.createElementNS(ns, 'svg');
-  s.setAttribute('viewBox', '0 0 24 24');
-  s.setAttribute('class', 'icon');
-  s.setAttribute('aria-hidden', 'true');
-  const p = document.createElementNS(ns, 'path');
-  p.setAttribute('d', ICON[name]);
-  p.setAttribute('fill', 'none');
-  p.setAttribute('stroke', 'currentColor');
-  p.setAttribute('stroke-width', '2');
-  p.setAttribute('stroke-linecap', 'round');
-  p.setAttribute('stroke-linejoin', 'round');
-  s.append(p);
-  return s;
-}
-
-function el(tag, attrs = {}, ...children) {
-  const n = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (v === undefined || v === null || v === false) continue;
-    if (k === 'text') n.textContent = v;
-    else if (k === 'class') n.className = v;
-    else if (k.startsWith('on')) n.addEventListener(k.slice(2), v);
-    else n.setAttribute(k, v === true ? '' : v);
-  }
-  for (const c of children) if (c != null) n.append(c);
-  return n;
-}
-
-const usd = (n) => `$${Number(n).toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 2 })}`;
-const when = (ts) => (ts ? new Date(ts).toISOString().replace('T', ' ').slice(0, 16) + ' UTC' : '–');
+const when = (ts) => (ts ? `${formatUtcMinute(ts)} UTC` : '–');
 
 function valueText(kind, v) {
   if (v === null || v === undefined) return '–';
   if (kind === 'public_dataset') return `${v} public`;
   if (kind === 'saturation_above') return `${Math.round(v * 10) / 10} min`;
-  return usd(v);
+  return formatUsd(v);
 }
 
 function conditionText(c) {
   const where = c.project_id ? ` in ${c.project_id}` : '';
   switch (c.kind) {
-    case 'forecast_above': return `Forecast > ${usd(c.threshold)}${where}`;
-    case 'daily_cost_above': return `Daily cost > ${usd(c.threshold)}${where}`;
+    case 'forecast_above': return `Forecast > ${formatUsd(c.threshold)}${where}`;
+    case 'daily_cost_above': return `Daily cost > ${formatUsd(c.threshold)}${where}`;
     case 'public_dataset': return `Public datasets > ${c.threshold}${where}`;
     case 'saturation_above': return `Slots ≥ ${Math.round(c.threshold * 100)} % for ${c.minutes ?? 15} min${where}`;
-    case 'query_cost_above': return `A query > ${usd(c.threshold)}${where}`;
+    case 'query_cost_above': return `A query > ${formatUsd(c.threshold)}${where}`;
     default: return c.kind;
   }
 }
 
-let csrf = '';
 let info;
 
-async function api(method, url, body) {
-  const headers = { accept: 'application/json' };
-  if (body !== undefined) headers['content-type'] = 'application/json';
-  if (method !== 'GET' && csrf) headers['x-csrf-token'] = csrf;
-  const res = await fetch(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) })
-    .catch((e) => ({ ok: false, status: 0, json: async () => ({ error: { code: 'NETWORK', message: e.message } }) }));
-  const data = await res.json().catch(() => ({}));
-  return { ok: res.ok, status: res.status, data };
-}
-
-const errorText = (r) => `${r.data.error?.code ?? `HTTP ${r.status}`}: ${r.data.error?.message ?? 'the request failed'}`;
+// the admin session's client (its CSRF token on writes, once start() has read the session)
+const api = createApi();
+/** a call's outcome as {ok, data} or {ok: false, error}, for the views that show either */
+const attempt = (promise) => promise.then((data) => ({ ok: true, data }), (error) => ({ ok: false, error }));
+const errorText = (err) => `${err.code}: ${err.message}`;
 
 // ---- the panel ------------------------------------------------------------------------------
 
-const heading = el('h2', { id: 'h-alarms' }, svg('bell'), ' Alarms');
+const heading = el('h2', { id: 'h-alarms' }, icon('bell'), ' Alarms');
 const status = el('p', { class: 'muted', id: 'alarms-status', 'aria-live': 'polite' });
 const flash = el('p', { class: 'error', id: 'alarms-error', role: 'alert', hidden: true });
 const list = el('div', { id: 'alarms-list' });
@@ -125,10 +83,10 @@ function row(a) {
     el('td', { text: when(a.last_evaluated) }),
     el('td', {}, issue),
     el('td', { class: 'actions' },
-      el('button', { type: 'button', class: 'small ghost', 'data-action': 'history', 'aria-label': `History of ${a.name}`, onclick: () => toggleHistory(a.id) }, svg('clock')),
-      el('button', { type: 'button', class: 'small ghost', 'data-action': 'test', 'aria-label': `Test ${a.name}`, onclick: () => testAlarm(a) }, svg('play')),
-      el('button', { type: 'button', class: 'small ghost', 'data-action': 'edit', 'aria-label': `Edit ${a.name}`, onclick: () => openForm(a) }, svg('edit')),
-      el('button', { type: 'button', class: 'small ghost', 'data-action': 'delete', 'aria-label': `Delete ${a.name}`, onclick: () => removeAlarm(a) }, svg('trash'))));
+      el('button', { type: 'button', class: 'small ghost', 'data-action': 'history', 'aria-label': `History of ${a.name}`, onclick: () => toggleHistory(a.id) }, icon('clock')),
+      el('button', { type: 'button', class: 'small ghost', 'data-action': 'test', 'aria-label': `Test ${a.name}`, onclick: () => testAlarm(a) }, icon('play')),
+      el('button', { type: 'button', class: 'small ghost', 'data-action': 'edit', 'aria-label': `Edit ${a.name}`, onclick: () => openForm(a) }, icon('edit')),
+      el('button', { type: 'button', class: 'small ghost', 'data-action': 'delete', 'aria-label': `Delete ${a.name}`, onclick: () => removeAlarm(a) }, icon('trash'))));
   return [tr, historyRow(a)];
 }
 
@@ -152,12 +110,12 @@ function render() {
 }
 
 async function refresh() {
-  const r = await api('GET', '/api/alarms');
-  if (r.status === 401) return;
+  const r = await attempt(api.get('/api/alarms'));
+  if (r.error?.status === 401) return;
   if (!r.ok) {
     newButton.hidden = true;
     status.textContent = '';
-    list.replaceChildren(el('p', { class: 'off', id: 'alarms-off', text: r.data.error?.message ?? errorText(r) }));
+    list.replaceChildren(el('p', { class: 'off', id: 'alarms-off', text: r.error.message || errorText(r.error) }));
     return;
   }
   newButton.hidden = false;
@@ -223,15 +181,14 @@ function openForm(a) {
       el('button', { type: 'submit', id: 'alarm-save', text: a ? 'Save' : 'Create' }),
       el('button', { type: 'button', class: 'ghost', id: 'alarm-try', onclick: async () => {
         const c = conditionFrom(f);
-        const r = a ? await api('POST', `/api/alarms/${encodeURIComponent(a.id)}/test`, { condition: c }) : await api('POST', '/api/alarms/test', { condition: c });
-        showTest(r);
-      } }, svg('play'), ' Test'),
+        showTest(await attempt(api.post(a ? `/api/alarms/${encodeURIComponent(a.id)}/test` : '/api/alarms/test', { condition: c })));
+      } }, icon('play'), ' Test'),
       el('button', { type: 'button', class: 'ghost', id: 'alarm-cancel', text: 'Cancel', onclick: () => { form.hidden = true; } })));
   form.onsubmit = async (e) => {
     e.preventDefault();
-    const r = a ? await api('PUT', `/api/alarms/${encodeURIComponent(a.id)}`, body()) : await api('POST', '/api/alarms', body());
+    const r = await attempt(a ? api.put(`/api/alarms/${encodeURIComponent(a.id)}`, body()) : api.post('/api/alarms', body()));
     if (!r.ok) {
-      showError(errorText(r));
+      showError(errorText(r.error));
       return;
     }
     showError('');
@@ -253,7 +210,7 @@ const WOULD = {
 function showTest(r) {
   result.hidden = false;
   if (!r.ok) {
-    result.replaceChildren(el('p', { class: 'error', text: errorText(r) }));
+    result.replaceChildren(el('p', { class: 'error', text: errorText(r.error) }));
     return;
   }
   const t = r.data;
@@ -267,22 +224,20 @@ function showTest(r) {
 async function testAlarm(a) {
   result.hidden = false;
   result.replaceChildren(el('p', { class: 'muted', text: `Testing “${a.name}”…` }));
-  showTest(await api('POST', `/api/alarms/${encodeURIComponent(a.id)}/test`));
+  showTest(await attempt(api.post(`/api/alarms/${encodeURIComponent(a.id)}/test`)));
 }
 
 async function removeAlarm(a) {
   if (!window.confirm(`Delete the alarm “${a.name}” and its history?`)) return;
-  const r = await api('DELETE', `/api/alarms/${encodeURIComponent(a.id)}`);
-  if (!r.ok) showError(errorText(r));
+  const r = await attempt(api.del(`/api/alarms/${encodeURIComponent(a.id)}`));
+  if (!r.ok) showError(errorText(r.error));
   await refresh();
 }
 
 // ---- start once the console is shown ------------------------------------------------------------
 
 async function start() {
-  const s = await fetch('/admin/session').catch(() => undefined);
-  if (!s?.ok) return;
-  csrf = (await s.json()).csrf_token ?? '';
+  if (!(await api.session('/admin/session'))) return;
   await refresh();
 }
 

@@ -1,7 +1,10 @@
 // /ops: the warehouse operations console, from GET /api/ops/status and GET /api/ops/{operation}.
 // One section per operation; in it, per project, a chart (Chart.js, served at /vendor/) and
 // tables, or that project's error. The alarms panel mounts itself into #alarms (ops-alarms.js).
-import { $, getJson, showOnly, wireSignIn } from './admin-signin.js';
+import { showOnly, wireSignIn } from './admin-signin.js';
+import { createApi } from './lib/api.js';
+import { $, el } from './lib/dom.js';
+import { formatGiB, formatInt, formatPercent, formatUsd, formatUtcMinute } from './lib/format.js';
 
 const Chart = window.Chart;
 
@@ -12,22 +15,6 @@ const PALETTE = ['#7a4b2a', '#2f6f8f', '#b26a00', '#5a7d2a', '#8e3b5e'];
 const OPERATIONS = ['get_expensive_queries', 'forecast_monthly_costs', 'find_public_datasets', 'check_slot_saturation'];
 const charts = [];
 
-function el(tag, attrs = {}, ...children) {
-  const n = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (k === 'text') n.textContent = v;
-    else if (k === 'class') n.className = v;
-    else n.setAttribute(k, v);
-  }
-  for (const c of children) if (c != null) n.append(c);
-  return n;
-}
-
-const int = (n) => Number(n ?? 0).toLocaleString('en-US');
-const usd = (n) => (n == null ? '–' : `$${Number(n).toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 2 })}`);
-const gib = (b) => `${(Number(b ?? 0) / 2 ** 30).toLocaleString('en-US', { maximumFractionDigits: 2 })} GiB`;
-const when = (ts) => (ts ? new Date(ts).toISOString().replace('T', ' ').slice(0, 16) : '');
-const pct = (x) => (x == null ? '–' : `${(x * 100).toFixed(1)} %`);
 
 function table(columns, rows, empty = 'Nothing found.') {
   if (!rows.length) return el('p', { class: 'muted', text: empty });
@@ -66,11 +53,11 @@ function expensive(r, target) {
   const cols = [
     { label: 'Job', value: (q) => q.job_id },
     { label: 'User', value: (q) => q.user },
-    { label: 'Started', value: (q) => when(q.started_at) },
-    { label: 'Bytes', cls: 'num', value: (q) => gib(q.bytes_billed) },
-    { label: 'Slot time', cls: 'num', value: (q) => `${int(Math.round(q.slot_ms / 1000))} s` },
-    ...(costed ? [{ label: 'Cost', cls: 'num', value: (q) => usd(q.cost_usd) }] : []),
-    ...(top.some((q) => (q.calls ?? 1) > 1) ? [{ label: 'Calls', cls: 'num', value: (q) => int(q.calls) }] : []),
+    { label: 'Started', value: (q) => formatUtcMinute(q.started_at) },
+    { label: 'Bytes', cls: 'num', value: (q) => formatGiB(q.bytes_billed) },
+    { label: 'Slot time', cls: 'num', value: (q) => `${formatInt(Math.round(q.slot_ms / 1000))} s` },
+    ...(costed ? [{ label: 'Cost', cls: 'num', value: (q) => formatUsd(q.cost_usd) }] : []),
+    ...(top.some((q) => (q.calls ?? 1) > 1) ? [{ label: 'Calls', cls: 'num', value: (q) => formatInt(q.calls) }] : []),
     { label: 'Query', cls: 'sql', value: (q) => q.query },
   ];
   return [
@@ -89,14 +76,14 @@ function expensive(r, target) {
 
 function forecastView(r, target) {
   return [
-    figures([['Month to date', usd(r.month_to_date_usd)], ['Forecast', usd(r.forecast_usd)], ['80 % interval', `${usd(r.low_usd)} – ${usd(r.high_usd)}`], ['Days observed', `${r.days_observed} of ${r.days_in_month}`]]),
+    figures([['Month to date', formatUsd(r.month_to_date_usd)], ['Forecast', formatUsd(r.forecast_usd)], ['80 % interval', `${formatUsd(r.low_usd)} – ${formatUsd(r.high_usd)}`], ['Days observed', `${r.days_observed} of ${r.days_in_month}`]]),
     chart(`${target.label}: cost per day, ${r.month}`, {
       type: 'bar',
       data: { labels: r.daily.map((d) => d.date.slice(5)), datasets: [{ label: 'cost per day (USD)', data: r.daily.map((d) => d.cost_usd), backgroundColor: PALETTE[1] }] },
       options: { scales: { y: axis('USD'), x: { ticks: { color: INK, autoSkip: true } } } },
     }),
     el('p', { class: 'note', text: `Method: ${r.method}.` }),
-    el('details', {}, el('summary', { text: 'Cost per day' }), table([{ label: 'Day', value: (d) => d.date }, { label: 'Bytes billed', cls: 'num', value: (d) => gib(d.bytes_billed) }, { label: 'Cost', cls: 'num', value: (d) => usd(d.cost_usd) }], r.daily)),
+    el('details', {}, el('summary', { text: 'Cost per day' }), table([{ label: 'Day', value: (d) => d.date }, { label: 'Bytes billed', cls: 'num', value: (d) => formatGiB(d.bytes_billed) }, { label: 'Cost', cls: 'num', value: (d) => formatUsd(d.cost_usd) }], r.daily)),
   ];
 }
 
@@ -104,7 +91,7 @@ function publicView(r, target) {
   const allUsers = r.datasets.filter((d) => d.entries.some((e) => e.member === 'allUsers')).length;
   const allAuth = r.datasets.filter((d) => d.entries.some((e) => e.member === 'allAuthenticatedUsers')).length;
   return [
-    figures([['Datasets checked', int(r.checked)], ['Public', int(r.datasets.length)]]),
+    figures([['Datasets checked', formatInt(r.checked)], ['Public', formatInt(r.datasets.length)]]),
     chart(`${target.label}: ${r.datasets.length} of ${r.checked} datasets public`, {
       type: 'bar',
       data: { labels: ['private', 'allUsers', 'allAuthenticatedUsers'], datasets: [{ label: 'datasets', data: [r.checked - r.datasets.length, allUsers, allAuth], backgroundColor: [PALETTE[3], PALETTE[4], PALETTE[2]] }] },
@@ -123,21 +110,21 @@ function saturationView(r, target) {
   const datasets = [{ type: 'line', label: 'average slots in use', data: r.points.map((p) => p.avg_slots), borderColor: PALETTE[1], backgroundColor: PALETTE[1], pointRadius: 0, borderWidth: 2 }];
   if (r.capacity != null) {
     datasets.push({ type: 'line', label: 'capacity', data: r.points.map(() => r.capacity), borderColor: PALETTE[4], borderDash: [6, 4], pointRadius: 0, borderWidth: 2 });
-    datasets.push({ type: 'line', label: `threshold (${pct(r.threshold_share)})`, data: r.points.map(() => r.capacity * r.threshold_share), borderColor: PALETTE[2], borderDash: [2, 3], pointRadius: 0, borderWidth: 1.5 });
+    datasets.push({ type: 'line', label: `threshold (${formatPercent(r.threshold_share)})`, data: r.points.map(() => r.capacity * r.threshold_share), borderColor: PALETTE[2], borderDash: [2, 3], pointRadius: 0, borderWidth: 1.5 });
   }
   return [
-    figures([['Capacity', r.capacity == null ? 'unknown' : int(r.capacity)], ['Peak slots', int(Math.round(peak))], ['Saturated periods', int(r.saturated_periods.length)], ['Minutes saturated', int(r.saturated_periods.reduce((a, s) => a + s.minutes, 0))]]),
+    figures([['Capacity', r.capacity == null ? 'unknown' : formatInt(r.capacity)], ['Peak slots', formatInt(Math.round(peak))], ['Saturated periods', formatInt(r.saturated_periods.length)], ['Minutes saturated', formatInt(r.saturated_periods.reduce((a, s) => a + s.minutes, 0))]]),
     chart(`${target.label}: slots in use over the last ${r.window_hours} hours`, {
       type: 'line',
-      data: { labels: r.points.map((p) => when(p.period_start).slice(5)), datasets },
+      data: { labels: r.points.map((p) => formatUtcMinute(p.period_start).slice(5)), datasets },
       options: { scales: { y: axis('slots'), x: { ticks: { color: INK, autoSkip: true, maxTicksLimit: 12 } } } },
     }),
     r.note ? el('p', { class: 'note', text: r.note }) : null,
     table([
-      { label: 'From', value: (s) => when(s.start) },
-      { label: 'To', value: (s) => when(s.end) },
-      { label: 'Minutes', cls: 'num', value: (s) => int(s.minutes) },
-      { label: 'Peak share', cls: 'num', value: (s) => pct(s.peak_share) },
+      { label: 'From', value: (s) => formatUtcMinute(s.start) },
+      { label: 'To', value: (s) => formatUtcMinute(s.end) },
+      { label: 'Minutes', cls: 'num', value: (s) => formatInt(s.minutes) },
+      { label: 'Peak share', cls: 'num', value: (s) => formatPercent(s.peak_share) },
     ], r.saturated_periods, 'No saturated period.'),
   ];
 }
@@ -162,6 +149,7 @@ function insightCards(insights) {
 
 // ---- loading ------------------------------------------------------------------------------
 
+const api = createApi();
 const show = (section) => showOnly(['login', 'denied', 'console'], section);
 
 async function runOperation(op, allowed) {
@@ -179,9 +167,11 @@ async function runOperation(op, allowed) {
   if (op !== 'get_expensive_queries') q.delete('limit');
   if (op !== 'get_expensive_queries') q.delete('window_days');
   if (op !== 'check_slot_saturation') q.delete('window_hours');
-  const { res, body } = await getJson(`/api/ops/${op}?${q}`);
-  if (!res.ok) {
-    projects.replaceChildren(el('p', { class: 'project-error', role: 'alert', text: `${body.error?.code ?? `HTTP ${res.status}`}: ${body.error?.message ?? 'the operation failed'}` }));
+  let body;
+  try {
+    body = await api.get(`/api/ops/${op}?${q}`);
+  } catch (err) {
+    projects.replaceChildren(el('p', { class: 'project-error', role: 'alert', text: `${err.code}: ${err.message}` }));
     insights.replaceChildren();
     section.dataset.state = 'error';
     return;
@@ -193,14 +183,20 @@ async function runOperation(op, allowed) {
 
 async function load() {
   document.body.dataset.state = 'loading';
-  const { res, body } = await getJson('/api/ops/status');
-  if (res.status === 401) {
+  let body;
+  let failed;
+  try {
+    body = await api.get('/api/ops/status');
+  } catch (err) {
+    failed = err;
+  }
+  if (failed?.status === 401) {
     show('login');
     document.body.dataset.state = 'login';
     return;
   }
-  if (!res.ok || !body.enabled) {
-    $('#denied-text').textContent = body.error?.message ?? body.reason ?? 'The operations console cannot be shown.';
+  if (failed || !body.enabled) {
+    $('#denied-text').textContent = failed?.message ?? body.reason ?? 'The operations console cannot be shown.';
     show('denied');
     document.body.dataset.state = 'denied';
     return;

@@ -10,7 +10,7 @@
 // (prepareChartJs), or else on the first chart. Once loaded while a question is answered, it is
 // warmed up in idle time (a tiny chart of each type drawn off screen and destroyed), so that the
 // page's first real chart is not drawn cold.
-import { el } from './dom.js';
+import { el } from '../lib/dom.js';
 import { isNumericType, isTemporalType } from './table.js';
 
 export const MAX_BAR_CATEGORIES = 30;

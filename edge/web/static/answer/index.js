@@ -5,7 +5,9 @@
 // their code and request id; clarifying questions offer their choices as buttons.
 // ES module, no global side effects until mountAsk or renderAnswer is called.
 import { prepareChartJs, renderChart } from './chart.js';
-import { el, icon, randomId } from './dom.js';
+import { createApi } from '../lib/api.js';
+import { copyInto, el, errorBox, icon, randomId } from '../lib/dom.js';
+import { formatBytes } from '../lib/format.js';
 import { renderMarkdown } from './markdown.js';
 import { highlight } from './sql.js';
 import { postSse, sendWs } from './stream.js';
@@ -35,31 +37,11 @@ export function normaliseReply(r) {
   return out;
 }
 
-function formatBytes(n) {
-  const units = ['bytes', 'KB', 'MB', 'GB', 'TB', 'PB'];
-  let v = n;
-  let u = 0;
-  while (v >= 1024 && u < units.length - 1) { v /= 1024; u++; }
-  return `${u ? v.toFixed(v < 10 ? 2 : 1) : v} ${units[u]}`;
-}
-
-function renderError(err) {
-  const e = err?.error ?? err ?? {};
-  return el('div', { class: 'error', role: 'alert' },
-    el('code', { text: e.code ?? 'ERROR' }), ` ${e.message ?? 'something went wrong'}`,
-    e.request_id ? el('div', { class: 'muted rid', text: `request id ${e.request_id}` }) : null);
-}
+const renderError = (err) => errorBox(err?.error ?? err ?? {});
 
 function renderSql(sql) {
   const copy = el('button', { type: 'button', class: 'copy', title: 'Copy the SQL' }, icon('copy'), el('span', { text: 'Copy' }));
-  copy.addEventListener('click', async () => {
-    try {
-      await navigator.clipboard.writeText(sql);
-      copy.lastChild.textContent = 'Copied';
-    } catch {
-      copy.lastChild.textContent = 'Select and copy';
-    }
-  });
+  copy.addEventListener('click', () => copyInto(copy, sql));
   const code = el('code');
   code.append(highlight(sql));
   return el('div', { class: 'sql-block' }, el('pre', { class: 'sql', tabindex: '0', 'aria-label': 'SQL' }, code), copy);
@@ -71,18 +53,8 @@ function renderInsights(list) {
     el('span', { text: i.message ?? '' }))));
 }
 
-/** fetch with the host's headers and credentials; {ok, status, body | blob} */
-async function post(opts, path, payload, { blob = false } = {}) {
-  const res = await fetch(`${opts.base ?? ''}${path}`, {
-    method: 'POST',
-    credentials: opts.credentials ?? 'same-origin',
-    headers: { 'content-type': 'application/json', ...(opts.headers?.() ?? {}) },
-    body: JSON.stringify(payload),
-  });
-  if (blob && res.ok) return { ok: true, status: res.status, res, blob: await res.blob() };
-  const body = await res.json().catch(() => ({}));
-  return { ok: res.ok, status: res.status, body };
-}
+/** The answer's API client: the host's base, headers (a session or CSRF header) and credentials. */
+const clientOf = (opts) => (opts.api ??= createApi({ base: opts.base ?? '', credentials: opts.credentials ?? 'same-origin', headers: () => opts.headers?.() ?? {} }));
 
 function renderDownloads(reply, opts) {
   const status = el('span', { class: 'muted dl-status', 'aria-live': 'polite' });
@@ -91,16 +63,8 @@ function renderDownloads(reply, opts) {
     b.addEventListener('click', async () => {
       status.textContent = 'Preparing the file…';
       try {
-        const r = await post(opts, '/api/export', { sql: reply.sql, format, title: (opts.question ?? 'Cortado export').slice(0, 200) }, { blob: true });
-        if (!r.ok) {
-          if (r.status === 401) {
-            status.textContent = 'Downloads are for signed-in users: sign in to download this result.';
-            for (const x of buttons) x.disabled = true;
-            opts.onAuthRequired?.(r.body?.error ?? {});
-          } else status.textContent = `No file: ${r.body?.error?.code ?? r.status} ${r.body?.error?.message ?? ''}`.trim();
-          return;
-        }
-        const name = /filename="([^"]+)"/.exec(r.res.headers.get('content-disposition') ?? '')?.[1] ?? `cortado.${format === 'excel' ? 'xlsx' : format}`;
+        const r = await clientOf(opts).post('/api/export', { sql: reply.sql, format, title: (opts.question ?? 'Cortado export').slice(0, 200) }, { as: 'blob' });
+        const name = r.filename ?? `cortado.${format === 'excel' ? 'xlsx' : format}`;
         const url = URL.createObjectURL(r.blob);
         const a = el('a', { href: url, download: name, hidden: true });
         status.after(a);
@@ -109,7 +73,11 @@ function renderDownloads(reply, opts) {
         setTimeout(() => URL.revokeObjectURL(url), 30_000);
         status.textContent = `Downloaded ${name}`;
       } catch (e) {
-        status.textContent = `No file: ${e.message}`;
+        if (e.status === 401) {
+          status.textContent = 'Downloads are for signed-in users: sign in to download this result.';
+          for (const x of buttons) x.disabled = true;
+          opts.onAuthRequired?.({ code: e.code, message: e.message, request_id: e.requestId });
+        } else status.textContent = `No file: ${e.code ? `${e.code} ` : ''}${e.message}`;
       }
     });
     return b;
@@ -118,7 +86,9 @@ function renderDownloads(reply, opts) {
 }
 
 // Thumbs up or down on one answer, with an optional comment (POST /api/feedback, by request id).
-function renderFeedback(requestId, opts) {
+// Only whoever asked may rate: a legacy (/query) answer names its widget by the session_id it
+// was asked with, as the question did.
+function renderFeedback(requestId, opts, sessionId) {
   const status = el('span', { class: 'status muted', 'aria-live': 'polite' });
   const comment = el('input', { class: 'comment', type: 'text', maxlength: '2000', placeholder: 'What was wrong or right? (optional)', 'aria-label': 'Comment on this answer', hidden: true });
   const send = el('button', { type: 'button', class: 'send ghost small', text: 'Send comment', hidden: true });
@@ -126,17 +96,16 @@ function renderFeedback(requestId, opts) {
   const down = el('button', { type: 'button', class: 'down ghost small', 'aria-pressed': 'false', title: 'Not a useful answer' }, icon('down'), el('span', { text: 'Not useful' }));
   let rating;
   const send1 = async (withComment) => {
-    const payload = { request_id: requestId, rating };
+    const payload = { request_id: requestId, rating, ...(typeof sessionId === 'string' && sessionId ? { session_id: sessionId } : {}) };
     if (withComment && comment.value.trim()) payload.comment = comment.value.trim();
     status.textContent = 'Sending…';
     try {
-      const r = await post(opts, '/api/feedback', payload);
-      const saved = r.ok && r.body.ok !== false;
-      status.textContent = saved ? (payload.comment ? 'Thanks for the comment.' : 'Thanks for the feedback.')
-        : r.ok ? 'Not recorded: analytics are off on this server.' : `Not saved: ${r.body.error?.message ?? r.status}`;
+      const saved = (await clientOf(opts).post('/api/feedback', payload)).ok !== false;
+      status.textContent = saved ? (payload.comment ? 'Thanks for the comment.' : 'Thanks for the feedback.') : 'Not recorded: analytics are off on this server.';
       status.className = `status ${saved ? 'muted' : 'error-text'}`;
     } catch (e) {
       status.textContent = `Not saved: ${e.message}`;
+      status.className = 'status error-text';
     }
   };
   const choose = (value) => {
@@ -221,7 +190,7 @@ export function renderAnswer(container, reply, opts = {}) {
   if (timing) parts.push(el('div', { class: 'meta muted timing', text: timing }));
   let fav;
   const actions = [];
-  if (r.request_id && opts.feedback !== false) actions.push(renderFeedback(r.request_id, opts));
+  if (r.request_id && opts.feedback !== false) actions.push(renderFeedback(r.request_id, opts, reply.session_id));
   if (opts.history && r.intent !== 'clarify') {
     fav = renderFavourite(opts);
     actions.push(fav.node);

@@ -2,7 +2,8 @@
 // at /api/ws: both give onEvent(name, data) the same event names and payloads (docs/http-api.md,
 // "Streaming: SSE and WebSocket"). A reply that is plain JSON (an error before the stream opens,
 // a confirmation) comes as one `result` or `error` event.
-import { randomId } from './dom.js';
+import { ApiError, createApi } from '../lib/api.js';
+import { randomId } from '../lib/dom.js';
 
 async function readSse(response, onEvent) {
   const reader = response.body.getReader();
@@ -27,27 +28,18 @@ async function readSse(response, onEvent) {
   }
 }
 
-/** An error body for a response that is not one of ours. */
-function httpError(res, body) {
-  return body?.error ? body : { error: { code: `HTTP_${res.status}`, message: res.statusText || 'the request failed', request_id: res.headers.get('x-request-id') ?? undefined } };
-}
-
 /** POST `path` with `body`; events to onEvent until the answer is complete. */
 export async function postSse(base, path, body, { headers = {}, credentials = 'same-origin', onEvent, stream = true }) {
-  const res = await fetch(`${base}${path}`, {
-    method: 'POST',
-    credentials,
-    headers: { 'content-type': 'application/json', ...(stream ? { accept: 'text/event-stream' } : {}), ...headers },
-    body: JSON.stringify(body),
-  });
-  const type = res.headers.get('content-type') ?? '';
-  if (res.ok && type.includes('event-stream')) {
-    await readSse(res, onEvent);
+  let res;
+  try {
+    res = await createApi({ base, credentials, headers: () => headers }).post(path, body, { as: 'response', ...(stream ? { accept: 'text/event-stream' } : {}) });
+  } catch (err) {
+    if (!(err instanceof ApiError) || err.status === 0) throw err;
+    onEvent('error', { error: { code: err.code, message: err.message, request_id: err.requestId, ...(err.details ? { details: err.details } : {}) }, status: err.status });
     return;
   }
-  const json = await res.json().catch(() => undefined);
-  if (!res.ok) onEvent('error', { ...httpError(res, json), status: res.status });
-  else onEvent('result', json);
+  if ((res.headers.get('content-type') ?? '').includes('event-stream')) await readSse(res, onEvent);
+  else onEvent('result', await res.json().catch(() => undefined));
 }
 
 // ---- WebSocket --------------------------------------------------------------------------------

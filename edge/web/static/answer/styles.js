@@ -54,7 +54,7 @@ export const ANSWER_CSS = `
 .ctd-ask pre.sql .tok-id { color: var(--ctd-code-id, #f8bbd0); }
 .ctd-ask .sql-block .copy { position: absolute; top: 6px; right: 6px; padding: 2px 8px; font-size: 12px; background: #3a2f27; border-color: #3a2f27; color: #fff; }
 .ctd-ask .table-wrap { margin-top: 12px; }
-.ctd-ask .grid { overflow: auto; max-height: 480px; border: 1px solid var(--ctd-line, #eadfd3); border-radius: 8px; }
+.ctd-ask .grid { overflow: auto; max-height: var(--ctd-table-max-height, 480px); border: 1px solid var(--ctd-line, #eadfd3); border-radius: 8px; }
 .ctd-ask table { border-collapse: collapse; width: 100%; font-size: 13px; }
 .ctd-ask th, .ctd-ask td { padding: 6px 10px; border-bottom: 1px solid var(--ctd-line, #eadfd3); text-align: left; white-space: nowrap; }
 .ctd-ask th { position: sticky; top: 0; background: var(--ctd-soft, #f6f1ea); padding: 0; }

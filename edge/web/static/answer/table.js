@@ -1,7 +1,7 @@
 // The rows of an answer: a sortable, paged table. Only one page of rows is ever in the DOM, so
 // a result of query.max_limit rows draws as fast as a small one; sorting compares typed keys
 // computed once per column (numbers as numbers, dates as times, text with the locale's collator).
-import { el, icon } from './dom.js';
+import { el, icon } from '../lib/dom.js';
 
 export const PAGE_SIZE = 50;
 const NUMERIC = /int|numeric|decimal|float|double|real|money|number|serial/i;

@@ -7,17 +7,18 @@
 // History and favourites (widget/history.js) are the person's, on the server (/api/history).
 
 import { ANSWER_CSS, mountAsk } from '../answer/index.js';
-import { client, sessionSlot } from './api.js';
+import { createApi, sessionSlot } from '../lib/api.js';
 import { historyPanel, widgetHistory } from './history.js';
 import { showLogin } from './login.js';
-import { answerRoot, el } from './shell.js';
+import { el } from '../lib/dom.js';
+import { answerRoot } from './shell.js';
 
 export async function startAgent(shell, cfg) {
   const { base } = cfg;
   const slot = sessionSlot(`cortado:${base || location.origin}:agent`);
   let sid = slot.get();
   const headers = () => (sid ? { 'X-Session-ID': sid } : {});
-  const api = client(base, headers);
+  const api = createApi({ base, headers });
   const auth = await api.get('/auth/config').catch(() => ({}));
 
   let panel;

@@ -12,7 +12,7 @@
 // host page's localStorage for anyone else (an auto session included).
 
 import { ANSWER_CSS, mountAsk } from '../answer/index.js';
-import { client, sessionSlot } from './api.js';
+import { createApi, sessionSlot } from '../lib/api.js';
 import { historyPanel, widgetHistory } from './history.js';
 import { showLogin } from './login.js';
 import { answerRoot } from './shell.js';
@@ -25,7 +25,7 @@ export async function startAssistant(shell, cfg) {
   let sid = slot.get();
   let person = Boolean(sid) && personSlot.get() === 'true';
   const headers = () => (sid ? { 'X-Session-ID': sid } : {});
-  const api = client(base, headers);
+  const api = createApi({ base, headers });
   const [ui, auth] = await Promise.all([api.get('/ui/config').catch(() => ({})), api.get('/auth/config').catch(() => ({}))]);
   const gate = Boolean(ui.sign_in?.assistant_login);
   const autoOn = !gate && Boolean(auth.enabled && auth.auto_session?.enabled);

@@ -7,7 +7,7 @@
 // its header: every entry asks again, stars or unstars, or is forgotten, by its own buttons.
 
 import { createHistory } from '../history.js';
-import { el, icon } from './shell.js';
+import { el, icon } from '../lib/dom.js';
 
 /**
  * The store the answer view writes to (mountAsk's `history`), switching with the session:
@@ -55,7 +55,7 @@ export function historyPanel(shell, history, { onAsk }) {
     }, icon('star'));
     star.addEventListener('click', () => { void act(() => history.setFavourite(e.id, !e.favourite), `.ctd-h-star[data-id="${e.id}"]`); });
     star.dataset.id = e.id;
-    const forget = el('button', { type: 'button', class: 'ctd-icon-btn ctd-h-del', 'aria-label': `Forget: ${e.question.slice(0, 80)}`, title: 'Forget this question' }, icon('close'));
+    const forget = el('button', { type: 'button', class: 'ctd-icon-btn ctd-h-del', 'aria-label': `Forget: ${e.question.slice(0, 80)}`, title: 'Forget this question' }, icon('x'));
     forget.addEventListener('click', () => { void act(() => history.remove(e.id)); });
     return el('li', {}, ask, star, forget);
   }
@@ -65,7 +65,7 @@ export function historyPanel(shell, history, { onAsk }) {
     try {
       await fn();
     } catch (err) {
-      shell.say(`Not saved: ${err.message}`, 'error', { code: err.code, requestId: err.request_id });
+      shell.say(`Not saved: ${err.message}`, 'error', { code: err.code, requestId: err.requestId });
       return;
     }
     await refresh();
@@ -83,7 +83,7 @@ export function historyPanel(shell, history, { onAsk }) {
       noRecent.hidden = recent.length > 0;
       where.textContent = history.stored === 'server' ? 'Kept for you on the server.' : 'Kept in this browser only.';
     } catch (err) {
-      shell.say(`The history could not be read: ${err.message}`, 'error', { code: err.code, requestId: err.request_id });
+      shell.say(`The history could not be read: ${err.message}`, 'error', { code: err.code, requestId: err.requestId });
     }
   }
 

@@ -3,7 +3,7 @@
 // database type, catalog and schema pickers /auth/config allows. Both resolve with the
 // session's secret (`session_id`), which the widget then sends as X-Session-ID.
 
-import { el } from './shell.js';
+import { el } from '../lib/dom.js';
 
 const DB_LABELS = { postgresql: 'PostgreSQL', mysql: 'MySQL / MariaDB', trino: 'Trino', bigquery: 'BigQuery' };
 

@@ -4,7 +4,7 @@
 // does not block; a <style> element where those are unsupported), a launcher button and a
 // panel (role=dialog) with a header, a message line and a body the widget fills.
 
-import { ICONS } from './icons.js';
+import { adoptStyles, el, icon } from '../lib/dom.js';
 
 const LIGHT = `color-scheme: light;
   --ctd-bg: #faf7f3; --ctd-card: #fff; --ctd-ink: #2b2118; --ctd-muted: #6e5e4f; --ctd-line: #d9c9b8; --ctd-field: #d9cbbb;
@@ -85,42 +85,6 @@ export const WIDGET_CSS = `
 .ctd-sr { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
 `;
 
-/** Adopt a stylesheet into a shadow root (falling back to a <style> element). */
-export function adoptCss(root, css) {
-  try {
-    const sheet = new CSSStyleSheet();
-    sheet.replaceSync(css);
-    root.adoptedStyleSheets = [...root.adoptedStyleSheets, sheet];
-  } catch {
-    const style = document.createElement('style');
-    style.textContent = css;
-    root.appendChild(style);
-  }
-}
-
-function el(tag, attrs = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (v === undefined || v === null || v === false) continue;
-    if (k === 'text') node.textContent = v;
-    else node.setAttribute(k, v === true ? '' : String(v));
-  }
-  for (const c of children) if (c) node.append(c);
-  return node;
-}
-export { el };
-
-/** An inline SVG icon (from icons.js, static markup of our own). */
-export function icon(name) {
-  const tpl = document.createElement('template');
-  tpl.innerHTML = ICONS[name] ?? '';
-  const svg = tpl.content.firstElementChild;
-  if (svg) {
-    svg.setAttribute('aria-hidden', 'true');
-    svg.setAttribute('focusable', 'false');
-  }
-  return svg ?? document.createTextNode('');
-}
 
 /**
  * A shadow root of its own for the answer view (mountAsk) inside `container`, with the view's
@@ -130,7 +94,7 @@ export function answerRoot(container, css) {
   const host = document.createElement('div');
   container.append(host);
   const root = host.attachShadow({ mode: 'open' });
-  if (css) adoptCss(root, css);
+  if (css) adoptStyles(root, css);
   return root;
 }
 
@@ -146,8 +110,8 @@ export function createShell(opts) {
   host.setAttribute('data-cortado-widget', opts.kind);
   for (const [k, v] of [['all', 'initial'], ['position', 'static'], ['display', 'contents']]) host.style.setProperty(k, v, 'important');
   const root = host.attachShadow({ mode: 'open' });
-  adoptCss(root, WIDGET_CSS);
-  if (opts.css) adoptCss(root, opts.css);
+  adoptStyles(root, WIDGET_CSS);
+  if (opts.css) adoptStyles(root, opts.css);
 
   const side = opts.position === 'left' ? 'ctd-left' : 'ctd-right';
   const wrap = el('div', { class: 'ctd-w', 'data-theme': opts.theme === 'light' || opts.theme === 'dark' ? opts.theme : 'auto' });
@@ -160,7 +124,7 @@ export function createShell(opts) {
   const logout = el('button', { type: 'button', class: 'ctd-icon-btn', 'aria-label': 'Sign out', title: 'Sign out', hidden: true }, icon('logout'));
   const fresh = el('button', { type: 'button', class: 'ctd-icon-btn', 'aria-label': 'New conversation', title: 'New conversation', hidden: true }, icon('plus'));
   const hist = el('button', { type: 'button', class: 'ctd-icon-btn ctd-hist', 'aria-label': 'History and favourites', title: 'History and favourites', 'aria-expanded': 'false', hidden: true }, icon('history'));
-  const close = el('button', { type: 'button', class: 'ctd-icon-btn', 'aria-label': `Close ${opts.title}`, title: 'Close' }, icon('close'));
+  const close = el('button', { type: 'button', class: 'ctd-icon-btn', 'aria-label': `Close ${opts.title}`, title: 'Close' }, icon('x'));
   const note = el('p', { class: 'ctd-note', role: 'status', 'aria-live': 'polite', hidden: true });
   const login = el('form', { class: 'ctd-login', hidden: true, novalidate: true });
   const body = el('div', { class: 'ctd-body', hidden: true });

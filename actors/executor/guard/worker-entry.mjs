@@ -1,0 +1,5 @@
+// The guard's worker thread (isolated.ts): load TypeScript through tsx (as bin/cortado.js does), then the worker.
+import { register } from 'tsx/esm/api';
+
+register();
+await import('./worker.ts');

@@ -1,0 +1,31 @@
+/**
+ * `sql.values`: the catalog's value index — the low-cardinality text values of every table the
+ * caller sees (statuses, categories, shippers, genres, countries), so a question's "Speedy
+ * Express", "seafood" or "Mountain Bikes" finds the table that holds it wherever it is, not only
+ * among the best-ranked tables.
+ *
+ * From the engine's own statistics only (PostgreSQL's pg_stats: one query, no table read), on a
+ * connection of the engine's own that no question waits for; an engine without value statistics
+ * (MySQL, Trino, BigQuery) answers `source: none` and the catalog keeps looking literals up among
+ * its best tables through `sql.profile`. The scope's visibility applies, as to introspection.
+ */
+import type { Ctx } from '../../protocol/bus.js';
+import type { SqlValuesReply, SqlValuesRequest } from '../../protocol/schemas/profile.js';
+import type { DbTable } from '../../protocol/schemas/sql.js';
+import { leaseFor, type ExecutorDeps } from './handle.js';
+
+export async function values(_input: SqlValuesRequest, deps: ExecutorDeps, ctx: Ctx): Promise<SqlValuesReply> {
+  const started = performance.now();
+  const lease = await leaseFor(deps, ctx);
+  try {
+    if (!lease.engine.valueIndex) return { source: 'none', columns: [], truncated: false, duration_ms: performance.now() - started };
+    const { columns, truncated } = await lease.engine.valueIndex();
+    const visible = lease.visible;
+    const shown = visible
+      ? columns.filter((c) => visible({ schema: c.schema, name: c.table, kind: 'table', columns: [] } satisfies DbTable))
+      : columns;
+    return { source: 'statistics', columns: shown, truncated, duration_ms: performance.now() - started };
+  } finally {
+    lease.release();
+  }
+}

@@ -1,0 +1,195 @@
+/** PostgresPro's Airlines demo database (bookings, flights, tickets): transcribed structure (see ../README.md for the source). */
+import type { RealSource } from '../model.js';
+
+export const airlines: RealSource = {
+  id: 'airlines',
+  title: 'PostgresPro\'s Airlines demo database (bookings, flights, tickets)',
+  citation: [{ repo: 'GreenmaskIO/greenmask', path: 'docker/toclib/schema-dump.sql', commit: '638718ecce789656a9395bbed9b2c8654e752fa6' }],
+  schemas: [
+    {
+      name: 'bookings',
+      comment: 'Airlines demo database schema',
+      tables: [
+        {
+          name: 'aircrafts_data',
+          comment: 'Aircrafts (internal data)',
+          columns: [
+            'aircraft_code character(3) NOT NULL -- Aircraft code, IATA',
+            'model jsonb NOT NULL -- Aircraft model',
+            'range integer NOT NULL -- Maximal flying distance, km',
+          ],
+          pk: ['aircraft_code'],
+        },
+        {
+          name: 'airports_data',
+          comment: 'Airports (internal data)',
+          columns: [
+            'airport_code character(3) NOT NULL -- Airport code',
+            'airport_name jsonb NOT NULL -- Airport name',
+            'city jsonb NOT NULL -- City',
+            'coordinates point NOT NULL -- Airport coordinates (longitude and latitude)',
+            'timezone text NOT NULL -- Airport time zone',
+          ],
+          pk: ['airport_code'],
+        },
+        {
+          name: 'boarding_passes',
+          comment: 'Boarding passes',
+          columns: [
+            'ticket_no character(13) NOT NULL -- Ticket number',
+            'flight_id integer NOT NULL -- Flight ID',
+            'boarding_no integer NOT NULL -- Boarding pass number',
+            'seat_no character varying(4) NOT NULL -- Seat number',
+          ],
+          pk: ['ticket_no', 'flight_id'],
+          fks: [
+            'ticket_no, flight_id -> bookings.ticket_flights(ticket_no, flight_id)',
+          ],
+        },
+        {
+          name: 'bookings',
+          comment: 'Bookings',
+          columns: [
+            'book_ref character(6) NOT NULL -- Booking number',
+            'book_date timestamp with time zone NOT NULL -- Booking date',
+            'total_amount numeric(10,2) NOT NULL -- Total booking cost',
+          ],
+          pk: ['book_ref'],
+        },
+        {
+          name: 'flights',
+          comment: 'Flights',
+          columns: [
+            'flight_id integer NOT NULL -- Flight ID',
+            'flight_no character(6) NOT NULL -- Flight number',
+            'scheduled_departure timestamp with time zone NOT NULL -- Scheduled departure time',
+            'scheduled_arrival timestamp with time zone NOT NULL -- Scheduled arrival time',
+            'departure_airport character(3) NOT NULL -- Airport of departure',
+            'arrival_airport character(3) NOT NULL -- Airport of arrival',
+            'status character varying(20) NOT NULL -- Flight status',
+            'aircraft_code character(3) NOT NULL -- Aircraft code, IATA',
+            'actual_departure timestamp with time zone -- Actual departure time',
+            'actual_arrival timestamp with time zone -- Actual arrival time',
+          ],
+          pk: ['flight_id'],
+          fks: [
+            'aircraft_code -> bookings.aircrafts_data(aircraft_code)',
+            'arrival_airport -> bookings.airports_data(airport_code)',
+            'departure_airport -> bookings.airports_data(airport_code)',
+          ],
+        },
+        {
+          name: 'seats',
+          comment: 'Seats',
+          columns: [
+            'aircraft_code character(3) NOT NULL -- Aircraft code, IATA',
+            'seat_no character varying(4) NOT NULL -- Seat number',
+            'fare_conditions character varying(10) NOT NULL -- Travel class',
+          ],
+          pk: ['aircraft_code', 'seat_no'],
+          fks: [
+            'aircraft_code -> bookings.aircrafts_data(aircraft_code)',
+          ],
+        },
+        {
+          name: 'ticket_flights',
+          comment: 'Flight segment',
+          columns: [
+            'ticket_no character(13) NOT NULL -- Ticket number',
+            'flight_id integer NOT NULL -- Flight ID',
+            'fare_conditions character varying(10) NOT NULL -- Travel class',
+            'amount numeric(10,2) NOT NULL -- Travel cost',
+          ],
+          pk: ['ticket_no', 'flight_id'],
+          fks: [
+            'flight_id -> bookings.flights(flight_id)',
+            'ticket_no -> bookings.tickets(ticket_no)',
+          ],
+        },
+        {
+          name: 'tickets',
+          comment: 'Tickets',
+          columns: [
+            'ticket_no character(13) NOT NULL -- Ticket number',
+            'book_ref character(6) NOT NULL -- Booking number',
+            'passenger_id character varying(20) NOT NULL -- Passenger ID',
+            'passenger_name text NOT NULL -- Passenger name',
+            'contact_data jsonb -- Passenger contact information',
+          ],
+          pk: ['ticket_no'],
+          fks: [
+            'book_ref -> bookings.bookings(book_ref)',
+          ],
+        },
+      ],
+      views: [
+        {
+          name: 'aircrafts',
+          comment: 'Aircrafts',
+          columns: [
+            'aircraft_code character(3) -- Aircraft code, IATA',
+            'model text -- Aircraft model',
+            'range integer -- Maximal flying distance, km',
+          ],
+          sql: 'SELECT aircraft_code, model ->> \'en\', range FROM bookings.aircrafts_data',
+        },
+        {
+          name: 'airports',
+          comment: 'Airports',
+          columns: [
+            'airport_code character(3) -- Airport code',
+            'airport_name text -- Airport name',
+            'city text -- City',
+            'coordinates point -- Airport coordinates (longitude and latitude)',
+            'timezone text -- Airport time zone',
+          ],
+          sql: 'SELECT airport_code, airport_name ->> \'en\', city ->> \'en\', coordinates, timezone FROM bookings.airports_data',
+        },
+        {
+          name: 'flights_v',
+          comment: 'Flights (extended)',
+          columns: [
+            'flight_id integer -- Flight ID',
+            'flight_no character(6) -- Flight number',
+            'scheduled_departure timestamp with time zone -- Scheduled departure time',
+            'scheduled_departure_local timestamp without time zone -- Scheduled departure time, local time at the point of departure',
+            'scheduled_arrival timestamp with time zone -- Scheduled arrival time',
+            'scheduled_arrival_local timestamp without time zone -- Scheduled arrival time, local time at the point of destination',
+            'scheduled_duration interval -- Scheduled flight duration',
+            'departure_airport character(3) -- Deprature airport code',
+            'departure_airport_name text -- Departure airport name',
+            'departure_city text -- City of departure',
+            'arrival_airport character(3) -- Arrival airport code',
+            'arrival_airport_name text -- Arrival airport name',
+            'arrival_city text -- City of arrival',
+            'status character varying(20) -- Flight status',
+            'aircraft_code character(3) -- Aircraft code, IATA',
+            'actual_departure timestamp with time zone -- Actual departure time',
+            'actual_departure_local timestamp without time zone -- Actual departure time, local time at the point of departure',
+            'actual_arrival timestamp with time zone -- Actual arrival time',
+            'actual_arrival_local timestamp without time zone -- Actual arrival time, local time at the point of destination',
+            'actual_duration interval -- Actual flight duration',
+          ],
+          sql: 'SELECT f.flight_id, f.flight_no, f.scheduled_departure, f.scheduled_departure AT TIME ZONE d.timezone, f.scheduled_arrival, f.scheduled_arrival AT TIME ZONE a.timezone, f.scheduled_arrival - f.scheduled_departure, f.departure_airport, d.airport_name ->> \'en\', d.city ->> \'en\', f.arrival_airport, a.airport_name ->> \'en\', a.city ->> \'en\', f.status, f.aircraft_code, f.actual_departure, f.actual_departure AT TIME ZONE d.timezone, f.actual_arrival, f.actual_arrival AT TIME ZONE a.timezone, f.actual_arrival - f.actual_departure FROM bookings.flights f JOIN bookings.airports_data d ON d.airport_code = f.departure_airport JOIN bookings.airports_data a ON a.airport_code = f.arrival_airport',
+        },
+        {
+          name: 'routes',
+          comment: 'Routes',
+          columns: [
+            'flight_no character(6) -- Flight number',
+            'departure_airport character(3) -- Code of airport of departure',
+            'departure_airport_name text -- Name of airport of departure',
+            'departure_city text -- City of departure',
+            'arrival_airport character(3) -- Code of airport of arrival',
+            'arrival_airport_name text -- Name of airport of arrival',
+            'arrival_city text -- City of arrival',
+            'aircraft_code character(3) -- Aircraft code, IATA',
+            'duration interval -- Scheduled duration of flight',
+            'days_of_week integer[] -- Days of week on which flights are scheduled',
+          ],
+          sql: 'SELECT f.flight_no, f.departure_airport, d.airport_name ->> \'en\', d.city ->> \'en\', f.arrival_airport, a.airport_name ->> \'en\', a.city ->> \'en\', f.aircraft_code, f.scheduled_arrival - f.scheduled_departure, array_agg(DISTINCT extract(isodow FROM f.scheduled_departure)::integer) FROM bookings.flights f JOIN bookings.airports_data d ON d.airport_code = f.departure_airport JOIN bookings.airports_data a ON a.airport_code = f.arrival_airport GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9',
+        },
+      ],
+    },
+  ],
+};

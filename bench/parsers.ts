@@ -1,0 +1,151 @@
+/**
+ * The parsers section of `npm run bench`: what running the SQL parsers in worker threads costs
+ * per question (issue 24, class E; actors/lib/sql-parsers/pool.ts).
+ *
+ *   guard    the accepted queries of the four guard corpora (test/fixtures/guard-cases*): the
+ *            guard in this thread (guard/index.ts guardSql) and through its worker
+ *            (guard/isolated.ts guardIsolated: clone there, check, clone back), µs per call
+ *   lineage  the same queries read for masking: parseForLineage in this thread, and through the
+ *            lineage worker (masking/isolated.ts lineageQuery)
+ *   replace  a worker replaced after its parser broke: from the refusal to the next answer, ms
+ *            (the guard's worker with a 1 MB stack, on which a 22 KB `1+1+…` overflows)
+ *   cpu      the CPU the hop costs, not its latency: the bench query's guard 4,000 times with 32
+ *            in flight (as the pipeline at 32 clients), in this thread and through the worker,
+ *            this process's CPU (every thread) per call; in and out alternated, three rounds
+ *
+ * Calls are sequential (the added latency of one question) except in `cpu`; prints a table,
+ * never fails on a time.
+ *   node --import tsx bench/parsers.ts
+ *   BENCH_ONLY=parsers npm run bench
+ */
+import type { Dialect } from '../protocol/schemas/common.js';
+import { guardSql, prepareGuard } from '../actors/executor/guard/index.js';
+import { guardIsolated, startGuardWorkers, stopGuardWorkers } from '../actors/executor/guard/isolated.js';
+import { ParserPool } from '../actors/lib/sql-parsers/pool.js';
+import { parseForLineage, prepareParsers } from '../actors/masking/dialects.js';
+import { lineageQuery, startLineageWorkers, stopLineageWorkers } from '../actors/masking/isolated.js';
+import { ACCEPTED_POSTGRESQL, LIMITS } from '../test/fixtures/guard-cases.js';
+import { ACCEPTED_MYSQL } from '../test/fixtures/guard-cases-mysql.js';
+import { ACCEPTED_BIGQUERY } from '../test/fixtures/guard-cases-bigquery.js';
+import { ACCEPTED_TRINO } from '../test/fixtures/guard-cases-trino.js';
+
+const ROUNDS = Number(process.env.BENCH_PARSERS_ROUNDS ?? 5);
+
+interface Stats {
+  n: number;
+  mean: number;
+  p50: number;
+  p99: number;
+}
+
+const quantile = (xs: number[], q: number): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor(q * s.length))]!;
+};
+
+/** µs per call of `fn` over `sqls`, ROUNDS each after one warm call. */
+async function time(sqls: readonly string[], fn: (sql: string) => unknown): Promise<Stats> {
+  for (const sql of sqls) await fn(sql);
+  const times: number[] = [];
+  for (const sql of sqls) {
+    const t0 = performance.now();
+    for (let r = 0; r < ROUNDS; r++) await fn(sql);
+    times.push(((performance.now() - t0) / ROUNDS) * 1000);
+  }
+  return { n: sqls.length, mean: times.reduce((a, b) => a + b, 0) / times.length, p50: quantile(times, 0.5), p99: quantile(times, 0.99) };
+}
+
+const quiet = (fn: () => unknown): unknown => {
+  try {
+    return fn();
+  } catch {
+    return undefined; // a refusal costs what it costs
+  }
+};
+
+async function replacement(): Promise<Stats> {
+  const pool = new ParserPool({
+    name: 'bench',
+    source: new URL('../actors/executor/guard/worker.ts', import.meta.url),
+    entry: new URL('../actors/executor/guard/worker-entry.mjs', import.meta.url),
+    size: 1,
+    stackMb: 1,
+  });
+  await pool.start();
+  const overflow = `SELECT 1${'+1'.repeat(11_000)}`;
+  const times: number[] = [];
+  for (let i = 0; i < 10; i++) {
+    await pool.run('guard', { sql: overflow, dialect: 'postgresql', limits: LIMITS }).catch(() => undefined);
+    const t0 = performance.now();
+    await pool.run('guard', { sql: 'SELECT 1', dialect: 'postgresql', limits: LIMITS });
+    times.push(performance.now() - t0);
+  }
+  await pool.close();
+  return { n: times.length, mean: times.reduce((a, b) => a + b, 0) / times.length, p50: quantile(times, 0.5), p99: quantile(times, 0.99) };
+}
+
+/** µs of this process's CPU (all threads: the workers' too) per call of `fn`, `inFlight` at a time. */
+async function cpuPerCall(fn: () => unknown, calls: number, inFlight: number): Promise<number> {
+  let started = 0;
+  const before = process.cpuUsage();
+  await Promise.all(
+    Array.from({ length: inFlight }, async () => {
+      while (started++ < calls) {
+        await fn();
+        await new Promise((r) => setImmediate(r)); // another turn, as a question's next step would be
+      }
+    }),
+  );
+  const used = process.cpuUsage(before);
+  return (used.user + used.system) / calls;
+}
+
+/** The bench pipeline's own statement (bench/run.ts SQL). */
+const BENCH_SQL = 'SELECT id, name, category, price FROM items WHERE id BETWEEN 500 AND 519 ORDER BY id';
+
+export async function parsersSection(): Promise<void> {
+  await prepareGuard('postgresql');
+  await prepareGuard('mysql');
+  await prepareParsers();
+  await startGuardWorkers();
+  await startLineageWorkers();
+  const corpora: Array<[Dialect, readonly string[]]> = [
+    ['postgresql', ACCEPTED_POSTGRESQL.map((c) => c.sql)],
+    ['mysql', ACCEPTED_MYSQL.map((c) => c.sql)],
+    ['bigquery', ACCEPTED_BIGQUERY.map((c) => c.sql)],
+    ['trino', ACCEPTED_TRINO.map((c) => c.sql)],
+  ];
+  const row = (what: string, s: Stats): string => `| ${what} | ${s.n} | ${s.mean.toFixed(0)} | ${s.p50.toFixed(0)} | ${s.p99.toFixed(0)} |`;
+  console.log('\n## SQL parsers: in this thread and in a worker (µs per call, sequential)\n');
+  console.log('| what | n | mean | p50 | p99 |');
+  console.log('|---|---|---|---|---|');
+  for (const [dialect, sqls] of corpora) {
+    const inProcess = await time(sqls, (sql) => quiet(() => guardSql(sql, dialect, LIMITS)));
+    const isolated = await time(sqls, (sql) => guardIsolated(sql, dialect, LIMITS).catch(() => undefined));
+    console.log(row(`guard, ${dialect}, in process`, inProcess));
+    console.log(row(`guard, ${dialect}, in its worker`, isolated));
+    console.log(`| guard, ${dialect}: added by the worker | | ${(isolated.mean - inProcess.mean).toFixed(0)} | ${(isolated.p50 - inProcess.p50).toFixed(0)} | |`);
+  }
+  for (const [dialect, sqls] of corpora) {
+    const inProcess = await time(sqls, (sql) => quiet(() => parseForLineage(sql, dialect)));
+    const isolated = await time(sqls, (sql) => lineageQuery(sql, dialect));
+    console.log(row(`lineage, ${dialect}, in process`, inProcess));
+    console.log(row(`lineage, ${dialect}, in its worker`, isolated));
+    console.log(`| lineage, ${dialect}: added by the worker | | ${(isolated.mean - inProcess.mean).toFixed(0)} | ${(isolated.p50 - inProcess.p50).toFixed(0)} | |`);
+  }
+  const inProcess: number[] = [];
+  const isolated: number[] = [];
+  await cpuPerCall(() => guardIsolated(BENCH_SQL, 'postgresql', LIMITS), 1_000, 32); // warm
+  for (let round = 0; round < 3; round++) {
+    inProcess.push(await cpuPerCall(() => guardSql(BENCH_SQL, 'postgresql', LIMITS), 4_000, 32));
+    isolated.push(await cpuPerCall(() => guardIsolated(BENCH_SQL, 'postgresql', LIMITS), 4_000, 32));
+  }
+  const med = (xs: number[]): number => quantile(xs, 0.5);
+  console.log(`| guard, the bench query, 32 in flight: CPU µs per call (all threads; rounds ${inProcess.map((x, i) => `${x.toFixed(0)}/${isolated[i]!.toFixed(0)}`).join(', ')}) | in process ${med(inProcess).toFixed(0)} | in its worker ${med(isolated).toFixed(0)} | added ${(med(isolated) - med(inProcess)).toFixed(0)} | |`);
+  const r = await replacement();
+  console.log(`| a worker replaced after its parser broke, to the next answer (ms) | ${r.n} | ${r.mean.toFixed(0)} | ${r.p50.toFixed(0)} | ${r.p99.toFixed(0)} |`);
+  await stopGuardWorkers();
+  await stopLineageWorkers();
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) await parsersSection();

@@ -1,0 +1,200 @@
+// The Schedules tab's other panels: who is signed in (and how to sign in), the list of
+// schedules with their actions, the SQL a schedule runs (shown after it is made), and a
+// schedule's run history.
+import { el } from '../lib/dom.js';
+import { formatZoned } from '../lib/format.js';
+import { describeCron, historyPoller, historyTable, lastRunBadge, stateBadge } from './parts.js';
+
+const TOKEN_KEY = 'cortado.api_token';
+const WHO_LABEL = { admin: 'admin panel session: every schedule', assistant: 'assistant session', auth: 'database session', token: 'your schedules' };
+
+/**
+ * Who is asking: an API token pasted here (kept in this tab's sessionStorage, sent as a bearer
+ * token), else the first session there is (admin, assistant, then plugins.auth's).
+ * Sets the client's bearer token or CSRF token to match.
+ */
+export async function findCaller(api, ui) {
+  api.setBearer(undefined);
+  api.setCsrf(undefined);
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  if (token) {
+    api.setBearer(token);
+    return { kind: 'token', user: `API token ${token.slice(0, 8)}…` };
+  }
+  const kinds = [['admin', '/admin/session'], ['assistant', '/assistant/session']];
+  if (ui?.sign_in?.auth) kinds.push(['auth', '/auth/session']);
+  for (const [kind, path] of kinds) {
+    const s = await api.session(path);
+    if (s) return { kind, user: s.username };
+  }
+  return { kind: 'none' };
+}
+
+export const forgetToken = () => sessionStorage.removeItem(TOKEN_KEY);
+
+/** The sign-in box: who is signed in, or the ways to sign in (assistant login, an API token). */
+export function callerBox({ api, ui, guard, say, refresh }) {
+  const node = el('section', { id: 'sch-auth', class: 'card' });
+
+  function signedIn(who) {
+    node.replaceChildren(el('div', { class: 'row' },
+      el('span', { id: 'sch-who', text: `Signed in: ${who.user}` }), el('span', { class: 'muted', text: `(${WHO_LABEL[who.kind]})` }), el('div', { class: 'spacer' }),
+      who.kind === 'token' ? el('button', { type: 'button', class: 'ghost', id: 'sch-forget', text: 'Forget the token', onclick: guard(async () => { forgetToken(); await refresh(); }) }) : null));
+  }
+
+  function assistantLogin() {
+    const user = el('input', { id: 'sch-user', autocomplete: 'username', placeholder: 'username', 'aria-label': 'Username' });
+    const pass = el('input', { id: 'sch-pass', type: 'password', autocomplete: 'current-password', placeholder: 'password', 'aria-label': 'Password' });
+    return el('form', { class: 'row', id: 'sch-login', onsubmit: guard(async () => {
+      await api.post('/assistant/login', { username: user.value, password: pass.value });
+      pass.value = '';
+      await refresh();
+    }) }, user, pass, el('button', { type: 'submit', text: 'Sign in' }));
+  }
+
+  function tokenForm() {
+    const token = el('input', { id: 'sch-token', type: 'password', placeholder: 'ctd_…', autocomplete: 'off', 'aria-label': 'API token' });
+    return el('form', { class: 'row', id: 'sch-token-form', onsubmit: guard(async () => {
+      const value = token.value.trim();
+      if (!value) return;
+      sessionStorage.setItem(TOKEN_KEY, value);
+      token.value = '';
+      const who = await refresh();
+      if (who.kind === 'none') say('That token was not accepted (unknown, expired or revoked).', true);
+    }) }, el('label', { for: 'sch-token', class: 'muted', text: 'API token' }), token, el('button', { type: 'submit', class: 'ghost', text: 'Use token' }));
+  }
+
+  function draw(who) {
+    if (who.kind !== 'none') return signedIn(who);
+    node.replaceChildren(
+      el('h3', { text: 'Sign in to see your schedules' }),
+      el('p', { id: 'sch-signin-hint', class: 'muted', text: 'Scheduled reports belong to whoever made them, so this tab needs to know who you are: sign in with the assistant login, use an API token an admin issued you, or sign in to the admin panel (/admin) to see every schedule.' }),
+      ui?.sign_in?.assistant_login ? assistantLogin() : null,
+      tokenForm());
+  }
+
+  return { node, draw };
+}
+
+/** The list of schedules; `actions` = {edit, toggle, run, history, remove}, each given the schedule. */
+export function scheduleList({ onNew, actions }) {
+  const body = el('tbody');
+  const empty = el('p', { id: 'sch-empty', class: 'muted', text: 'No schedules yet: create one to have a report e-mailed on a timetable.', hidden: true });
+  // the API says where schedules are kept: in memory (config_db off) they are lost on restart
+  const memory = el('p', { id: 'sch-memory', class: 'notice', role: 'status', hidden: true,
+    text: 'This server keeps schedules in memory only (its configuration database is off): your schedules and their history are lost when it restarts.' });
+  const node = el('section', { id: 'sch-main', class: 'card', hidden: true },
+    el('div', { class: 'row' }, el('h2', { text: 'Schedules' }), el('div', { class: 'spacer' }),
+      el('button', { type: 'button', id: 'sch-new', text: 'New schedule', onclick: onNew })),
+    memory,
+    el('div', { class: 'scroll' }, el('table', { id: 'sch-list' },
+      el('thead', {}, el('tr', {}, ...['name', 'runs', 'next run', 'last run', 'state', ''].map((h) => el('th', { text: h })))),
+      body)),
+    empty);
+
+  const button = (cls, text, act, s) => el('button', { type: 'button', class: cls, text, onclick: () => act(s) });
+  const row = (s, who) => el('tr', { class: 'sch-row', 'data-id': s.id, 'data-name': s.name },
+    el('td', {}, el('strong', { class: 'sch-name', text: s.name }),
+      who.kind === 'admin' && s.owner_user ? el('div', { class: 'muted', text: `by ${s.owner_user}` }) : null),
+    el('td', {}, el('span', { class: 'sch-words', text: describeCron(s.cron) }), el('div', { class: 'muted' }, el('code', { text: s.cron }), ` ${s.timezone}${s.own_timezone ? '' : ' (the server\'s)'}`)),
+    el('td', { class: 'sch-next', text: s.enabled ? formatZoned(s.next_runs?.[0]) : '—' }),
+    el('td', { class: 'sch-last' }, lastRunBadge(s)),
+    el('td', {}, stateBadge(s)),
+    el('td', {}, el('span', { class: 'actions' },
+      button('small ghost sch-edit', 'Edit', actions.edit, s),
+      button('small ghost sch-toggle', s.enabled ? 'Pause' : 'Resume', actions.toggle, s),
+      button('small sch-run', 'Run now', actions.run, s),
+      button('small ghost sch-history', 'History', actions.history, s),
+      button('small ghost sch-delete', 'Delete', actions.remove, s))));
+
+  return {
+    node,
+    draw(schedules, who, storage) {
+      memory.hidden = storage !== 'memory';
+      empty.hidden = schedules.length > 0;
+      body.replaceChildren(...schedules.map((s) => row(s, who)));
+    },
+  };
+}
+
+/** The SQL a schedule runs, shown after it is made or its SQL changed; editable (the guard checks it). */
+export function pinnedSqlPanel({ api, guard, say, onSaved }) {
+  const sql = el('textarea', { id: 'sch-pinned-sql', rows: '6', class: 'mono', spellcheck: 'false' });
+  const why = el('p', { id: 'sch-pinned-explanation', class: 'explanation' });
+  const title = el('h3');
+  let id;
+  const node = el('section', { id: 'sch-pinned', class: 'card', hidden: true },
+    title, why,
+    el('label', { for: 'sch-pinned-sql', class: 'muted', text: 'Every run executes this SQL (no model call per run). Edit it if you like: the guard checks it.' }),
+    sql,
+    el('div', { class: 'row' },
+      el('button', { type: 'button', id: 'sch-pinned-save', text: 'Save SQL', onclick: guard(async () => {
+        const updated = await api.patch(`/api/schedules/${encodeURIComponent(id)}`, { sql: sql.value.trim() });
+        sql.value = updated.sql;
+        await onSaved();
+        say('SQL saved: the next run executes it.');
+      }) }),
+      el('button', { type: 'button', class: 'ghost', text: 'Done', onclick: () => { node.hidden = true; } })));
+  return {
+    node,
+    get id() { return id; },
+    show(s, what) {
+      id = s.id;
+      title.textContent = `The SQL "${s.name}" runs (${what})`;
+      why.textContent = s.explanation ?? '';
+      why.hidden = !s.explanation;
+      sql.value = s.sql;
+      node.hidden = false;
+    },
+    hide() { node.hidden = true; },
+  };
+}
+
+/**
+ * A schedule's run history, kept fresh while a run is queued or running. `onRunFinished()` when
+ * a run finished since the last look (the list's last and next run changed); `onRegenerated(s)`
+ * after the SQL was written again from the question (offered when the newest run failed because
+ * the database changed under its SQL).
+ */
+export function historyPanel({ api, guard, onRunFinished, onRegenerated }) {
+  const title = el('h3');
+  const body = el('div', { id: 'sch-history-body' });
+  const actions = el('div', { class: 'row' });
+  const node = el('section', { id: 'sch-history', class: 'card', hidden: true }, title, actions, body);
+  let of; // the schedule shown
+  let doneSeen; // how many of its runs were done at the last look
+
+  async function load(id) {
+    const r = await api.get(`/api/schedules/${encodeURIComponent(id)}/history?limit=50`);
+    if (of?.id !== id) return [];
+    const executions = r.executions ?? [];
+    body.replaceChildren(historyTable(executions));
+    const latest = executions.find((x) => x.status === 'done');
+    actions.replaceChildren(...(latest && !latest.success && latest.drift === true
+      ? [el('button', { type: 'button', class: 'ghost small', id: 'sch-regen', text: 'Write the SQL again from the question', onclick: guard(async () => {
+        onRegenerated(await api.patch(`/api/schedules/${encodeURIComponent(id)}`, { regenerate: true }));
+      }) })]
+      : []));
+    const done = executions.filter((x) => x.status === 'done').length;
+    if (doneSeen !== undefined && done !== doneSeen) onRunFinished();
+    doneSeen = done;
+    return executions;
+  }
+  const poller = historyPoller(load);
+
+  return {
+    node,
+    get of() { return of; },
+    show(s) {
+      if (of?.id !== s.id) doneSeen = undefined;
+      of = s;
+      title.textContent = `History of "${s.name}"`;
+      node.hidden = false;
+      poller.start(s.id);
+    },
+    hide() {
+      node.hidden = true;
+      poller.stop();
+    },
+  };
+}
