@@ -34,7 +34,11 @@ export interface BusOptions {
   log: Logger;
   /** validate replies against their schema too (tests, development) */
   strict?: boolean;
-  /** how long a connect attempt may take */
+  /**
+   * How long a connect attempt may take (10 s by default). A broker that is not there refuses at
+   * once whatever this is; this bounds a live broker that is slow to greet (a loaded host: 2 s
+   * was seen to run out with the broker up, and the process then failed to start).
+   */
   connectTimeoutMs?: number;
   /** call handlers served by this process directly instead of over NATS (config bus.prefer_local) */
   preferLocal?: boolean;

@@ -72,7 +72,7 @@ export class Bus extends RequestBus {
     const nc = await connect({
       servers: opts.url,
       name: opts.name,
-      timeout: opts.connectTimeoutMs ?? 2_000,
+      timeout: opts.connectTimeoutMs ?? 10_000,
       maxReconnectAttempts: -1,
       reconnectTimeWait: 500,
       noAsyncTraces: true,
