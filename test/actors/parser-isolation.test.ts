@@ -110,7 +110,10 @@ t.test('forty rounds of SELECT 1+1+… (22 KB, 99 KB, 200 KB): read or refused a
   // a worker's 16 MB stack holds the deepest expression 100,000 characters can write: parsed,
   // then refused by the guard's depth bound (postgresql.ts MAX_TREE_DEPTH), no worker broken
   t.equal(kinds.get('22000:SQL_REJECTED:parse:depth'), 40, '22 KB: parsed (the main thread\'s stack overflowed on it), refused as nested too deeply');
-  t.equal(kinds.get('99000:SQL_REJECTED:parse:depth'), 40, '99 KB: the same');
+  // a loaded machine can make a 99 KB parse run past the worker's time bound now and then: then it
+  // is refused for that (and its worker replaced), never accepted, never read on the main thread
+  const late = kinds.get('99000:SQL_REJECTED:parse:timeout') ?? 0;
+  t.equal((kinds.get('99000:SQL_REJECTED:parse:depth') ?? 0) + late, 40, `99 KB: the same${late ? ` (${late} past the time bound on this loaded machine)` : ''}`);
   t.ok(lagMs < MAX_LAG_MS, `the event loop was never held (worst delay ${lagMs.toFixed(0)} ms)`);
   t.equal(plus(200_000).length > MAX_SQL_CHARS, true);
 });
