@@ -145,7 +145,10 @@ export function familyOf(table: Pick<DbTable, 'schema' | 'name'>, joined = false
   }
   if (COPY_SCHEMA.test(table.schema)) {
     copy = true;
-    markers.push(...parts(table.schema).map((s) => COPY_MARKERS.get(s) ?? s));
+    // the schema's marker words only: `raw_sales` is asked for by "raw", not by "sales" (the
+    // source it copies, which a question about the original says)
+    const [head = '', ...tail] = parts(table.schema);
+    markers.push(COPY_MARKERS.get(head) ?? head, ...tail.filter((s) => COPY_MARKERS.has(s)).map((s) => COPY_MARKERS.get(s) ?? s));
   } else if (REPORT_SCHEMA.test(table.schema)) {
     report = true;
     markers.push('report');

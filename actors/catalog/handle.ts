@@ -41,7 +41,7 @@ import { renderSchemaText } from './schema-text.js';
 import { buildThesaurus, defaultThesaurus, type Thesaurus } from './thesaurus.js';
 import { createSemanticTerms, type SemanticTermsSource } from './semantic-terms.js';
 import {
-  createValueIndex, createValueSource, literalMisses, lookupValues, matchLiterals, VALUE_TABLES,
+  createValueIndex, createValueSource, literalMisses, lookupDates, lookupValues, matchLiterals, VALUE_TABLES,
   type KnownValues, type ValueHit, type ValueIndex, type ValueIndexSource, type ValueMiss, type ValueSource, type WholeColumns,
 } from './values.js';
 import { lexicalIndex } from './lexical.js';
@@ -54,7 +54,7 @@ export { buildCatalog, compareNames, displayName, stem, tokenize, type Catalog, 
 export { closestName, editDistance, parseTableName, requireTable, resolveTable, resolveTables, type Resolution } from './names.js';
 export { linkTables, neighbours, scoreTables, selectTables, type Linked, type LinkOptions, type ScoredTable } from './retrieval.js';
 export { createSemanticTerms, injectable, semanticTerms, type KeptTerms, type SemanticTerms, type SemanticTermsSource } from './semantic-terms.js';
-export { createValueIndex, createValueSource, literalMisses, lookupValues, matchLiterals, valueMatches, type ValueIndex, type ValueIndexSource, type KnownValues, type ValueHit, type ValueMiss, type ValueSource, type WholeColumns } from './values.js';
+export { createValueIndex, createValueSource, literalMisses, lookupDates, lookupValues, periodsOf, matchLiterals, valueMatches, type ValueIndex, type ValueIndexSource, type KnownValues, type ValueHit, type ValueMiss, type ValueSource, type WholeColumns } from './values.js';
 export { renderSchemaText, renderTable } from './schema-text.js';
 export { candidateLine, candidateTables, dataLine, pickPrompt, pickTables, renderCandidates, withJoinPaths, type PickOutcome, type PickSettings } from './model-pick.js';
 
@@ -207,6 +207,10 @@ export async function contextOptions(catalog: Catalog, input: SchemaContextReque
         words.has(stem(w)) || [stem(w), stem(w.replace(/s$/, ''))].some((k) => thesaurus?.get(k)?.some((r) => words.has(r.term)));
       const hits = lookupValues(input.question, index, schemaWord, (t) => originalName(catalog, t));
       if (hits.size) opts.valueHits = hits;
+      // the question's years and months among the tables' date ranges ("orders placed in 1995":
+      // the source whose data covers 1995)
+      const dates = lookupDates(input.question, index, (t) => originalName(catalog, t));
+      if (dates.size) opts.dateHits = dates;
     }
   }
   // where the engine keeps value statistics, the index holds what a profile of the best tables

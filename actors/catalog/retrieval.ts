@@ -40,6 +40,8 @@ const ISOLATED_FACTOR = 0.6;
 const HUB_BONUS = 0.08;
 /** A table holding one of the question's literals among a column's known values: its score is lifted by this share of the best. */
 const VALUE_BONUS = 0.5;
+/** A table whose dates cover a period the question names: its score is lifted by this share of the best. */
+const DATE_BONUS = 0.25;
 /** A weaker match joined to a chosen table comes in while there is room when it scores at least this share of the best. */
 const WEAK_CUTOFF = 0.05;
 /** With room left at the end, matches down to this share of the best score fill it. */
@@ -239,6 +241,8 @@ export interface RankOptions {
   semantic?: ReadonlyMap<string, string>;
   /** literal → the tables (and columns) whose known values hold it (values.ts) */
   valueHits?: ReadonlyMap<string, ReadonlyArray<{ table: string; column: string }>>;
+  /** a period of the question (its term, values.ts dateTerm) → the tables whose dates cover it (values.ts lookupDates) */
+  dateHits?: ReadonlyMap<string, ReadonlyArray<{ table: string; column: string }>>;
 }
 
 interface Ranked {
@@ -356,12 +360,29 @@ function rank(catalog: Catalog, q: QuestionWords, history: readonly string[], op
       }
     }
   }
+  if (opts.dateHits) {
+    // the tables whose data covers the question's years ("orders placed in 1995"): a clue to the
+    // source, weaker than a value the question names (dates run through every table of it)
+    for (const [term, hits] of opts.dateHits) {
+      const lifted = new Set<number>();
+      for (const h of hits) {
+        const i = s.index.get(h.table);
+        if (i === undefined) continue;
+        const target = s.originalOf.get(i) ?? i;
+        if (lifted.has(target)) continue;
+        lifted.add(target);
+        const had = scores.get(target);
+        const terms = had?.terms ?? [];
+        scores.set(target, { i: target, score: (had?.score ?? 0) + best * DATE_BONUS, terms: terms.includes(term) ? terms : [...terms, term] });
+      }
+    }
+  }
   const out = [...scores.values()];
   for (const r of out) if (demote.has(r.i)) r.demoted = true;
   const byKey = new Map(groups.map((g) => [g.key, g]));
   for (const r of out) {
     const name = nameTerms(catalog, r.i);
-    r.named = r.terms.filter((t) => isValueTerm(t) || [...(byKey.get(t)?.terms.keys() ?? [])].some((x) => name.has(x)));
+    r.named = r.terms.filter((t) => isValueTerm(t) || isDateTerm(t) || [...(byKey.get(t)?.terms.keys() ?? [])].some((x) => name.has(x)));
   }
   const names = catalog.entries;
   out.sort((a, b) => b.score - a.score || compareNames(names[a.i]?.name ?? '', names[b.i]?.name ?? ''));
@@ -426,6 +447,10 @@ function valueTerm(literal: string): string {
 }
 function isValueTerm(term: string): boolean {
   return term.startsWith('"');
+}
+/** A period of the question found among a table's dates (values.ts dateTerm). */
+function isDateTerm(term: string): boolean {
+  return term.startsWith('@');
 }
 
 /**
@@ -782,6 +807,8 @@ interface SourceStrength {
   keys: Set<string>;
   /** the question's literals found among its tables' values */
   literals: number;
+  /** the question's periods its tables' dates cover */
+  dates: number;
   /** its best table */
   best: Ranked;
 }
@@ -804,8 +831,9 @@ function sourceStrengths(s: Structure, catalog: Catalog, relevant: readonly Rank
     let value = 0;
     for (const x of m.values()) value += x;
     const keys = new Set(m.keys());
-    out.push({ comp: c, value, keys, literals: [...keys].filter(isValueTerm).length, best });
+    out.push({ comp: c, value, keys, literals: [...keys].filter(isValueTerm).length, dates: [...keys].filter(isDateTerm).length, best });
   }
-  // a source holding more of the question's values is the one asked about, whatever its names say
-  return out.sort((x, y) => y.literals - x.literals || y.value - x.value || y.best.score - x.best.score);
+  // a source holding more of the question's values is the one asked about, whatever its names
+  // say; then one whose data covers the question's years
+  return out.sort((x, y) => y.literals - x.literals || y.dates - x.dates || y.value - x.value || y.best.score - x.best.score);
 }

@@ -205,6 +205,14 @@ export interface ValueIndex extends Map<string, Array<{ table: string; column: s
   known: KnownValues;
   /** the columns whose values are all here (the statistics' distinct count is no more than the values listed) */
   whole: WholeColumns;
+  /** table (catalog name) → its date columns and the first and last day each holds (`YYYY-MM-DD`) */
+  dates: Map<string, DateRange[]>;
+}
+
+export interface DateRange {
+  column: string;
+  first: string;
+  last: string;
 }
 
 export interface ValueIndexSource {
@@ -227,7 +235,14 @@ export function createValueIndex(ask: (ctx: Ctx) => Promise<SqlValuesReply>, ttl
           statistics: reply.source === 'statistics',
           known: new Map() as KnownValues,
           whole: new Set() as WholeColumns,
+          dates: new Map<string, DateRange[]>(),
         });
+        for (const d of reply.dates ?? []) {
+          const table = d.schema === catalog.defaultSchema ? d.table : `${d.schema}.${d.table}`;
+          const list = index.dates.get(table) ?? [];
+          list.push({ column: d.column, first: d.first, last: d.last });
+          index.dates.set(table, list);
+        }
         for (const c of reply.columns) {
           const table = c.schema === catalog.defaultSchema ? c.table : `${c.schema}.${c.table}`;
           if (c.values.length) {
@@ -335,3 +350,112 @@ const STOP: ReadonlySet<string> = new Set([
   'year', 'month', 'week', 'day', 'today', 'last', 'next', 'this', 'there', 'their', 'they', 'them', 'when', 'where', 'why', 'other',
   'none', 'yes', 'new', 'old', 'all', 'one', 'two', 'other', 'unknown', 'true', 'false', 'null', 'default', 'active', 'open', 'closed',
 ]);
+
+// ---- dates: which tables' data covers the question's years -----------------------------------
+
+/** A period the question names, as the first and last day it covers (`YYYY-MM-DD`). */
+export interface Period {
+  /** as the question says it ("1995", "July 2022", "since 1995") */
+  label: string;
+  from: string;
+  to: string;
+}
+
+/**
+ * A period held by more tables than this (copies counted once) is no clue to the source: every
+ * table of a live warehouse holds this year.
+ */
+const MAX_TABLES_PER_PERIOD = 12;
+/**
+ * Columns that say when a row was written or loaded, not what the data is about: their dates are
+ * the load's, the same in every source.
+ */
+const ROW_UPKEEP = /^_|(?:^|_)(?:modified|modify|updated?|last_update|last_modified|loaded|load|ingested|synced|inserted|extracted|etl|dbt|valid_from|valid_to|rec_start|rec_end)(?:_|$)|modifieddate|lastupdate/i;
+
+const MONTH_NAMES = ['january', 'february', 'march', 'april', 'may', 'june', 'july', 'august', 'september', 'october', 'november', 'december'];
+const monthOf = (word: string): number => {
+  const w = word.toLowerCase().replace(/\.$/, '');
+  if (w.length < 3) return -1;
+  return MONTH_NAMES.findIndex((m) => m.startsWith(w) && (w.length >= 3 && (w === m || w.length <= 4)));
+};
+const pad = (n: number): string => String(n).padStart(2, '0');
+const lastDay = (y: number, m: number): number => new Date(Date.UTC(y, m, 0)).getUTCDate();
+
+/**
+ * The periods a question names: ISO dates and months ("2017-08-15", "2017-08"), a month and its
+ * year ("July 2022", "Aug 2017"), a quarter ("Q3 2001"), and years alone ("in 1995"), which
+ * "since", "after", "before" or "until" open on one side. Relative periods ("last year") are not
+ * dates of the data and are left out.
+ */
+export function periodsOf(question: string): Period[] {
+  const out: Period[] = [];
+  const taken: Array<[number, number]> = [];
+  const free = (at: number, end: number): boolean => taken.every(([a, b]) => end <= a || at >= b);
+  const take = (m: RegExpExecArray, label: string, from: string, to: string): void => {
+    taken.push([m.index, m.index + m[0].length]);
+    out.push({ label, from, to });
+  };
+  for (const m of question.matchAll(/\b((?:19|20)\d{2})-(\d{1,2})(?:-(\d{1,2}))?\b/g)) {
+    const y = Number(m[1]);
+    const mo = Number(m[2]);
+    if (mo < 1 || mo > 12) continue;
+    const d = m[3] ? Number(m[3]) : 0;
+    const from = `${y}-${pad(mo)}-${pad(d || 1)}`;
+    take(m as RegExpExecArray, m[0], from, d ? from : `${y}-${pad(mo)}-${pad(lastDay(y, mo))}`);
+  }
+  for (const m of question.matchAll(/\b([A-Za-z]{3,9}\.?)\s+(?:(\d{1,2})(?:st|nd|rd|th)?,?\s+)?((?:19|20)\d{2})\b/g)) {
+    const mo = monthOf(m[1] ?? '') + 1;
+    if (mo < 1 || !free(m.index, m.index + m[0].length)) continue;
+    const y = Number(m[3]);
+    take(m as RegExpExecArray, m[0], `${y}-${pad(mo)}-01`, `${y}-${pad(mo)}-${pad(lastDay(y, mo))}`);
+  }
+  for (const m of question.matchAll(/\b(?:q([1-4])\s*((?:19|20)\d{2})|((?:19|20)\d{2})\s*q([1-4]))\b/gi)) {
+    if (!free(m.index, m.index + m[0].length)) continue;
+    const q = Number(m[1] ?? m[4]);
+    const y = Number(m[2] ?? m[3]);
+    take(m as RegExpExecArray, m[0], `${y}-${pad(3 * q - 2)}-01`, `${y}-${pad(3 * q)}-${pad(lastDay(y, 3 * q))}`);
+  }
+  for (const m of question.matchAll(/\b(?:(since|from|after|before|until|till|through|prior to)\s+)?((?:19|20)\d{2})\b/gi)) {
+    const at = m.index + m[0].length - 4;
+    if (!free(at, at + 4)) continue;
+    const y = Number(m[2]);
+    const open = (m[1] ?? '').toLowerCase();
+    const from = open === 'after' ? `${y + 1}-01-01` : ['before', 'until', 'till', 'through', 'prior to'].includes(open) ? '0001-01-01' : `${y}-01-01`;
+    const to = ['since', 'from', 'after'].includes(open) ? '9999-12-31' : open === 'before' || open === 'prior to' ? `${y - 1}-12-31` : `${y}-12-31`;
+    take(m as RegExpExecArray, m[0], from, to);
+  }
+  return out;
+}
+
+/** The term a period found among a table's dates counts as (never a word of the index: it starts with @). */
+export function dateTerm(period: Pick<Period, 'label'>): string {
+  return `@${period.label.toLowerCase()}`;
+}
+
+/**
+ * The question's periods (periodsOf) found among the tables' date ranges: each period → the
+ * tables (originals: `originalOf` folds a copy onto the table it copies) with a date column whose
+ * first and last day overlap it. Columns that record when rows were written or loaded
+ * (`modifieddate`, `last_update`, `_loaded_at`) are not the data's dates and do not count. A
+ * period held by more than MAX_TABLES_PER_PERIOD tables, or by more than half of the tables with
+ * dates, tells no source from another and is left out.
+ */
+export function lookupDates(question: string, index: Pick<ValueIndex, 'dates'>, originalOf: (table: string) => string = (t) => t): Map<string, Array<{ table: string; column: string }>> {
+  const out = new Map<string, Array<{ table: string; column: string }>>();
+  const periods = periodsOf(question);
+  if (!periods.length || !index.dates.size) return out;
+  const dated = new Set<string>();
+  for (const [table, ranges] of index.dates) if (ranges.some((r) => !ROW_UPKEEP.test(r.column))) dated.add(originalOf(table));
+  for (const p of periods) {
+    const hits = new Map<string, string>();
+    for (const [table, ranges] of index.dates) {
+      const original = originalOf(table);
+      if (hits.has(original)) continue;
+      const r = ranges.find((x) => !ROW_UPKEEP.test(x.column) && x.first <= p.to && x.last >= p.from);
+      if (r) hits.set(original, r.column);
+    }
+    if (!hits.size || hits.size > MAX_TABLES_PER_PERIOD || hits.size * 2 > dated.size) continue;
+    out.set(dateTerm(p), [...hits].map(([table, column]) => ({ table, column })));
+  }
+  return out;
+}

@@ -2,9 +2,10 @@
  * `sql.values`: the catalog's value index — the low-cardinality text values of every table the
  * caller sees (statuses, categories, shippers, genres, countries), so a question's "Speedy
  * Express", "seafood" or "Mountain Bikes" finds the table that holds it wherever it is, not only
- * among the best-ranked tables.
+ * among the best-ranked tables; and the first and last date of each date column, so a question's
+ * "in 1995" tells the source whose data covers 1995 from the one whose data starts in 2010.
  *
- * From the engine's own statistics only (PostgreSQL's pg_stats: one query, no table read), on a
+ * From the engine's own statistics only (PostgreSQL's pg_stats: two queries, no table read), on a
  * connection of the engine's own that no question waits for; an engine without value statistics
  * (MySQL, Trino, BigQuery) answers `source: none` and the catalog keeps looking literals up among
  * its best tables through `sql.profile`. The scope's visibility applies, as to introspection.
@@ -19,12 +20,13 @@ export async function values(_input: SqlValuesRequest, deps: ExecutorDeps, ctx: 
   const lease = await leaseFor(deps, ctx);
   try {
     if (!lease.engine.valueIndex) return { source: 'none', columns: [], truncated: false, duration_ms: performance.now() - started };
-    const { columns, truncated } = await lease.engine.valueIndex();
+    const { columns, truncated, dates } = await lease.engine.valueIndex();
     const visible = lease.visible;
     const shown = visible
       ? columns.filter((c) => visible({ schema: c.schema, name: c.table, kind: 'table', columns: [] } satisfies DbTable))
       : columns;
-    return { source: 'statistics', columns: shown, truncated, duration_ms: performance.now() - started };
+    const seen = visible ? (dates ?? []).filter((c) => visible({ schema: c.schema, name: c.table, kind: 'table', columns: [] } satisfies DbTable)) : (dates ?? []);
+    return { source: 'statistics', columns: shown, ...(dates ? { dates: seen } : {}), truncated, duration_ms: performance.now() - started };
   } finally {
     lease.release();
   }

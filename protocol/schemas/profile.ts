@@ -148,10 +148,25 @@ export const IndexedColumn = Type.Object({
 });
 export type IndexedColumn = Static<typeof IndexedColumn>;
 
+/**
+ * The dates a date or timestamp column holds, from its statistics: the first and last day
+ * (`YYYY-MM-DD`), far-off placeholders ('9999-01-01' for "still current") left out.
+ */
+export const IndexedDates = Type.Object({
+  schema: Type.String(),
+  table: Type.String(),
+  column: Type.String(),
+  first: Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$' }),
+  last: Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$' }),
+});
+export type IndexedDates = Static<typeof IndexedDates>;
+
 export const SqlValuesReply = Type.Object({
   /** statistics: the engine's own (PostgreSQL's pg_stats); none: this engine keeps no value statistics */
   source: Type.Enum(['statistics', 'none']),
   columns: Type.Array(IndexedColumn),
+  /** the date columns' ranges (an engine that keeps none leaves it out) */
+  dates: Type.Optional(Type.Array(IndexedDates)),
   /** more values than VALUE_INDEX_MAX_VALUES: the rest was left out */
   truncated: Type.Boolean(),
   duration_ms: Type.Number({ minimum: 0 }),

@@ -95,6 +95,12 @@ t.test('copies, archives, staging and report tables are told from the tables the
   t.ok(askedFor(familyOf({ schema: 'shop', name: 'ord_archive_2021' }), readQuestion('archived orders').words));
   t.ok(askedFor(familyOf({ schema: 'shop', name: 'ord_emea' }), readQuestion('orders in EMEA').words));
   t.notOk(askedFor(familyOf({ schema: 'shop', name: 'ord_2019' }), readQuestion('orders in 2019').words));
+  // a copy schema named after its source (raw_sales, landing_crm): the source's name is no marker —
+  // a question about the original says it — only the copy words are
+  t.same(familyOf({ schema: 'raw_sales', name: 'orders' }).markers, ['raw']);
+  t.notOk(askedFor(familyOf({ schema: 'raw_sales', name: 'orders' }), readQuestion('sales orders per region').words));
+  t.notOk(askedFor(familyOf({ schema: 'staging_crm', name: 'contacts' }), readQuestion('crm contacts').words));
+  t.ok(askedFor(familyOf({ schema: 'raw_sales', name: 'orders' }), readQuestion('raw sales orders').words));
 });
 
 t.test('copies fold onto their original unless the question asks for them', async (t) => {

@@ -1,4 +1,4 @@
-import type { IndexedColumn } from '../../../protocol/schemas/profile.js';
+import type { IndexedColumn, IndexedDates } from '../../../protocol/schemas/profile.js';
 /**
  * One interface for every database the executor can run SQL on; one file per engine beside
  * this one. An engine is a translation layer: it connects, runs one already-guarded statement
@@ -82,11 +82,11 @@ export interface DbEngine {
   /** what running it would cost, without running it (engines with a dry run: BigQuery) */
   estimate?(sql: string): Promise<QueryStats>;
   /**
-   * The low-cardinality text values of every column the role may read, from the engine's own
-   * statistics, on a connection of their own (never one a question waits for); absent where the
-   * engine keeps no value statistics.
+   * The low-cardinality text values of every column the role may read, and the first and last
+   * date of each date column, from the engine's own statistics, on a connection of their own
+   * (never one a question waits for); absent where the engine keeps no value statistics.
    */
-  valueIndex?(): Promise<{ columns: IndexedColumn[]; truncated: boolean }>;
+  valueIndex?(): Promise<{ columns: IndexedColumn[]; truncated: boolean; dates?: IndexedDates[] }>;
   /**
    * The server's major version (PostgreSQL: 15 for 15.8), read once and kept; undefined while
    * it cannot be read (the guard then takes the oldest grammar). Absent where it does not matter.

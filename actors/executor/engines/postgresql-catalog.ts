@@ -214,25 +214,55 @@ export function privilegesOf(row: PrivilegeRow): RolePrivileges {
 /**
  * The value index: for each text or enum column the role may read with few distinct values
  * (the statistics' estimate, VALUE_INDEX_MAX_DISTINCT at most) and short values, its most common
- * values and its histogram's bounds — for a column of up to a hundred values, every value.
- * pg_stats shows only the columns the role may read. $1: the most distinct values, $2: the
- * values kept per column, $3: the most rows of a table whose unique columns are indexed.
+ * values and its histogram's bounds — for a column of up to a hundred values, every value. A
+ * jsonb column's values are the strings inside its documents (`{"en": "Moscow", "ru": …}` holds
+ * 'Moscow'). pg_stats shows only the columns the role may read. $1: the most distinct values,
+ * $2: the values kept per column, $3: the most rows of a table whose unique columns are indexed.
  */
 export const VALUE_INDEX = `
 SELECT s.schemaname::text AS schema, s.tablename::text AS "table", s.attname::text AS "column",
        CASE WHEN s.n_distinct >= 0 THEN s.n_distinct ELSE -s.n_distinct * GREATEST(c.reltuples, 0) END::float8 AS distinct,
-       (SELECT array_agg(v) FROM (
-          SELECT DISTINCT v FROM unnest(COALESCE(s.most_common_vals::text::text[], '{}') || COALESCE(s.histogram_bounds::text::text[], '{}')) AS v
-          WHERE length(v) BETWEEN 1 AND 80 LIMIT $2) x) AS values
+       CASE WHEN t.typname = 'jsonb' THEN
+         (SELECT array_agg(v) FROM (
+            SELECT DISTINCT x #>> '{}' AS v
+            FROM unnest(COALESCE(s.most_common_vals::text::jsonb[], '{}') || COALESCE(s.histogram_bounds::text::jsonb[], '{}')) AS j,
+                 jsonb_path_query(j, 'strict $.**') AS x
+            WHERE jsonb_typeof(x) = 'string' AND length(x #>> '{}') BETWEEN 1 AND 80 LIMIT $2) y)
+       ELSE
+         (SELECT array_agg(v) FROM (
+            SELECT DISTINCT v FROM unnest(COALESCE(s.most_common_vals::text::text[], '{}') || COALESCE(s.histogram_bounds::text::text[], '{}')) AS v
+            WHERE length(v) BETWEEN 1 AND 80 LIMIT $2) x)
+       END AS values
 FROM pg_catalog.pg_stats s
 JOIN pg_catalog.pg_namespace n ON n.nspname = s.schemaname
 JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = s.tablename
 JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attname = s.attname
 JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
 WHERE ${USER_SCHEMA} AND c.relkind IN ('r', 'p', 'm', 'f') AND NOT c.relispartition
-  AND t.typcategory IN ('S', 'E') AND s.avg_width <= 64
+  AND ((t.typcategory IN ('S', 'E') AND s.avg_width <= 64) OR (t.typname = 'jsonb' AND s.avg_width <= 256))
   AND (CASE WHEN s.n_distinct >= 0 THEN s.n_distinct ELSE -s.n_distinct * GREATEST(c.reltuples, 0) END) BETWEEN 1 AND $1
   -- a column unique in its table (names, e-mails, codes) only in a small lookup table (shippers, categories)
   AND (s.n_distinct > -0.9 OR c.reltuples <= $3)
   AND (s.most_common_vals IS NOT NULL OR s.histogram_bounds IS NOT NULL)
+ORDER BY 1, 2, 3`;
+
+/**
+ * The dates each date or timestamp column holds, from the same statistics: the first and last
+ * of its most common values and histogram bounds (the sample's minimum and maximum), as
+ * `YYYY-MM-DD`. Placeholders far from any real date ('9999-12-31' for "still valid",
+ * '0001-01-01') are left out, and so are infinities.
+ */
+export const DATE_RANGES = `
+SELECT s.schemaname::text AS schema, s.tablename::text AS "table", s.attname::text AS "column",
+       to_char(min(d), 'YYYY-MM-DD') AS first, to_char(max(d), 'YYYY-MM-DD') AS last
+FROM pg_catalog.pg_stats s
+JOIN pg_catalog.pg_namespace n ON n.nspname = s.schemaname
+JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = s.tablename
+JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attname = s.attname
+JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
+CROSS JOIN LATERAL unnest(COALESCE(s.most_common_vals::text::timestamp[], '{}') || COALESCE(s.histogram_bounds::text::timestamp[], '{}')) AS d
+WHERE ${USER_SCHEMA} AND c.relkind IN ('r', 'p', 'm', 'f') AND NOT c.relispartition
+  AND (CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE t.oid END) IN ('pg_catalog.date'::regtype, 'pg_catalog.timestamp'::regtype, 'pg_catalog.timestamptz'::regtype)
+  AND isfinite(d) AND d >= '1800-01-01' AND d < '2200-01-01'
+GROUP BY 1, 2, 3
 ORDER BY 1, 2, 3`;

@@ -30,9 +30,9 @@ import { dropsConnection, timedOut } from './errors.js';
 import { PgWireMeter } from './pg-wire-meter.js';
 import { stopBackend } from './pg-cancel.js';
 import { countDbCancel } from '../../../protocol/metrics.js';
-import { INTROSPECT_FOREIGN_KEYS, INTROSPECT_TABLES, VALUE_INDEX, PRIVILEGES, privilegesOf, WRITE_ACCESS, type ForeignKeyRow, type PrivilegeRow, type TableRow } from './postgresql-catalog.js';
+import { DATE_RANGES, INTROSPECT_FOREIGN_KEYS, INTROSPECT_TABLES, VALUE_INDEX, PRIVILEGES, privilegesOf, WRITE_ACCESS, type ForeignKeyRow, type PrivilegeRow, type TableRow } from './postgresql-catalog.js';
 import { toDbError } from './postgresql-errors.js';
-import { type IndexedColumn, VALUE_INDEX_UNIQUE_ROWS, VALUE_INDEX_COLUMN_VALUES, VALUE_INDEX_MAX_DISTINCT, VALUE_INDEX_MAX_VALUES } from '../../../protocol/schemas/profile.js';
+import { type IndexedColumn, type IndexedDates, VALUE_INDEX_UNIQUE_ROWS, VALUE_INDEX_COLUMN_VALUES, VALUE_INDEX_MAX_DISTINCT, VALUE_INDEX_MAX_VALUES } from '../../../protocol/schemas/profile.js';
 import { RESULT_TYPES } from './postgresql-values.js';
 import { attachMeter, capsOf, INTERNAL_CAPS } from './wire-cap.js';
 
@@ -461,7 +461,7 @@ export class PostgresEngine implements DbEngine {
   /** The value index's own connection (one at most, opened when first asked): it never takes one a question waits for. */
   private sidePool: pg.Pool | undefined;
 
-  async valueIndex(): Promise<{ columns: IndexedColumn[]; truncated: boolean }> {
+  async valueIndex(): Promise<{ columns: IndexedColumn[]; truncated: boolean; dates: IndexedDates[] }> {
     this.sidePool ??= (() => {
       const side = new pg.Pool({ ...this.connectionConfig(), application_name: `cortado-values-${process.pid}`, max: 1, idleTimeoutMillis: 10_000 } as pg.PoolConfig);
       side.on('error', (err) => this.log.warn({ err: err.message }, 'an idle value-index connection failed'));
@@ -484,7 +484,8 @@ export class PostgresEngine implements DbEngine {
         total += values.length;
         columns.push({ schema: row.schema, table: row.table, column: row.column, distinct: Math.round(row.distinct), values });
       }
-      return { columns, truncated };
+      const d = await this.sidePool.query<IndexedDates>({ text: DATE_RANGES, types: pg.types });
+      return { columns, truncated, dates: d.rows };
     } catch (err) {
       throw toDbError(err);
     }
