@@ -316,6 +316,7 @@ export function lookupValues(question: string, index: ValueIndex, isSchemaWord: 
       const lower = raw.toLowerCase();
       if (n === 1) {
         if (lower.length < 3 || /^\d+$/.test(lower) || STOP.has(lower)) continue;
+        if (FUNCTION_WORDS.has(lower) && raw !== raw.toUpperCase()) continue;
         const capital = /^\p{Lu}/u.test(raw) && i > 0;
         if (!capital && !/\p{Lu}.*\p{Lu}/u.test(raw) && isSchemaWord(lower)) continue;
       } else if (STOP.has(words[0]!.toLowerCase()) || STOP.has(words[n - 1]!.toLowerCase())) continue;
@@ -349,6 +350,14 @@ const STOP: ReadonlySet<string> = new Set([
   'show', 'list', 'give', 'tell', 'top', 'most', 'least', 'more', 'less', 'than', 'over', 'under', 'total', 'average', 'number', 'count',
   'year', 'month', 'week', 'day', 'today', 'last', 'next', 'this', 'there', 'their', 'they', 'them', 'when', 'where', 'why', 'other',
   'none', 'yes', 'new', 'old', 'all', 'one', 'two', 'other', 'unknown', 'true', 'false', 'null', 'default', 'active', 'open', 'closed',
+]);
+/**
+ * Modal verbs, pronouns and other function words: never a value alone unless written in capitals
+ * ("which vendors can supply" asks nothing of Canada's code 'CAN'; "customers in CAN" does).
+ */
+const FUNCTION_WORDS: ReadonlySet<string> = new Set([
+  'can', 'could', 'will', 'would', 'shall', 'should', 'may', 'might', 'must', 'its', 'you', 'your', 'his', 'her', 'him', 'she', 'ours',
+  'theirs', 'these', 'those', 'but', 'then', 'also', 'just', 'very', 'into', 'onto', 'via', 'been', 'being',
 ]);
 
 // ---- dates: which tables' data covers the question's years -----------------------------------

@@ -5,7 +5,7 @@
  * (a city kept as `{"en": "Moscow", "ru": "Москва"}` is found as 'Moscow').
  */
 import t from 'tap';
-import { buildCatalog, context, createCatalogCache, createValueIndex, lookupDates, periodsOf, type CatalogDeps } from '../../actors/catalog/handle.js';
+import { buildCatalog, context, createCatalogCache, createValueIndex, lookupDates, lookupValues, periodsOf, type CatalogDeps } from '../../actors/catalog/handle.js';
 import { createEngine } from '../../actors/executor/engines/index.js';
 import type { ExecutorDeps } from '../../actors/executor/handle.js';
 import { values } from '../../actors/executor/value-index.js';
@@ -19,8 +19,8 @@ const filler = Array.from({ length: 20 }, (_, i) => `CREATE TABLE noise_${i} (id
 await db.pool.query(`
   -- a wholesaler's old system, its orders from 1994 to 1996, named as its designers named things
   CREATE SCHEMA wholesale;
-  CREATE TABLE wholesale.country (c_countrykey int PRIMARY KEY, c_name text);
-  INSERT INTO wholesale.country VALUES (1, 'FRANCE'), (2, 'GERMANY'), (3, 'JAPAN');
+  CREATE TABLE wholesale.country (c_countrykey int PRIMARY KEY, c_name text, c_code text);
+  INSERT INTO wholesale.country VALUES (1, 'FRANCE', 'FRA'), (2, 'GERMANY', 'DEU'), (3, 'JAPAN', 'JPN'), (4, 'CANADA', 'CAN');
   CREATE TABLE wholesale.customer (c_custkey int PRIMARY KEY, c_name text, c_countrykey int REFERENCES wholesale.country);
   INSERT INTO wholesale.customer SELECT g, 'Customer#' || g, 1 + g % 3 FROM generate_series(1, 30) g;
   CREATE TABLE wholesale.orders (o_orderkey int PRIMARY KEY, o_custkey int REFERENCES wholesale.customer, o_orderdate date, o_totalprice numeric);
@@ -96,6 +96,10 @@ t.test("a question's years find the tables whose data covers them; load and upda
   t.same(tables('orders placed in March 2022'), ['shop.orders']);
   t.same(tables('titles held in 2007'), ['hr.titles']);
   t.same(tables('orders placed in 1980'), [], 'no data in 1980');
+  // and a modal verb or a pronoun is no value, unless written as the code it then is
+  const look = (q: string) => [...lookupValues(q, index!, () => false).keys()];
+  t.same(look('Which suppliers can deliver by Friday?'), [], "'can' is no country code here");
+  t.same(look('Can you list the customers in CAN?'), ['CAN']);
 });
 
 t.test('through the context: the source whose dates cover the year is chosen over the one whose names match better', async (t) => {
