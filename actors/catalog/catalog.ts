@@ -4,7 +4,6 @@
  */
 import type { Dialect } from '../../protocol/schemas/common.js';
 import type { DbTable, SqlIntrospectReply } from '../../protocol/schemas/sql.js';
-import { tables } from './handle.js';
 
 export interface CatalogEntry {
   /** the name to use in SQL: unqualified in the default schema, `schema.name` elsewhere */

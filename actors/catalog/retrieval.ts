@@ -150,7 +150,7 @@ function structureOf(catalog: Catalog): Structure {
     }
     return undefined;
   };
-  entries.forEach((e, i) => {
+  entries.forEach((_e, i) => {
     const f = families[i];
     if (!f?.kind || !f.base) return;
     if (f.sibling !== undefined && copyOf(i, [f.sibling]) !== undefined) {
@@ -171,7 +171,7 @@ function structureOf(catalog: Catalog): Structure {
   });
   // copies with no original in the catalog (ml_features_v2 … _v5): the family's first name stands for the rest
   const lone = new Map<string, number>();
-  entries.forEach((e, i) => {
+  entries.forEach((_e, i) => {
     const f = families[i];
     if (f?.kind !== 'copy' || originalOf.has(i) || !f.base) return;
     const key = f.base;

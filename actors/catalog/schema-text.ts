@@ -4,7 +4,6 @@
  * name, type, comment and value is kept on its line (inline: no line break, control character
  * or fence marker; comments and values capped).
  */
-import type { Dialect } from '../../protocol/schemas/common.js';
 import type { DbTable } from '../../protocol/schemas/sql.js';
 import { DIALECT_NAMES, fence, inline } from '../lib/prompting.js';
 import { type Catalog, type CatalogEntry, displayName } from './catalog.js';

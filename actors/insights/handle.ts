@@ -15,7 +15,6 @@
  * the statistics read differences from the smallest value in floating point.
  */
 import type { Bus, Ctx } from '../../protocol/bus.js';
-import type { Usage } from '../../protocol/schemas/common.js';
 import { ZERO_USAGE } from '../../protocol/schemas/common.js';
 import type { Insight, InsightsGenerateReply, InsightsGenerateRequest } from '../../protocol/schemas/insights.js';
 import type { Config } from '../../config/schema.js';

@@ -55,7 +55,7 @@ export function parseOpsInsights(raw: string): ParsedOpsInsights {
 }
 
 /** What the model sees: per target, the operation's aggregates (or its error code), one line each. */
-export function summarizeOps(op: OpsOperation, projects: readonly OpsProjectResult[]): string {
+export function summarizeOps(projects: readonly OpsProjectResult[]): string {
   const lines: string[] = [];
   for (const p of projects) {
     const name = p.target.label;
@@ -113,7 +113,7 @@ export interface OpsInsightsDeps {
 export function buildOpsPrompt(op: OpsOperation, projects: readonly OpsProjectResult[], config: Config): { system: string; user: string } {
   const { system, user } = splitPrompt(promptText(config, 'ops_insights_generation'), {
     question: op,
-    result_summary: fence('aggregates', summarizeOps(op, projects)),
+    result_summary: fence('aggregates', summarizeOps(projects)),
     max_insights: String(config.ops_agent.ai_insights_max),
   });
   return { system: withDataRule(system), user };
