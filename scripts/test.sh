@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The test command (npm test): type-check, start private test servers, run every test
-# file with tap, and end with one plain "N passed, N failed" line.
-#   npm test                      all tests
-#   npm test -- test/foo.test.ts  some files
+# The test command (npm test): type-check, start private test servers, compile the tests to
+# JavaScript once (scripts/build-tests.mjs, into .build/), run every test file with tap, and end
+# with one plain "N passed, N failed" line.
+#   npm test                                 all tests
+#   npm test -- test/foo.test.ts test/edge   some files, or every file of a folder
+#   TEST_JOBS=1 SKIP_TYPECHECK=1 npm test -- ...   one file at a time, no type-check
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export METADATA_SERVER_DETECTION=none CORTADO_STRICT=1 CORTADO_LOG_LEVEL=${CORTADO_LOG_LEVEL:-silent}
@@ -28,8 +30,21 @@ if [ ! -f "$built" ] || grep -q '@tapjs/typescript' "$built"; then npx tap build
 
 files=("$@")
 if [ ${#files[@]} -eq 0 ]; then mapfile -t files < <(find test -name '*.test.ts' | sort); fi
+# compiled once (scripts/build-tests.mjs): tap runs test/x.test.ts as .build/test/x.test.js
+node scripts/build-tests.mjs >/dev/null || { echo "0 passed, 1 failed (the tests did not compile)"; exit 1; }
+build=.build
+run=()
+for f in "${files[@]}"; do
+  if [ -d "$f" ]; then mapfile -t -O ${#run[@]} run < <(find "$f" -name '*.test.ts' | sort | sed "s#^\(.*\)\.ts\$#$build/\1.js#"); continue; fi
+  case "$f" in
+    *.ts) rel=$(realpath -m --relative-to=. "$f"); run+=("$build/${rel%.ts}.js") ;;
+    *) run+=("$f") ;;
+  esac
+done
 out=$(mktemp)
-npx tap --reporter=tap --jobs="${TEST_JOBS:-2}" --timeout="${TEST_TIMEOUT:-180}" "${files[@]}" 2>&1 | tee "$out"
+# tap names a file by the path it ran; its lines name the source (test/x.test.ts), as before
+npx tap --reporter=tap --jobs="${TEST_JOBS:-2}" --timeout="${TEST_TIMEOUT:-180}" --node-arg=--enable-source-maps "${run[@]}" 2>&1 \
+  | sed -u -E '/^ *(# Subtest: |(not )?ok [0-9]+ - )/ s#\.build/(test/[^ ]*)\.test\.js#\1.test.ts#' | tee "$out"
 rc=${PIPESTATUS[0]}
 node -e '
   const s = require("fs").readFileSync(process.argv[1], "utf8");
