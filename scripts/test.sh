@@ -42,8 +42,10 @@ for f in "${files[@]}"; do
   esac
 done
 out=$(mktemp)
+# a file may take 300 s (TEST_TIMEOUT) before tap ends it: the browser files take 60-90 s alone and
+# passed 180 s on a loaded machine (load average 10)
 # tap names a file by the path it ran; its lines name the source (test/x.test.ts), as before
-npx tap --reporter=tap --jobs="${TEST_JOBS:-2}" --timeout="${TEST_TIMEOUT:-180}" --node-arg=--enable-source-maps "${run[@]}" 2>&1 \
+npx tap --reporter=tap --jobs="${TEST_JOBS:-2}" --timeout="${TEST_TIMEOUT:-300}" --node-arg=--enable-source-maps "${run[@]}" 2>&1 \
   | sed -u -E '/^ *(# Subtest: |(not )?ok [0-9]+ - )/ s#\.build/(test/[^ ]*)\.test\.js#\1.test.ts#' | tee "$out"
 rc=${PIPESTATUS[0]}
 node -e '
