@@ -1,13 +1,4 @@
-// The lineage parser's worker thread (isolated.ts): load TypeScript through tsx (as bin/cortado.js does), then the worker.
-// Where the module's compiled JavaScript sits beside it (the tests' copy, .build/: scripts/build-tests.mjs),
-// that runs instead, with no loader.
-import { existsSync } from 'node:fs';
+// The lineage parser's worker thread (isolated.ts): its module, compiled or through tsx (actors/lib/load-beside.mjs).
+import { loadBeside } from '../lib/load-beside.mjs';
 
-const compiled = new URL('./lineage-worker.js', import.meta.url);
-if (existsSync(compiled)) {
-  await import(compiled.href);
-} else {
-  const { register } = await import('tsx/esm/api');
-  register();
-  await import('./lineage-worker.ts');
-}
+await loadBeside(new URL('./lineage-worker', import.meta.url));

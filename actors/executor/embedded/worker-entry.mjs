@@ -1,13 +1,4 @@
-// The worker thread's entry: load TypeScript through tsx (as bin/cortado.js does), then the worker.
-// Where the module's compiled JavaScript sits beside it (the tests' copy, .build/: scripts/build-tests.mjs),
-// that runs instead, with no loader.
-import { existsSync } from 'node:fs';
+// The embedded database's worker thread: its module, compiled or through tsx (actors/lib/load-beside.mjs).
+import { loadBeside } from '../../lib/load-beside.mjs';
 
-const compiled = new URL('./worker.js', import.meta.url);
-if (existsSync(compiled)) {
-  await import(compiled.href);
-} else {
-  const { register } = await import('tsx/esm/api');
-  register();
-  await import('./worker.ts');
-}
+await loadBeside(new URL('./worker', import.meta.url));
