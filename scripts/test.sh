@@ -18,8 +18,11 @@ started_here=0
 if [ -z "${DATABASE_URL:-}" ]; then
   eval "$(bash scripts/services-up.sh)" || { echo "0 passed, 1 failed (test services did not start)"; exit 1; }
   started_here=1
-  trap 'bash scripts/services-down.sh "$SVC_DIR"' EXIT
 fi
+cleanup=()
+on_exit() { for c in "${cleanup[@]}"; do eval "$c"; done; }
+trap on_exit EXIT
+[ $started_here = 1 ] && cleanup+=('bash scripts/services-down.sh "$SVC_DIR"')
 
 # tap builds its Test class with the configured plugins (.taprc) on the first run after an
 # install, but that run has already read the loaders of the prebuilt default set, so each of its
@@ -41,6 +44,16 @@ for f in "${files[@]}"; do
     *) run+=("$f") ;;
   esac
 done
+# one Chromium for the whole run (test/helpers/browser.ts), when a file of it drives a browser:
+# the files connect to it instead of each starting and stopping its own
+if [ "${TEST_SHARED_BROWSER:-1}" = 1 ] && grep -lq launchBrowser "${run[@]}" 2>/dev/null; then
+  ws_file=$(mktemp)
+  node "$build/test/helpers/browser-server.js" >"$ws_file" </dev/null &
+  browser_pid=$!
+  cleanup+=('kill -TERM $browser_pid 2>/dev/null; wait $browser_pid 2>/dev/null; rm -f "$ws_file"')
+  for _ in $(seq 1 300); do grep -q '^ws://' "$ws_file" && break; kill -0 $browser_pid 2>/dev/null || break; sleep 0.1; done
+  if grep -q '^ws://' "$ws_file"; then export CORTADO_TEST_BROWSER_WS=$(head -1 "$ws_file"); else echo "# the shared Chromium did not start: each browser file starts its own"; fi
+fi
 out=$(mktemp)
 # a file may take 300 s (TEST_TIMEOUT) before tap ends it: the browser files take 60-90 s alone and
 # passed 180 s on a loaded machine (load average 10)
@@ -69,5 +82,4 @@ node -e '
   console.log(`${c.pass ?? 0} passed, ${failed} failed` + (skipped ? `, ${skipped} skipped` : ""));
 ' "$out"
 rm -f "$out"
-[ $started_here = 1 ] && true
 exit $rc

@@ -15,7 +15,7 @@ import ExcelJS from 'exceljs';
 import t, { type Test } from 'tap';
 import type { Page } from 'playwright-core';
 import { GUARD_SCHEMA_SQL } from '../fixtures/guard-cases.js';
-import { launchBrowser } from '../helpers/browser.js';
+import { downloaded, launchBrowser } from '../helpers/browser.js';
 import { testConfig } from '../helpers/config.js';
 import { chatAnswer, sqlAnswer, startFakeLlm } from '../helpers/fake-llm.js';
 import { startNats } from '../helpers/nats.js';
@@ -226,7 +226,7 @@ t.test('downloads: csv, xlsx and html parsed back; anonymous callers are told to
   const answer = page.locator('.answer').first();
   const fetchFile = async (format: string) => {
     const [download] = await Promise.all([page.waitForEvent('download'), answer.locator(`.downloads button[data-format="${format}"]`).click()]);
-    return { name: download.suggestedFilename(), data: readFileSync((await download.path())!) };
+    return { name: download.suggestedFilename(), data: await downloaded(download) };
   };
   const csv = await fetchFile('csv');
   t.match(csv.name, /\.csv$/);

@@ -17,7 +17,7 @@ import { generateFernetKey } from '../../actors/lib/fernet.js';
 import { Bus } from '../../protocol/bus.js';
 import { createLogger } from '../../protocol/log.js';
 import { QueryGeneratedEvt } from '../../protocol/subjects.js';
-import { launchBrowser } from '../helpers/browser.js';
+import { downloaded, launchBrowser } from '../helpers/browser.js';
 import type { BrowserContext } from 'playwright-core';
 import { testConfig } from '../helpers/config.js';
 import { sqlAnswer, startFakeLlm } from '../helpers/fake-llm.js';
@@ -368,7 +368,7 @@ t.test('the directory login form in the widget on another site: a download, and 
 
   const answer = page.locator('[data-cortado-widget] .answer').first();
   const [download] = await Promise.all([page.waitForEvent('download'), answer.locator('.downloads button[data-format="csv"]').click()]);
-  const csv = readFileSync((await download.path())!, 'utf8').replace(/^\uFEFF/, '').trim().split(/\r?\n/);
+  const csv = (await downloaded(download)).toString('utf8').replace(/^\uFEFF/, '').trim().split(/\r?\n/);
   t.equal(csv[0], 'month,revenue', `the download from ${shop.origin}: ${await answer.locator('.dl-status').textContent()}`);
   t.equal(csv.length, 13, 'a header and twelve months');
 
