@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import YAML from 'yaml';
 import { Bus } from '../../protocol/bus.js';
 import { createLogger } from '../../protocol/log.js';
@@ -18,30 +18,31 @@ import { ROOT } from '../../config/load.js';
 import { toEntry } from '../../actors/audit/handle.js';
 import { generateFernetKey } from '../../actors/identity/fernet.js';
 import { testConfig, testConfigObject } from '../helpers/config.js';
+import { endWithProcess } from '../helpers/leftovers.js';
 import { startNats } from '../helpers/nats.js';
 import { createTestDb } from '../helpers/pg.js';
 import { startSmtp } from '../helpers/smtp.js';
 
 const N = 1500;
+// each part's teardown right after it started (tap runs them last first)
 const nats = await startNats();
+t.teardown(() => nats.stop());
 const cfgDb = await createTestDb('audit');
+t.teardown(() => cfgDb.drop());
 const dir = mkdtempSync(path.join(tmpdir(), 'cortado-audit-'));
+t.teardown(() => rmSync(dir, { recursive: true, force: true }));
 const log = createLogger({ svc: 'test', level: 'silent' });
-t.teardown(async () => {
-  await cfgDb.drop();
-  await nats.stop();
-  rmSync(dir, { recursive: true, force: true });
-});
 
 const obj = testConfigObject({ natsUrl: nats.url });
 Object.assign(obj, { config_db: { enabled: true, encryption_key: generateFernetKey(), postgresql: { host: cfgDb.host, port: cfgDb.port, database: cfgDb.name, user: cfgDb.user } } });
 const file = path.join(dir, 'audit.yaml');
 writeFileSync(file, YAML.stringify(obj));
 
-function auditProcess(): { proc: ChildProcess; exited: Promise<number | null> } {
-  const proc = spawn(process.execPath, [path.join(ROOT, 'bin/cortado.js'), '--config', file, '--role', 'actors:audit'], { cwd: ROOT, stdio: 'ignore' });
+/** The audit actor in a process of its own, ended with the subtest `t` that started it (or with this process). */
+function auditProcess(t: Test): { proc: ChildProcess; exited: Promise<number | null> } {
+  const proc = endWithProcess(spawn(process.execPath, [path.join(ROOT, 'bin/cortado.js'), '--config', file, '--role', 'actors:audit'], { cwd: ROOT, stdio: 'ignore' }));
   const exited = new Promise<number | null>((r) => proc.once('exit', (c) => r(c)));
-  t.teardown(() => { if (proc.exitCode === null) proc.kill('SIGKILL'); });
+  t.teardown(() => { if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL'); });
   return { proc, exited };
 }
 
@@ -73,7 +74,7 @@ t.test('killed mid-stream and restarted: nothing lost, nothing duplicated', { ti
   }
   await bus.flush();
 
-  const first = auditProcess();
+  const first = auditProcess(t);
   const end = Date.now() + 60_000;
   while ((await count()).rows < 100 && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
   first.proc.kill('SIGKILL');
@@ -81,7 +82,7 @@ t.test('killed mid-stream and restarted: nothing lost, nothing duplicated', { ti
   const mid = await count();
   t.ok(mid.rows > 0 && mid.rows < N, `killed part way (${mid.rows} of ${N} written)`);
 
-  const second = auditProcess();
+  const second = auditProcess(t);
   const end2 = Date.now() + 90_000;
   while ((await count()).rows < N && Date.now() < end2) await new Promise((r) => setTimeout(r, 100));
   await new Promise((r) => setTimeout(r, 500)); // anything redelivered late would show now
@@ -116,7 +117,7 @@ t.test('schedule.ran, mail.sent and mail.failed reach the audit log', { timeout:
     await mailerBus.close();
     await bus.close();
   });
-  const audit = auditProcess();
+  const audit = auditProcess(t);
 
   const run = randomUUID();
   // a report e-mailed, one refused (two recipients over a cap of one), one failed at the SMTP login

@@ -9,21 +9,22 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { ROOT } from '../../config/load.js';
 import { launchBrowser } from '../helpers/browser.js';
 import { sqlAnswer, startFakeLlm } from '../helpers/fake-llm.js';
+import { endWithProcess } from '../helpers/leftovers.js';
 import { startNats } from '../helpers/nats.js';
 import { call } from '../helpers/stack.js';
 
-const nats = await startNats();
-const fake = await startFakeLlm();
+// each part's teardown right after it started (tap runs them last first): a set-up that throws
+// half-way still stops what it had started
 const dir = mkdtempSync(path.join(tmpdir(), 'cortado-start-'));
-t.teardown(async () => {
-  await fake.close();
-  await nats.stop();
-  rmSync(dir, { recursive: true, force: true });
-});
+t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+const nats = await startNats();
+t.teardown(() => nats.stop());
+const fake = await startFakeLlm();
+t.teardown(() => fake.close());
 
 async function freePort(): Promise<number> {
   const srv = net.createServer();
@@ -33,19 +34,20 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-async function start(env: Record<string, string>) {
+/** `npm start` as a child of the subtest `t`: it ends with that subtest (or with this process), however either ends. */
+async function start(t: Test, env: Record<string, string>) {
   const port = await freePort();
   // the shipped config, as `npm start` reads it; only the environment differs
-  const child = spawn(process.execPath, [path.join(ROOT, 'bin/cortado.js')], {
+  const child = endWithProcess(spawn(process.execPath, [path.join(ROOT, 'bin/cortado.js')], {
     cwd: ROOT,
     env: { ...process.env, CORTADO_CONFIG: '', CORTADO_PORT: String(port), CORTADO_HOST: '127.0.0.1', NATS_URL: nats.url, CORTADO_DEMO_DIR: path.join(dir, 'demo-pg'), CORTADO_LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  }));
+  t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL'); });
   let out = '';
   child.stdout.on('data', (d: Buffer) => { out += d.toString(); });
   child.stderr.on('data', (d: Buffer) => { out += d.toString(); });
   const exited = new Promise<number | null>((r) => child.once('exit', (c) => r(c)));
-  t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL'); });
   const url = `http://127.0.0.1:${port}`;
   const end = Date.now() + 120_000;
   for (;;) {
@@ -59,7 +61,7 @@ async function start(env: Record<string, string>) {
 }
 
 t.test('with an LLM: the demo database answers "which store sold the most last month?"', async (t) => {
-  const app = await start({ ANTHROPIC_API_KEY: 'sk-test-not-real', ANTHROPIC_BASE_URL: fake.url });
+  const app = await start(t, { ANTHROPIC_API_KEY: 'sk-test-not-real', ANTHROPIC_BASE_URL: fake.url });
   const page = await call(`${app.url}/`);
   t.equal(page.status, 200);
   // `/` is the dashboard: its Assistant tab draws the question box (the answer view) in the browser
@@ -102,7 +104,7 @@ GROUP BY s.name ORDER BY revenue DESC`;
 });
 
 t.test('without a key: it starts, /health says so, a question is LLM_UNAVAILABLE', async (t) => {
-  const app = await start({ ANTHROPIC_API_KEY: '', ANTHROPIC_BASE_URL: '' });
+  const app = await start(t, { ANTHROPIC_API_KEY: '', ANTHROPIC_BASE_URL: '' });
   const health = await call(`${app.url}/health`);
   t.equal(health.body.llm, 'not_configured');
   t.equal(health.body.database, 'ok');
