@@ -41,8 +41,11 @@ export class Evaluator {
   /** why the last pass failed (logged once per distinct reason) */
   private passError: string | undefined;
 
-  /** without a lease this process evaluates alone (memory of its own, or no JetStream) */
-  constructor(private readonly deps: AlarmsDeps, lease?: Kv<LeaseValue>) {
+  /**
+   * Without a lease this process evaluates alone (memory of its own, or no JetStream). `tickMs`:
+   * how often it looks for due alarms (tests look more often than the product's second).
+   */
+  constructor(private readonly deps: AlarmsDeps, lease?: Kv<LeaseValue>, private readonly tickMs = TICK_MS) {
     this.lease = new LeaderLease(lease, deps.log, { role: 'alarms leader', leading: 'this process evaluates the alarms', paused: 'evaluations paused' });
   }
 
@@ -68,7 +71,7 @@ export class Evaluator {
         if (message !== this.passError) this.deps.log.warn({ err: message }, 'an alarms pass failed: trying again every second (logged again only when the reason changes)');
         this.passError = message;
       }).finally(() => { this.passing = false; });
-    }, TICK_MS);
+    }, this.tickMs);
   }
 
   async stop(deadlineMs: number): Promise<void> {

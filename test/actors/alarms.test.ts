@@ -28,6 +28,7 @@ import { checkOverride } from '../../config/runtime.js';
 import { testConfig } from '../helpers/config.js';
 import { adfText, startFakeJira } from '../helpers/fake-jira.js';
 import { startNats } from '../helpers/nats.js';
+import { until } from '../helpers/processes.js';
 import { startSmtp } from '../helpers/smtp.js';
 
 const TOKEN = 'jira-tok-Xq93-never-logged';
@@ -469,21 +470,33 @@ t.test('a failing tracker is one history line and one warning per reason while t
 t.test('a corrupt alarms file is logged once per distinct error, not every second; mended, evaluation resumes', async (t) => {
   const file = path.join(dir, 'corrupt.json');
   writeFileSync(file, '{"version": 1, "alarms": [ {"id": "half');
-  const ev = new Evaluator(depsFor(new FileAlarms(file, log), busA));
+  // the passes counted as they read the file: the test waits for passes, not for seconds
+  class Counted extends FileAlarms {
+    reads = 0;
+    override list(): ReturnType<FileAlarms['list']> {
+      this.reads++;
+      return super.list();
+    }
+  }
+  const store = new Counted(file, log);
+  // a pass every 50 ms (the product's is a second): three passes are a moment
+  const ev = new Evaluator(depsFor(store, busA), undefined, 50);
+  /** until `n` more passes have read the file and ended (one pass at a time: the next read is after the last pass's end) */
+  const passesEnded = (n: number) => { const to = store.reads + n + 1; return until(`${n} alarms passes`, () => store.reads >= to, 30_000); };
   lines.length = 0;
   ev.start();
   t.teardown(() => ev.stop(1_000));
   const failedPasses = () => lines.map((l) => JSON.parse(l) as { level: string; msg: string; err?: string }).filter((l) => l.msg.startsWith('an alarms pass failed'));
-  await new Promise((r) => setTimeout(r, 3_500));
+  await passesEnded(3);
   t.equal(failedPasses().length, 1, 'three passes and more, one warning');
   t.match(failedPasses()[0]?.err, /is not valid JSON/);
   // replaced whole, as an editor saves: a pass that read a half-written file would see a third error
   const replace = (text: string): void => { writeFileSync(`${file}.new`, text); renameSync(`${file}.new`, file); };
   replace('{"version": 1, "alarms": 7}');
-  await new Promise((r) => setTimeout(r, 2_500));
+  await passesEnded(3);
   t.equal(failedPasses().length, 2, 'another reason: logged once more');
   replace('{"version": 1, "alarms": []}\n');
-  await new Promise((r) => setTimeout(r, 2_000));
+  await passesEnded(3);
   t.ok(lines.some((l) => l.includes('the alarms can be read again')), 'mended: said once');
   t.equal(failedPasses().length, 2);
   t.equal(readFileSync(file, 'utf8'), '{"version": 1, "alarms": []}\n', 'never reset');
