@@ -382,10 +382,11 @@ const MAX_TABLES_PER_PERIOD = 12;
 const ROW_UPKEEP = /^_|(?:^|_)(?:modified|modify|updated?|last_update|last_modified|loaded|load|ingested|synced|inserted|extracted|etl|dbt|valid_from|valid_to|rec_start|rec_end)(?:_|$)|modifieddate|lastupdate/i;
 
 const MONTH_NAMES = ['january', 'february', 'march', 'april', 'may', 'june', 'july', 'august', 'september', 'october', 'november', 'december'];
+/** A month's number less one, by its name or a short form of three or four letters ("Aug", "Sept."); -1 for any other word. */
 const monthOf = (word: string): number => {
   const w = word.toLowerCase().replace(/\.$/, '');
   if (w.length < 3) return -1;
-  return MONTH_NAMES.findIndex((m) => m.startsWith(w) && (w.length >= 3 && (w === m || w.length <= 4)));
+  return MONTH_NAMES.findIndex((m) => w === m || (w.length <= 4 && m.startsWith(w)));
 };
 const pad = (n: number): string => String(n).padStart(2, '0');
 const lastDay = (y: number, m: number): number => new Date(Date.UTC(y, m, 0)).getUTCDate();
