@@ -24,6 +24,7 @@ import { LEASE_TTL_MS } from '../../actors/alarms/evaluator.js';
 import { testConfig } from '../helpers/config.js';
 import { startFakeBigQuery } from '../helpers/fake-bigquery.js';
 import { startFakeJira } from '../helpers/fake-jira.js';
+import { endWithProcess } from '../helpers/leftovers.js';
 import { startNats } from '../helpers/nats.js';
 import { startSmtp } from '../helpers/smtp.js';
 import { createTestDb } from '../helpers/pg.js';
@@ -62,7 +63,7 @@ const CHILD = path.join(path.dirname(fileURLToPath(import.meta.url)), '../helper
 /** one alarms process: its log lines, parsed */
 interface Member { name: string; child: ChildProcess; lines: Array<Record<string, any>> }
 function member(name: string): Member {
-  const child = spawn(process.execPath, ['--import', 'tsx', CHILD, nats.url, JSON.stringify(extra), clockFile], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = endWithProcess(spawn(process.execPath, ['--import', 'tsx', CHILD, nats.url, JSON.stringify(extra), clockFile], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] }));
   const m: Member = { name, child, lines: [] };
   let rest = '';
   child.stdout!.on('data', (d: Buffer) => {

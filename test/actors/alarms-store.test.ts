@@ -13,6 +13,7 @@ import t from 'tap';
 import { CortadoError } from '../../protocol/errors.js';
 import { createLogger } from '../../protocol/log.js';
 import { FileAlarms, postgresStorage, type AlarmRecord, type AlarmsRepository } from '../../store/index.js';
+import { endWithProcess } from '../helpers/leftovers.js';
 import { createTestDb } from '../helpers/pg.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -42,7 +43,7 @@ async function refused(p: Promise<unknown>): Promise<CortadoError> {
 }
 
 function child(args: string[]): { done: Promise<any>; pid: number; kill(): void; firstLine: Promise<any> } {
-  const p = spawn(process.execPath, ['--import', 'tsx', CHILD, ...args], { stdio: ['ignore', 'pipe', 'pipe'], cwd: path.join(HERE, '../..') });
+  const p = endWithProcess(spawn(process.execPath, ['--import', 'tsx', CHILD, ...args], { stdio: ['ignore', 'pipe', 'pipe'], cwd: path.join(HERE, '../..') }));
   let out = '';
   let err = '';
   let first: (v: any) => void = () => undefined;

@@ -18,6 +18,7 @@ import { CortadoError } from '../../protocol/errors.js';
 import type { Logger } from '../../protocol/log.js';
 import { DEMO_META_TABLE, generateDemoData, countsOf } from '../../actors/executor/embedded/demo-data.js';
 import { startEmbeddedPostgres } from '../../actors/executor/embedded/pglite.js';
+import { endWithProcess } from '../helpers/leftovers.js';
 
 type Embedded = Awaited<ReturnType<typeof startEmbeddedPostgres>>;
 
@@ -257,7 +258,7 @@ t.test('a directory in use is refused', async (t) => {
   t.match(again, { code: 'CONFIG_INVALID', message: /in use by this process/ });
 
   // another live process holds the lock
-  const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
+  const child = endWithProcess(spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' }));
   t.teardown(() => {
     if (child.exitCode === null) child.kill();
   });
@@ -276,7 +277,7 @@ t.test('a restart reuses the data, past a stale lock and socket', async (t) => {
   t.same((await readdir(dirA)).sort(), ['pgdata'], 'stop removes the socket and the lock');
 
   // what a killed process leaves: a lock naming a dead pid, a socket nobody listens on
-  const dead = spawn(process.execPath, ['-e', '0'], { stdio: 'ignore' });
+  const dead = endWithProcess(spawn(process.execPath, ['-e', '0'], { stdio: 'ignore' }));
   await new Promise((resolve) => dead.once('exit', resolve));
   await writeFile(path.join(dirA, 'embedded.pid'), `${dead.pid}\n`);
   const tmpSock = path.join(root, 's.sock');

@@ -23,6 +23,7 @@ import { createSecretBox, MAX_WALK_DEPTH } from '../../actors/lib/secrets.js';
 import { LOCKOUT } from '../../actors/identity/sessions.js';
 import { testConfig, testConfigObject } from '../helpers/config.js';
 import { sqlAnswer, startFakeLlm } from '../helpers/fake-llm.js';
+import { endWithProcess } from '../helpers/leftovers.js';
 import { openRawSse } from '../helpers/mcp.js';
 import { startNats } from '../helpers/nats.js';
 import { createTestDb } from '../helpers/pg.js';
@@ -80,9 +81,9 @@ const portB = await freePort();
 const objB = testConfigObject({ natsUrl: nats.url, db: dbRef, llmUrl: fake.url, extra });
 (objB.app as Record<string, unknown>).port = portB;
 writeFileSync(path.join(dir, 'b.yaml'), YAML.stringify(objB));
-const procB: ChildProcess = spawn(process.execPath, [path.join(ROOT, 'bin/cortado.js'), '--config', path.join(dir, 'b.yaml'), '--role', 'edge', '--role', 'actors:identity,executor'], {
+const procB: ChildProcess = endWithProcess(spawn(process.execPath, [path.join(ROOT, 'bin/cortado.js'), '--config', path.join(dir, 'b.yaml'), '--role', 'edge', '--role', 'actors:identity,executor'], {
   cwd: ROOT, env: { ...process.env, CORTADO_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'ignore', 'pipe'],
-});
+}));
 let stderrB = '';
 procB.stderr?.on('data', (d: Buffer) => { stderrB += d.toString(); });
 const B = `http://127.0.0.1:${portB}`;

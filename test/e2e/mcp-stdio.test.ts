@@ -15,6 +15,7 @@ import { mcpSessionRegistry } from '../../edge/mcp/session.js';
 import { GUARD_SCHEMA_SQL } from '../fixtures/guard-cases.js';
 import { testConfig } from '../helpers/config.js';
 import { sqlAnswer, startFakeLlm } from '../helpers/fake-llm.js';
+import { endWithProcess } from '../helpers/leftovers.js';
 import { issueToken, revokeToken, until } from '../helpers/mcp.js';
 import { startNats } from '../helpers/nats.js';
 import { createTestDb } from '../helpers/pg.js';
@@ -94,7 +95,7 @@ for (const args of [[path.join('bin', 'cortado-mcp.js')], [path.join('bin', 'cor
 /** Run the bridge with this environment and stdin closed at once; its exit code and stderr. */
 function exitOf(env: Record<string, string>): Promise<{ code: number | null; stderr: string; stdout: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [path.join('bin', 'cortado-mcp.js')], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env } });
+    const child = endWithProcess(spawn(process.execPath, [path.join('bin', 'cortado-mcp.js')], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env } }));
     let stderr = '';
     let stdout = '';
     child.stderr.on('data', (d) => { stderr += String(d); });

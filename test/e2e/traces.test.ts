@@ -19,6 +19,7 @@ import { flushTracing } from '../../protocol/tracing.js';
 import { GUARD_SCHEMA_SQL } from '../fixtures/guard-cases.js';
 import { testConfig, testConfigObject } from '../helpers/config.js';
 import { sqlAnswer, startFakeLlm } from '../helpers/fake-llm.js';
+import { endWithProcess } from '../helpers/leftovers.js';
 import { startNats } from '../helpers/nats.js';
 import { createTestDb } from '../helpers/pg.js';
 import { call, startStack } from '../helpers/stack.js';
@@ -77,9 +78,9 @@ const tracing = { otlp_endpoint: otlp, sample_ratio: 1 };
 
 const file = path.join(dir, 'actors.yaml');
 writeFileSync(file, YAML.stringify(testConfigObject({ natsUrl: nats.url, db: dbRef, llmUrl: fake.url, extra: { tracing } })));
-const child = spawn(process.execPath, [path.join(ROOT, 'bin/cortado.js'), '--config', file, '--role', 'actors:llm,executor'], {
+const child = endWithProcess(spawn(process.execPath, [path.join(ROOT, 'bin/cortado.js'), '--config', file, '--role', 'actors:llm,executor'], {
   cwd: ROOT, env: { ...process.env, CORTADO_LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'],
-});
+}));
 let out = '';
 child.stdout.on('data', (d: Buffer) => { out += d.toString(); });
 child.stderr.on('data', (d: Buffer) => { out += d.toString(); });

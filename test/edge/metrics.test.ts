@@ -24,6 +24,7 @@ import { ALL_ACTORS, AUDIT_CONSUMER, MaskRuleCreate } from '../../protocol/subje
 import { GUARD_SCHEMA_SQL } from '../fixtures/guard-cases.js';
 import { testConfig, testConfigObject } from '../helpers/config.js';
 import { sqlAnswer, startFakeLlm } from '../helpers/fake-llm.js';
+import { endWithProcess } from '../helpers/leftovers.js';
 import { startNats } from '../helpers/nats.js';
 import { createTestDb } from '../helpers/pg.js';
 import { until } from '../helpers/processes.js';
@@ -337,9 +338,9 @@ async function spawnRole(t: { teardown(fn: () => unknown): void }, natsUrl: stri
   const obj = testConfigObject({ natsUrl, db: dbRef, llmUrl: fake.url, extra: { metrics: { listen: `127.0.0.1:${port}` } } });
   const file = path.join(dir, `${role.replace(/\W/g, '-')}.yaml`);
   writeFileSync(file, YAML.stringify(obj));
-  const child = spawn(process.execPath, [path.join(ROOT, 'bin/cortado.js'), '--config', file, '--role', role], {
+  const child = endWithProcess(spawn(process.execPath, [path.join(ROOT, 'bin/cortado.js'), '--config', file, '--role', role], {
     cwd: ROOT, env: { ...process.env, CORTADO_LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  }));
   let out = '';
   child.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
   child.stderr!.on('data', (d: Buffer) => { out += d.toString(); });

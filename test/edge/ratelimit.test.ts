@@ -23,6 +23,7 @@ import { decide, type Quota, type Strategy } from '../../edge/http/ratelimit-str
 import { createRateLimiter, normaliseIp } from '../../edge/http/ratelimit.js';
 import type { HttpRequest } from '../../edge/http/server.js';
 import { testConfig, testConfigObject } from '../helpers/config.js';
+import { endWithProcess } from '../helpers/leftovers.js';
 import { startNats } from '../helpers/nats.js';
 import { call, startStack } from '../helpers/stack.js';
 
@@ -440,7 +441,7 @@ t.test('two edge processes share one limit', async (t) => {
     (obj.app as Record<string, unknown>).port = port;
     const file = path.join(dir, `edge-${i}.yaml`);
     writeFileSync(file, YAML.stringify(obj));
-    const child = spawn(process.execPath, [path.join(ROOT, 'bin/cortado.js'), '--config', file, '--role', 'edge'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = endWithProcess(spawn(process.execPath, [path.join(ROOT, 'bin/cortado.js'), '--config', file, '--role', 'edge'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] }));
     t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL'); });
     return child;
   });
