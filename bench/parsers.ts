@@ -3,15 +3,18 @@
  * per question (issue 24, class E; actors/lib/sql-parsers/pool.ts).
  *
  *   guard    the accepted queries of the four guard corpora (test/fixtures/guard-cases*): the
- *            guard in this thread (guard/index.ts guardSql) and through its worker
- *            (guard/isolated.ts guardIsolated: clone there, check, clone back), µs per call
+ *            guard in this thread (guard/index.ts guardSql), through its worker (the guard's
+ *            worker pool: clone there, check, clone back), and as the executor checks
+ *            (guard/isolated.ts guardIsolated: on the event loop what guard/inline.ts proves
+ *            small, in the worker the rest), µs per call
  *   lineage  the same queries read for masking: parseForLineage in this thread, and through the
  *            lineage worker (masking/isolated.ts lineageQuery)
  *   replace  a worker replaced after its parser broke: from the refusal to the next answer, ms
  *            (the guard's worker with a 1 MB stack, on which a 22 KB `1+1+…` overflows)
  *   cpu      the CPU the hop costs, not its latency: the bench query's guard 4,000 times with 32
- *            in flight (as the pipeline at 32 clients), in this thread and through the worker,
- *            this process's CPU (every thread) per call; in and out alternated, three rounds
+ *            in flight (as the pipeline at 32 clients), in this thread, through the worker and
+ *            through guardIsolated, this process's CPU (every thread) per call; the three
+ *            alternated, three rounds
  *
  * Calls are sequential (the added latency of one question) except in `cpu`; prints a table,
  * never fails on a time.
@@ -63,6 +66,16 @@ const quiet = (fn: () => unknown): unknown => {
   }
 };
 
+/** The guard's worker as guardIsolated uses it, for SQL that guardIsolated itself would check on the event loop. */
+function guardPool(): ParserPool {
+  return new ParserPool({
+    name: 'bench-guard',
+    source: new URL('../actors/executor/guard/worker.ts', import.meta.url),
+    entry: new URL('../actors/executor/guard/worker-entry.mjs', import.meta.url),
+    size: 2,
+  });
+}
+
 async function replacement(): Promise<Stats> {
   const pool = new ParserPool({
     name: 'bench',
@@ -109,6 +122,9 @@ export async function parsersSection(): Promise<void> {
   await prepareParsers();
   await startGuardWorkers();
   await startLineageWorkers();
+  const workers = guardPool();
+  await workers.start();
+  const inWorker = (sql: string, dialect: Dialect): Promise<unknown> => workers.run('guard', { sql, dialect, limits: LIMITS });
   const corpora: Array<[Dialect, readonly string[]]> = [
     ['postgresql', ACCEPTED_POSTGRESQL.map((c) => c.sql)],
     ['mysql', ACCEPTED_MYSQL.map((c) => c.sql)],
@@ -121,9 +137,11 @@ export async function parsersSection(): Promise<void> {
   console.log('|---|---|---|---|---|');
   for (const [dialect, sqls] of corpora) {
     const inProcess = await time(sqls, (sql) => quiet(() => guardSql(sql, dialect, LIMITS)));
-    const isolated = await time(sqls, (sql) => guardIsolated(sql, dialect, LIMITS).catch(() => undefined));
+    const isolated = await time(sqls, (sql) => inWorker(sql, dialect).catch(() => undefined));
+    const executor = await time(sqls, (sql) => guardIsolated(sql, dialect, LIMITS).catch(() => undefined));
     console.log(row(`guard, ${dialect}, in process`, inProcess));
     console.log(row(`guard, ${dialect}, in its worker`, isolated));
+    console.log(row(`guard, ${dialect}, as the executor checks (guardIsolated)`, executor));
     console.log(`| guard, ${dialect}: added by the worker | | ${(isolated.mean - inProcess.mean).toFixed(0)} | ${(isolated.p50 - inProcess.p50).toFixed(0)} | |`);
   }
   for (const [dialect, sqls] of corpora) {
@@ -135,13 +153,18 @@ export async function parsersSection(): Promise<void> {
   }
   const inProcess: number[] = [];
   const isolated: number[] = [];
-  await cpuPerCall(() => guardIsolated(BENCH_SQL, 'postgresql', LIMITS), 1_000, 32); // warm
+  const executor: number[] = [];
+  await cpuPerCall(() => inWorker(BENCH_SQL, 'postgresql'), 1_000, 32); // warm
+  await cpuPerCall(() => guardIsolated(BENCH_SQL, 'postgresql', LIMITS), 1_000, 32);
   for (let round = 0; round < 3; round++) {
     inProcess.push(await cpuPerCall(() => guardSql(BENCH_SQL, 'postgresql', LIMITS), 4_000, 32));
-    isolated.push(await cpuPerCall(() => guardIsolated(BENCH_SQL, 'postgresql', LIMITS), 4_000, 32));
+    isolated.push(await cpuPerCall(() => inWorker(BENCH_SQL, 'postgresql'), 4_000, 32));
+    executor.push(await cpuPerCall(() => guardIsolated(BENCH_SQL, 'postgresql', LIMITS), 4_000, 32));
   }
   const med = (xs: number[]): number => quantile(xs, 0.5);
-  console.log(`| guard, the bench query, 32 in flight: CPU µs per call (all threads; rounds ${inProcess.map((x, i) => `${x.toFixed(0)}/${isolated[i]!.toFixed(0)}`).join(', ')}) | in process ${med(inProcess).toFixed(0)} | in its worker ${med(isolated).toFixed(0)} | added ${(med(isolated) - med(inProcess)).toFixed(0)} | |`);
+  const rounds = inProcess.map((x, i) => `${x.toFixed(0)}/${isolated[i]!.toFixed(0)}/${executor[i]!.toFixed(0)}`).join(', ');
+  console.log(`| guard, the bench query, 32 in flight: CPU µs per call (all threads; rounds in process/worker/guardIsolated ${rounds}) | in process ${med(inProcess).toFixed(0)} | in its worker ${med(isolated).toFixed(0)} | guardIsolated ${med(executor).toFixed(0)} | |`);
+  await workers.close();
   const r = await replacement();
   console.log(`| a worker replaced after its parser broke, to the next answer (ms) | ${r.n} | ${r.mean.toFixed(0)} | ${r.p50.toFixed(0)} | ${r.p99.toFixed(0)} |`);
   await stopGuardWorkers();

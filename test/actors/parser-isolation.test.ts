@@ -14,11 +14,18 @@
  * - MariaDB's nested CASTs (node-sql-parser backtracks exponentially: 210 s in process, an
  *   invalid variant 301 s and 2.5 GB) refused within the time bound, the event loop free meanwhile;
  * - jobs queued behind a job that ended its worker are run on the replacement, not refused;
- * - masking fails closed: a lineage parse that times out masks every column.
+ * - masking fails closed: a lineage parse that times out masks every column;
+ * - the one exception, PostgreSQL statements a scan proves small (guard/inline.ts), checked on
+ *   the event loop: only those go there; every nesting form at the length bound parses on a
+ *   third of the event loop's stack (and breaks it at three times the bound); a hundred hostile
+ *   statements within the bounds are answered there without holding the event loop or breaking
+ *   the parser.
  */
 import t, { type Test } from 'tap';
 import { CortadoError } from '../../protocol/errors.js';
-import { GUARD_TIMEOUT_MS, MAX_SQL_CHARS, guardIsolated, guardWorkerRestarts, startGuardWorkers, stopGuardWorkers } from '../../actors/executor/guard/isolated.js';
+import { GUARD_TIMEOUT_MS, MAX_SQL_CHARS, guardIsolated, guardPlaces, guardWorkerRestarts, startGuardWorkers, stopGuardWorkers } from '../../actors/executor/guard/isolated.js';
+import { INLINE_MAX_CHARS, INLINE_MAX_DEPTH, INLINE_MAX_OPERATOR_CHARS, boundedForInline } from '../../actors/executor/guard/inline.js';
+import { ACCEPTED_POSTGRESQL } from '../fixtures/guard-cases.js';
 import { ParserFailure, ParserPool } from '../../actors/lib/sql-parsers/pool.js';
 import { lineageQuery, lineageWorkerRestarts, stopLineageWorkers } from '../../actors/masking/isolated.js';
 import { mask, UNKNOWN_LINEAGE_RULE } from '../../actors/masking/handle.js';
@@ -184,6 +191,153 @@ t.test('what the guard refuses crosses as it was: code, message, details', async
   t.equal(locked?.details?.kind, 'catalog_lock', 'the catalog lock runs in the worker too (Maps and Sets cross)');
   const agg = await guardIsolated('SELECT SUM(amount) AS metric_value FROM orders', 'postgresql', LIMITS, { aggregate: true });
   t.equal(agg.verdict?.aggregate, true, 'the aggregate verdict');
+  // the same from the worker: PostgreSQL past the inline bound (guard/inline.ts)
+  const pad = `/* ${'x'.repeat(INLINE_MAX_CHARS)} */ `;
+  const before = guardPlaces().worker;
+  const far = await refusal(guardIsolated(`${pad}DELETE FROM customers`, 'postgresql', LIMITS));
+  t.equal(far?.details?.kind, 'not_select', 'a refusal from the worker: the same kind');
+  const farAgg = await guardIsolated(`${pad}SELECT SUM(amount) AS metric_value FROM orders`, 'postgresql', LIMITS, { aggregate: true });
+  t.equal(farAgg.verdict?.aggregate, true, 'the aggregate verdict from the worker');
+  t.equal(guardPlaces().worker - before, 2, 'both went to the worker');
+});
+
+// ---- the exception: small PostgreSQL statements on the event loop (guard/inline.ts) ----------
+
+/** `head unit… tail close…` as long as fits in `chars` */
+const fill = (chars: number, head: string, unit: string, tail = '', close = ''): string => {
+  const k = Math.floor((chars - head.length - tail.length) / (unit.length + close.length));
+  return head + unit.repeat(k) + tail + close.repeat(k);
+};
+/** every way of nesting we know, as deep as `chars` characters allow */
+const nestingForms = (chars: number): Array<[string, string]> => [
+  ['a chain of +', fill(chars, 'SELECT 1', '+1')],
+  ['unary minus', fill(chars, 'SELECT ', '- ', '1')],
+  ['casts', fill(chars, 'SELECT 1', '::int')],
+  ['calls', fill(chars, 'SELECT ', 'abs(', '1', ')')],
+  ['parentheses', fill(chars, 'SELECT ', '(', '1', ')')],
+  ['scalar subqueries', fill(chars, 'SELECT ', '(SELECT ', '1', ')')],
+  ['EXISTS', fill(chars, 'SELECT ', 'EXISTS(SELECT ', '1', ')')],
+  ['IN (subquery)', fill(chars, 'SELECT 1', ' IN (SELECT 1', '', ')')],
+  ['derived tables', fill(chars, 'SELECT 1 FROM ', '(SELECT 1 FROM ', 't', ') x')],
+  ['joins in parentheses', fill(chars, 'SELECT 1 FROM ', '(t JOIN ', 't', ' ON true)')],
+  ['UNION in parentheses', fill(chars, 'SELECT 1', ' UNION (SELECT 1', '', ')')],
+  ['NOT', fill(chars, 'SELECT ', 'NOT ', 'true')],
+  ['CASE', fill(chars, 'SELECT ', 'CASE WHEN true THEN ', '1', ' END')],
+  ['ARRAY', fill(chars, 'SELECT ', 'ARRAY[', '1', ']')],
+  ['ROW', fill(chars, 'SELECT ', 'ROW(', '1', ')')],
+  ['IS NULL', fill(chars, 'SELECT true', ' IS NULL')],
+];
+
+t.test('the inline bound: length, bracket depth and operator characters, from one scan', async (t) => {
+  t.ok(boundedForInline('SELECT id, name, category, price FROM items WHERE id BETWEEN 500 AND 519 ORDER BY id'), 'the bench query');
+  const outside = ACCEPTED_POSTGRESQL.filter((c) => !boundedForInline(c.sql)).map((c) => c.name);
+  t.same(outside, [], 'every accepted query of the guard corpus is within it');
+  t.notOk(boundedForInline(`SELECT 1 ${' '.repeat(INLINE_MAX_CHARS)}`), 'longer than the bound');
+  t.ok(boundedForInline(`SELECT ${'('.repeat(INLINE_MAX_DEPTH)}1${')'.repeat(INLINE_MAX_DEPTH)}`), `${INLINE_MAX_DEPTH} deep`);
+  t.notOk(boundedForInline(`SELECT ${'('.repeat(INLINE_MAX_DEPTH + 1)}1${')'.repeat(INLINE_MAX_DEPTH + 1)}`), `${INLINE_MAX_DEPTH + 1} deep`);
+  t.notOk(boundedForInline(`SELECT ${'[abs('.repeat(9)}`), '( and [ count together');
+  t.notOk(boundedForInline(`SELECT ${')'.repeat(40)}${'('.repeat(INLINE_MAX_DEPTH + 1)}`), 'a close before its open makes no room');
+  t.notOk(boundedForInline(`SELECT 1${'+1'.repeat(INLINE_MAX_OPERATOR_CHARS + 1)}`), `${INLINE_MAX_OPERATOR_CHARS + 1} operator characters`);
+  t.ok(boundedForInline(`SELECT 1${'+1'.repeat(INLINE_MAX_OPERATOR_CHARS)}`), `${INLINE_MAX_OPERATOR_CHARS}`);
+  t.notOk(boundedForInline(`SELECT '${'|'.repeat(INLINE_MAX_OPERATOR_CHARS + 1)}'`), 'counted inside strings too (over-counting only sends it to the worker)');
+});
+
+t.test('only PostgreSQL within the bound is checked on the event loop; the rest in the workers', async (t) => {
+  const at = guardPlaces();
+  t.equal(at.inlineState, 'ready', 'the event loop has its parser');
+  for (const [dialect, sql] of NORMAL) await guardIsolated(sql, dialect, LIMITS);
+  await refusal(guardIsolated(plus(22_000), 'postgresql', LIMITS));
+  await refusal(guardIsolated(`SELECT 1${'+1'.repeat(INLINE_MAX_OPERATOR_CHARS + 1)}`, 'postgresql', LIMITS));
+  const lock = { catalogs: new Map([['hive', new Set<string>()]]), sessionCatalog: 'hive' };
+  await refusal(guardIsolated('SELECT 1', 'postgresql', LIMITS, { lock }));
+  const now = guardPlaces();
+  t.equal(now.inline - at.inline, 1, 'the small PostgreSQL query: on the event loop');
+  t.equal(now.worker - at.worker, 6, 'MySQL, Trino, BigQuery, the 22 KB chain, 101 operators and a request with a catalog lock: in the workers');
+});
+
+t.test(`every nesting form at ${INLINE_MAX_CHARS} characters parses on a third of the event loop's stack`, async (t) => {
+  // the event loop's stack is V8's default, about 1 MB; these run on 0.35 MB
+  const small = new ParserPool({ name: 'guard-third-stack', source: GUARD_WORKER, entry: GUARD_ENTRY, size: 1, stackMb: 0.35 });
+  t.teardown(() => small.close());
+  await small.start();
+  const broke = async (sql: string): Promise<string | undefined> => {
+    try {
+      await small.run('guard', { sql, dialect: 'postgresql', limits: LIMITS });
+    } catch (err) {
+      if (err instanceof ParserFailure) return err.reason;
+    }
+    return undefined;
+  };
+  for (const [form, sql] of nestingForms(INLINE_MAX_CHARS)) t.equal(await broke(sql), undefined, `${form} (${sql.length} characters): read or refused, the parser whole`);
+  t.same([...small.restarts], [], 'no worker replaced');
+  // the test can tell: at three times the bound the same stack overflows
+  const over = nestingForms(3 * INLINE_MAX_CHARS).find(([form]) => form === 'a chain of +')![1];
+  t.equal(await broke(over), 'crash', `a chain of + of ${over.length} characters overflows it`);
+});
+
+/** A small deterministic generator (mulberry32), so a failure repeats. */
+function random(seed: number): () => number {
+  let a = seed;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let x = Math.imul(a ^ (a >>> 15), 1 | a);
+    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
+    return ((x ^ (x >>> 14)) >>> 0) / 4_294_967_296;
+  };
+}
+
+/** Hostile statements within the inline bound: the deepest each form can go there, and token soup. */
+function hostileWithinBound(count: number): string[] {
+  const out: string[] = [];
+  const forms = nestingForms(INLINE_MAX_CHARS).map(([, sql]) => sql);
+  // the forms cut back until the scan lets them through: as deep as the bound allows
+  const within = (sql: string): string => {
+    let s = sql;
+    while (!boundedForInline(s)) s = s.slice(0, Math.floor(s.length * 0.9));
+    return s;
+  };
+  for (const sql of forms) {
+    const s = within(sql);
+    out.push(s, within(`${s})`), within(`${s} FROM`));
+  }
+  const tokens = ['SELECT', 'FROM', 'WHERE', 'NOT', 'CASE', 'WHEN', 'THEN', 'END', 'UNION', 'JOIN', 'ON', 'IN', 'IS', 'NULL', 'AND', 'OR', '(', ')', '[', ']', '+', '::int', ',', "'x'", '"q"', '1', 't', '/*', '*/', '--', "E'\\", '$$', 'LATERAL', 'ARRAY', 'ROW', 'WITH', 'AS', 'OVER', 'ORDER BY', 'GROUP BY', 'COLLATE "C"', 'AT TIME ZONE'];
+  const next = random(24);
+  while (out.length < count) {
+    const words: string[] = ['SELECT'];
+    let text = 'SELECT';
+    while (text.length < INLINE_MAX_CHARS - 20) {
+      words.push(tokens[Math.floor(next() * tokens.length)]!);
+      text = words.join(' ');
+    }
+    out.push(within(text));
+  }
+  return out.slice(0, count);
+}
+
+t.test('a hundred hostile statements within the bound: answered on the event loop, which is never held, the parser whole', async (t) => {
+  const hostile = hostileWithinBound(100);
+  t.equal(hostile.filter((s) => boundedForInline(s)).length, 100, 'all within the bound');
+  const at = guardPlaces();
+  const restarts = [...guardWorkerRestarts()];
+  let slowest = 0;
+  const { lagMs } = await maxLag(async () => {
+    for (const [i, sql] of hostile.entries()) {
+      const started = performance.now();
+      const err = await refusal(guardIsolated(sql, 'postgresql', LIMITS));
+      slowest = Math.max(slowest, performance.now() - started);
+      if (err && err.code !== 'SQL_REJECTED') t.fail(`statement ${i}: ${err.code} ${err.message}`);
+      const normal = performance.now();
+      const r = await guardIsolated(NORMAL[0]![1], 'postgresql', LIMITS);
+      if (!r.guarded.sql.startsWith(NORMAL[0]![1]) || performance.now() - normal > 1_000) t.fail(`after statement ${i}: the normal query`);
+      await new Promise((resolve) => setImmediate(resolve)); // let the lag timer run between questions, as between requests
+    }
+  });
+  const now = guardPlaces();
+  t.equal(now.inline - at.inline, 200, 'each, and the normal query after it, on the event loop');
+  t.equal(now.inlineState, 'ready', 'the parser on the event loop never broke');
+  t.same([...guardWorkerRestarts()], restarts, 'no worker replaced');
+  t.ok(slowest < MAX_LAG_MS, `the slowest took ${slowest.toFixed(1)} ms`);
+  t.ok(lagMs < MAX_LAG_MS, `the event loop's worst delay ${lagMs.toFixed(0)} ms`);
 });
 
 t.test('masking fails closed: a lineage parse that breaks or runs too long masks every column', async (t) => {

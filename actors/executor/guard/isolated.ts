@@ -20,19 +20,28 @@
  * The allow-lists as the database tightened them (allow-postgresql.ts and allow-mysql.ts, at
  * start and at each scope's start) live in this process; each worker gets a copy when they change.
  *
+ * One exception, for what it saves per question: a PostgreSQL statement that a linear scan
+ * proves small (inline.ts: at most 2,000 characters, brackets 16 deep, 100 operator characters)
+ * is checked here, on the event loop, with the same job (job.ts); inline.ts argues why that
+ * cannot overflow, loop or stall. If the parser breaks here anyway, checking here stops for the
+ * life of the process and the workers take every statement.
+ *
  * The in-process guard (index.ts `guardSql`) stays for tests and tools that check a trusted
  * text; everything that checks a user's or a model's SQL comes through here.
  */
 import { CortadoError } from '../../../protocol/errors.js';
 import type { Logger } from '../../../protocol/log.js';
 import type { Dialect } from '../../../protocol/schemas/common.js';
+import { countParserRestart } from '../../../protocol/metrics.js';
 import { ParserFailure, ParserPool } from '../../lib/sql-parsers/pool.js';
 import type { AggregateVerdict } from './aggregate.js';
 import { mysqlAllowListState } from './allow-mysql.js';
 import { postgresAllowListState, type AllowListCopy } from './allow-postgresql.js';
 import type { CatalogLock } from './catalog-lock.js';
 import { rejected, type GuardLimits, type GuardResult } from './types.js';
-import type { GuardAnswer, GuardJob } from './worker.js';
+import { prepareGuard } from './index.js';
+import { boundedForInline } from './inline.js';
+import { runGuardJob, type GuardAnswer, type GuardJob } from './job.js';
 
 /** The longest SQL the guard reads (characters). */
 export const MAX_SQL_CHARS = 100_000;
@@ -49,18 +58,44 @@ const pool = new ParserPool({
   timeoutMs: GUARD_TIMEOUT_MS,
 });
 
+/** The event loop's own PostgreSQL parser: loading, loaded, or given up after it broke (inline.ts). */
+let inline: 'off' | 'loading' | 'ready' | 'broken' = 'off';
+let log: Logger | undefined;
+/** checks by where they ran (tests, bench) */
+const checked = { inline: 0, worker: 0 };
+
 /** the versions of the allow-lists' changes the workers were last given (allow-postgresql.ts, allow-mysql.ts) */
 let allowListSent = -1;
 let mysqlAllowListSent = -1;
 
 /** Start the workers (the executor at its start) and wait until one has loaded its parsers. */
-export async function startGuardWorkers(log?: Logger): Promise<void> {
-  if (log) pool.useLogger(log);
-  await pool.start();
+export async function startGuardWorkers(logger?: Logger): Promise<void> {
+  if (logger) {
+    log = logger;
+    pool.useLogger(logger);
+  }
+  await Promise.all([pool.start(), loadInline()]);
+}
+
+/** Load the PostgreSQL parser on the event loop too (once); until it is there, the workers check everything. */
+function loadInline(): Promise<void> {
+  if (inline !== 'off') return Promise.resolve();
+  inline = 'loading';
+  return prepareGuard('postgresql').then(
+    () => {
+      if (inline === 'loading') inline = 'ready';
+    },
+    (err: unknown) => {
+      inline = 'broken';
+      log?.warn({ err: (err as Error).message }, 'the PostgreSQL parser did not load on the event loop: the guard\'s workers check every statement');
+    },
+  );
 }
 
 /** End the workers (tests); the next check starts them again. */
 export function stopGuardWorkers(): Promise<void> {
+  checked.inline = 0;
+  checked.worker = 0;
   allowListSent = -1;
   mysqlAllowListSent = -1;
   return pool.close();
@@ -69,6 +104,11 @@ export function stopGuardWorkers(): Promise<void> {
 /** Replacements since the start, by reason (tests, bench). */
 export function guardWorkerRestarts(): ReadonlyMap<string, number> {
   return pool.restarts;
+}
+
+/** How many checks ran on the event loop and in the workers since the start, and whether the event loop still checks (tests, bench). */
+export function guardPlaces(): { inline: number; worker: number; inlineState: typeof inline } {
+  return { ...checked, inlineState: inline };
 }
 
 export interface IsolatedGuard {
@@ -98,6 +138,26 @@ export async function guardIsolated(sql: string, dialect: Dialect, limits: Guard
     mysqlAllowListSent = mysql.version;
   }
   const job: GuardJob = { sql, dialect, limits, ...(opts.lock ? { lock: opts.lock } : {}), ...(opts.aggregate ? { aggregate: true } : {}) };
+  if (dialect === 'postgresql' && !opts.lock) {
+    if (inline === 'off') void loadInline();
+    if (inline === 'ready' && boundedForInline(sql)) {
+      try {
+        const answer = runGuardJob(job);
+        checked.inline++;
+        return answer;
+      } catch (err) {
+        if (err instanceof CortadoError) {
+          checked.inline++;
+          throw err; // the guard's own refusal
+        }
+        // the parser broke on a statement the scan let through: never again here (inline.ts)
+        inline = 'broken';
+        countParserRestart('guard', 'inline');
+        log?.error({ err: `${(err as Error).name}: ${(err as Error).message}` }, 'the SQL guard\'s parser broke on the event loop: from now on every statement is checked in the guard\'s workers');
+      }
+    }
+  }
+  checked.worker++;
   try {
     return await pool.run<GuardAnswer>('guard', job);
   } catch (err) {
