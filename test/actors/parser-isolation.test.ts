@@ -19,7 +19,8 @@
  *   the event loop: only those go there; every nesting form at the length bound parses on a
  *   third of the event loop's stack (and breaks it at three times the bound); a hundred hostile
  *   statements within the bounds are answered there without holding the event loop or breaking
- *   the parser.
+ *   the parser; and a parser made to break there anyway (the stack nearly used up) hands that
+ *   statement and every later one to the workers.
  */
 import t, { type Test } from 'tap';
 import { CortadoError } from '../../protocol/errors.js';
@@ -359,4 +360,33 @@ t.test('masking fails closed: a lineage parse that breaks or runs too long masks
   t.equal((await lineageQuery(`SELECT * FROM ${'(SELECT * FROM '.repeat(20)}t${') s'.repeat(20)}`, 'postgresql')).kind, 'select', '20 levels: read');
   const next = await lineageQuery('SELECT email FROM users', 'postgresql');
   t.equal(next.kind, 'select', 'the next statement is read by a fresh worker');
+});
+
+// last in the file: it leaves this process's event loop without its parser
+t.test('a parser that breaks on the event loop anyway: that statement and every later one go to the workers', async (t) => {
+  // the event loop's stack nearly used up by a recursion, so the check of a statement within
+  // the bound overflows there, as it would if the bound were wrong
+  let sql = nestingForms(INLINE_MAX_CHARS)[0]![1]; // the chain of +, as deep as the bound allows
+  while (!boundedForInline(sql)) sql = sql.slice(0, Math.floor(sql.length * 0.9));
+  const deep = (n: number): Promise<unknown> => (n === 0 ? guardIsolated(sql, 'postgresql', LIMITS) : deep(n - 1));
+  const at = guardPlaces();
+  let answer: unknown;
+  // from a recursion too deep to reach the guard down to one that reaches it with little stack left
+  for (let depth = 50_000; depth > 0 && guardPlaces().inlineState === 'ready'; depth -= 25) {
+    let p: Promise<unknown>;
+    try {
+      p = deep(depth);
+    } catch {
+      continue; // the recursion itself ran out before the guard
+    }
+    answer = await p.catch((err: unknown) => err);
+  }
+  t.equal(guardPlaces().inlineState, 'broken', 'the parser broke on the event loop');
+  t.equal((answer as { guarded?: { sql?: string } }).guarded?.sql?.startsWith(sql), true, 'that statement was checked in a worker instead, and passed');
+  const now = guardPlaces();
+  t.ok(now.worker - at.worker >= 1, 'by a worker');
+  const next = await guardIsolated(NORMAL[0]![1], 'postgresql', LIMITS);
+  t.ok(next.guarded.sql.startsWith(NORMAL[0]![1]), 'the next small statement is answered');
+  t.equal(guardPlaces().worker - now.worker, 1, 'by a worker too: the event loop no longer checks');
+  t.equal(guardPlaces().inline, now.inline, 'nothing more on the event loop');
 });

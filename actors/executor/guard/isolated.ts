@@ -152,6 +152,7 @@ export async function guardIsolated(sql: string, dialect: Dialect, limits: Guard
         }
         // the parser broke on a statement the scan let through: never again here (inline.ts)
         inline = 'broken';
+        await Promise.resolve(); // go on from a fresh stack: this one may have just run out
         countParserRestart('guard', 'inline');
         log?.error({ err: `${(err as Error).name}: ${(err as Error).message}` }, 'the SQL guard\'s parser broke on the event loop: from now on every statement is checked in the guard\'s workers');
       }
