@@ -155,11 +155,24 @@ t.test('daylight saving through the leader: 02:30 in Europe/Berlin runs once on 
   const id = made.body.id as string;
   t.equal(made.body.next_runs[0], '2027-03-28T03:00:00+02:00', 'the 02:30 that does not exist runs at 03:00 CEST');
 
+  // "no other run" is checked once the leader has looked at berlin at the time in question, not
+  // after a few seconds: the leader goes through the schedules in the order they were made, so
+  // once it has fired this later one (due every minute) for a minute, it has looked at berlin then
+  const pulse = await call(`${url}/api/schedules`, {
+    body: { name: 'pulse', question: 'one', cron: '* * * * *', sql: 'SELECT 1 AS one', email_recipients: ['pulse@example.org'], format: 'csv' },
+    headers: await admin(),
+  });
+  t.equal(pulse.status, 201, pulse.text);
+  const lookedAt = (at: number) => until(`the leader's pass at ${new Date(at).toISOString()}`, async () => {
+    const r = await cfgDb.pool.query<{ fired_through: Date | null }>('SELECT fired_through FROM cortado_schedules WHERE id = $1', [pulse.body.id]);
+    return (r.rows[0]?.fired_through?.getTime() ?? 0) >= at;
+  }, 60_000);
+
   jump(Date.parse('2027-03-28T01:00:01Z'));
   const [spring] = await finished(id, 1);
   t.match(spring, { execution_time: '2027-03-28T01:00:00.000Z', trigger: 'cron', success: true }, 'spring forward: once, at 03:00 CEST');
   jump(Date.parse('2027-03-28T02:00:00Z'));
-  await new Promise((r) => setTimeout(r, 3_000));
+  await lookedAt(Date.parse('2027-03-28T02:00:00Z'));
   t.equal((await history(id)).length, 1, 'and once only that day');
 
   // the fall-back night (31 October 2027: 03:00 CEST becomes 02:00 CET, 02:30 happens twice)
@@ -167,7 +180,7 @@ t.test('daylight saving through the leader: 02:30 in Europe/Berlin runs once on 
   const fall = await finished(id, 2);
   t.match(fall[0], { execution_time: '2027-10-31T00:30:00.000Z', trigger: 'cron', success: true }, 'fall back: the first 02:30 (CEST)');
   jump(Date.parse('2027-10-31T01:30:01Z'));
-  await new Promise((r) => setTimeout(r, 4_000));
+  await lookedAt(Date.parse('2027-10-31T01:30:00Z'));
   t.equal((await history(id)).length, 2, 'not the second 02:30 (CET)');
 
   jump(Date.parse('2027-11-01T01:30:01Z'));

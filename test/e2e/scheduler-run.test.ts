@@ -268,9 +268,19 @@ t.test('max_concurrent_jobs holds across both processes; job_timeout_seconds can
 t.test('pausing stops the firing', async (t) => {
   await bus.request(ScheduleUpdate, { id: hourly.id, enabled: false, asker: admin }, ctx());
   const before = (await history(hourly.id)).length;
+  // checked once the leader has looked at the schedules at V + 7 h, not after a few seconds: it
+  // goes through them in the order they were made, so once it has fired this later one (due
+  // every minute) for V + 7 h, it has passed over hourly then too
+  const pulse = await create('pulse', '* * * * *', 'SELECT 1 AS one');
   jump(V + 7 * HOUR + 1_000);
-  await new Promise((r) => setTimeout(r, 4_000));
+  await until('the leader\'s pass at V + 7 h', async () => {
+    const r = await cfgDb.pool.query<{ fired_through: Date | null }>('SELECT fired_through FROM cortado_schedules WHERE id = $1', [pulse.id]);
+    return (r.rows[0]?.fired_through?.getTime() ?? 0) >= V + 7 * HOUR;
+  });
   t.equal((await history(hourly.id)).length, before, 'a paused schedule does not run');
+  // out of the way of the next test, which finds its run among the exports running
+  await done(pulse.id, 1);
+  await bus.request(ScheduleUpdate, { id: pulse.id, enabled: false, asker: admin }, ctx());
 });
 
 t.test('a process killed mid-run: its run is delivered to the other and runs once to the end', async (t) => {
