@@ -342,41 +342,25 @@ function rank(catalog: Catalog, q: QuestionWords, history: readonly string[], op
   let best = 0;
   for (const r of scores.values()) best = Math.max(best, r.score);
   best = Math.max(best, 1);
-  if (opts.valueHits) {
-    for (const [literal, hits] of opts.valueHits) {
-      // the literal counts as a word the table covers: the source holding the question's values is the one it asks about
-      const key = valueTerm(literal);
-      // once per table: a value held in two of its columns, or by its copies too, lifts it once
-      const lifted = new Set<number>();
-      for (const h of hits) {
-        const i = s.index.get(h.table);
-        if (i === undefined) continue;
-        const target = s.originalOf.get(i) ?? i;
-        if (lifted.has(target)) continue;
-        lifted.add(target);
-        const had = scores.get(target);
-        const terms = had?.terms ?? [];
-        scores.set(target, { i: target, score: (had?.score ?? 0) + best * VALUE_BONUS, terms: terms.includes(key) ? terms : [...terms, key] });
-      }
+  /** `term` lifts each table in `hits` by `bonus` of the best score, once per original (a value in two columns, or in copies too, lifts it once) */
+  const lift = (term: string, hits: ReadonlyArray<{ table: string }>, bonus: number): void => {
+    const lifted = new Set<number>();
+    for (const h of hits) {
+      const i = s.index.get(h.table);
+      if (i === undefined) continue;
+      const target = s.originalOf.get(i) ?? i;
+      if (lifted.has(target)) continue;
+      lifted.add(target);
+      const had = scores.get(target);
+      const terms = had?.terms ?? [];
+      scores.set(target, { i: target, score: (had?.score ?? 0) + best * bonus, terms: terms.includes(term) ? terms : [...terms, term] });
     }
-  }
-  if (opts.dateHits) {
-    // the tables whose data covers the question's years ("orders placed in 1995"): a clue to the
-    // source, weaker than a value the question names (dates run through every table of it)
-    for (const [term, hits] of opts.dateHits) {
-      const lifted = new Set<number>();
-      for (const h of hits) {
-        const i = s.index.get(h.table);
-        if (i === undefined) continue;
-        const target = s.originalOf.get(i) ?? i;
-        if (lifted.has(target)) continue;
-        lifted.add(target);
-        const had = scores.get(target);
-        const terms = had?.terms ?? [];
-        scores.set(target, { i: target, score: (had?.score ?? 0) + best * DATE_BONUS, terms: terms.includes(term) ? terms : [...terms, term] });
-      }
-    }
-  }
+  };
+  // a literal counts as a word the table covers: the source holding the question's values is the one it asks about
+  for (const [literal, hits] of opts.valueHits ?? []) lift(valueTerm(literal), hits, VALUE_BONUS);
+  // the tables whose data covers the question's years ("orders placed in 1995"): a clue to the
+  // source, weaker than a value the question names (dates run through every table of it)
+  for (const [term, hits] of opts.dateHits ?? []) lift(term, hits, DATE_BONUS);
   const out = [...scores.values()];
   for (const r of out) if (demote.has(r.i)) r.demoted = true;
   const byKey = new Map(groups.map((g) => [g.key, g]));
