@@ -295,6 +295,7 @@ export const MailSentEvt = defineEvent({ subject: 'evt.mail.sent', payload: P.Ma
 export const MailFailedEvt = defineEvent({ subject: 'evt.mail.failed', payload: P.MailFailed, durable: true });
 export const ScopeEndedEvt = defineEvent({ subject: 'evt.identity.scope.ended', payload: Sc.ScopeEnded, durable: true });
 export const SemanticChangedEvt = defineEvent({ subject: 'evt.semantic.changed', payload: Se.SemanticChanged, durable: true });
+export const MaskChangedEvt = defineEvent({ subject: 'evt.mask.changed', payload: I.MaskChanged, durable: true });
 export const ScheduleRanEvt = defineEvent({ subject: 'evt.schedule.ran', payload: Sch.ScheduleRan, durable: true });
 export const AlarmFiredEvt = defineEvent({ subject: 'evt.alarm.fired', payload: Al.AlarmChanged, durable: true });
 export const AlarmResolvedEvt = defineEvent({ subject: 'evt.alarm.resolved', payload: Al.AlarmChanged, durable: true });
@@ -325,7 +326,7 @@ export const REQUESTS = [
 ] as const;
 export const EVENTS = [
   QueryGeneratedEvt, QueryExecutedEvt, QueryRejectedEvt, QueryFailedEvt, ConfigChangedEvt, LoginEvt, TokenEvt, AlertRaisedEvt, MailSentEvt, MailFailedEvt,
-  ScopeEndedEvt, SemanticChangedEvt, QuestionCompletedEvt, ScheduleRanEvt, AlarmFiredEvt, AlarmResolvedEvt,
+  ScopeEndedEvt, SemanticChangedEvt, MaskChangedEvt, QuestionCompletedEvt, ScheduleRanEvt, AlarmFiredEvt, AlarmResolvedEvt,
 ] as const;
 
 /** The durable consumer the alerts actor scores queries with. */

@@ -6,7 +6,7 @@
  * claims in the KV bucket (one alert per question across all of them).
  */
 import type { Kv } from '../../protocol/kv.js';
-import { Actor, ALERTS_CONSUMER, Bucket, QueryExecutedEvt, QueryGeneratedEvt, QueryRejectedEvt } from '../../protocol/subjects.js';
+import { Actor, ALERTS_CONSUMER, Bucket, MaskChangedEvt, QueryExecutedEvt, QueryGeneratedEvt, QueryRejectedEvt } from '../../protocol/subjects.js';
 import type { ActorDeps, RunningActor } from '../runtime/actor.js';
 import { createDeps, onEvent, STATE_TTL_MS } from './handle.js';
 
@@ -19,6 +19,8 @@ export async function start(deps: ActorDeps): Promise<RunningActor> {
     log.warn({ err: (err as Error).message }, 'no JetStream KV: alert claims and counts stay in this process');
   }
   const d = createDeps(bus, config, log, kv);
+  // a mask rule changed: the patterns are asked again at the next event (every copy hears it)
+  const stopListening = bus.on(MaskChangedEvt, () => d.maskPatterns.clear());
   let consumer: { stop(): Promise<void> } | undefined;
   try {
     // while security alerts are off nothing reads the stream for them (and the durable consumer
@@ -34,6 +36,7 @@ export async function start(deps: ActorDeps): Promise<RunningActor> {
   return {
     name: Actor.Alerts,
     async stop() {
+      stopListening();
       await consumer?.stop();
       // the e-mails and events of alerts already decided
       await Promise.race([Promise.allSettled([...d.pending]), new Promise((r) => setTimeout(r, 10_000).unref())]);

@@ -107,6 +107,8 @@ export class Cached<T> {
   private at = 0;
   private failedAt = 0;
   private inflight: Promise<void> | undefined;
+  /** counts clear(): an answer asked for before the latest clear is not kept */
+  private generation = 0;
 
   constructor(
     private readonly fetch: () => Promise<T>,
@@ -120,10 +122,12 @@ export class Cached<T> {
     const fresh = this.value !== undefined && t - this.at < this.ttlMs;
     const resting = t - this.failedAt < RETRY_AFTER_FAILURE_MS;
     if (!fresh && !resting && !this.inflight) {
-      this.inflight = this.fetch()
-        .then((v) => { this.value = v; this.at = this.now(); })
+      const generation = this.generation;
+      const p: Promise<void> = this.fetch()
+        .then((v) => { if (generation === this.generation) { this.value = v; this.at = this.now(); } })
         .catch((err: unknown) => { this.failedAt = this.now(); this.onError(err); })
-        .finally(() => { this.inflight = undefined; });
+        .finally(() => { if (this.inflight === p) this.inflight = undefined; });
+      this.inflight = p;
     }
     // a stale value is used while it refreshes; only the very first fetch is waited for
     if (this.inflight && this.value === undefined) {
@@ -134,11 +138,13 @@ export class Cached<T> {
     return this.value;
   }
 
-  /** forget the value: the next get fetches again */
+  /** forget the value: the next get fetches again (one under way is not kept: it may predate the change) */
   clear(): void {
+    this.generation++;
     this.value = undefined;
     this.at = 0;
     this.failedAt = 0;
+    this.inflight = undefined;
   }
 }
 

@@ -1,8 +1,9 @@
 /**
  * The masking actor: `ResultMask` over the bus. The active rules come from the settings actor's
- * rule store (`MaskRulesList`, enabled rules only, cached a few seconds).
+ * rule store (`MaskRulesList`, enabled rules only, cached a few seconds and dropped at once when
+ * `MaskChangedEvt` says a rule changed).
  */
-import { Actor, MaskRulesList, ResultMask } from '../../protocol/subjects.js';
+import { Actor, MaskChangedEvt, MaskRulesList, ResultMask } from '../../protocol/subjects.js';
 import type { ActorDeps, RunningActor } from '../runtime/actor.js';
 import { countMaskingHit } from '../../protocol/metrics.js';
 import { startLineageWorkers } from './isolated.js';
@@ -25,6 +26,8 @@ export async function start(deps: ActorDeps): Promise<RunningActor> {
     const reply = await bus.request(MaskRulesList, {}, ctx, { timeoutMs: RULES_TIMEOUT_MS });
     return reply.rules.filter((r) => r.enabled).map((r) => ({ field_pattern: r.field_pattern, strategy: r.strategy }));
   }, log);
+  // every copy of this actor hears every change (core NATS, no queue group): none keeps old rules
+  const stopListening = bus.on(MaskChangedEvt, () => rules.invalidate());
   // a function the deployment allows (database.allowed_functions) may read any table: not traced
   const d: MaskingDeps = { rules, hasher, log, opaqueFn: opaqueFunctions(config.database.allowed_functions) };
   bus.serve(ResultMask, async (input, ctx) => {
@@ -33,5 +36,5 @@ export async function start(deps: ActorDeps): Promise<RunningActor> {
     for (const m of reply.masked) countMaskingHit(m.strategy);
     return reply;
   });
-  return { name: Actor.Masking, stop: async () => undefined };
+  return { name: Actor.Masking, stop: async () => stopListening() };
 }

@@ -217,12 +217,19 @@ export function applyMasks(rows: Cell[][], plan: readonly MaskedColumn[], hasher
 
 /**
  * The active rules, asked at most once per `ttlMs` (concurrent requests share one question).
- * When the store cannot be reached, the last answer serves for up to `staleMaxMs`; after that
- * (or with no answer yet) masking fails: no rules known is not the same as no rules.
+ * `invalidate()` (on evt.mask.changed) drops them at once: the next request asks the store, and
+ * an answer asked for before the change is not kept (it may predate it); the TTL stays as the
+ * backstop for a change whose event was lost. When the store cannot be reached, the last answer
+ * serves for up to `staleMaxMs`; after that (or with no answer yet) masking fails: no rules known
+ * is not the same as no rules.
  */
 export class RuleCache implements RuleSource {
   private value: MaskRuleLite[] | undefined;
   private at = 0;
+  /** the stored answer may be older than a change (invalidate): used only when the store is away */
+  private dropped = false;
+  /** counts invalidations: an answer is kept only if none came while it was asked for */
+  private generation = 0;
   private pending: Promise<MaskRuleLite[]> | undefined;
 
   constructor(
@@ -234,25 +241,38 @@ export class RuleCache implements RuleSource {
   ) {}
 
   get(ctx: Ctx): Promise<MaskRuleLite[]> {
-    if (this.value && this.now() - this.at < this.ttlMs) return Promise.resolve(this.value);
-    this.pending ??= this.refresh(ctx).finally(() => {
-      this.pending = undefined;
-    });
+    if (this.value && !this.dropped && this.now() - this.at < this.ttlMs) return Promise.resolve(this.value);
+    if (!this.pending) {
+      const p: Promise<MaskRuleLite[]> = this.refresh(ctx).finally(() => {
+        if (this.pending === p) this.pending = undefined;
+      });
+      this.pending = p;
+    }
     return this.pending;
   }
 
-  /** Forget the stored answer (the next request asks the store). */
+  /** Forget the stored answer: the next request asks the store (a question already under way is not reused). */
   invalidate(): void {
-    this.value = undefined;
-    this.at = 0;
+    this.generation++;
+    this.dropped = true;
+    this.pending = undefined;
   }
 
   private async refresh(ctx: Ctx): Promise<MaskRuleLite[]> {
     try {
-      const rules = await this.fetchRules(ctx);
-      this.value = rules;
-      this.at = this.now();
-      return rules;
+      // a change announced while the store was being asked: ask again (bounded: changes in a burst)
+      for (let attempt = 0; ; attempt++) {
+        const generation = this.generation;
+        const rules = await this.fetchRules(ctx);
+        if (generation === this.generation || attempt >= 2) {
+          if (generation === this.generation) {
+            this.value = rules;
+            this.at = this.now();
+            this.dropped = false;
+          }
+          return rules;
+        }
+      }
     } catch (err) {
       const age = this.now() - this.at;
       if (this.value && age < this.staleMaxMs) {

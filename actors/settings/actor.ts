@@ -32,9 +32,9 @@ export async function start(deps: ActorDeps): Promise<RunningActor> {
     bus.serve(ConfigStored, () => h.configStored(d));
     bus.serve(PromptsList, () => h.promptsList(d));
     bus.serve(MaskRulesList, () => h.maskList(d));
-    bus.serve(MaskRuleCreate, (input) => h.maskCreate(input, d));
-    bus.serve(MaskRuleUpdate, (input) => h.maskUpdate(input, d));
-    bus.serve(MaskRuleDelete, (input) => h.maskDelete(input, d));
+    bus.serve(MaskRuleCreate, (input, ctx) => h.maskCreate(input, d, ctx));
+    bus.serve(MaskRuleUpdate, (input, ctx) => h.maskUpdate(input, d, ctx));
+    bus.serve(MaskRuleDelete, (input, ctx) => h.maskDelete(input, d, ctx));
     bus.serve(LdapView, async () => h.ldapView(d));
     bus.serve(LdapUpdate, (input, ctx) => h.ldapUpdate(input, d, ctx));
     bus.serve(LdapTest, (input) => h.ldapTest(input, d));

@@ -13,7 +13,7 @@ import type { Bus, Ctx } from '../../protocol/bus.js';
 import { CortadoError } from '../../protocol/errors.js';
 import type { Logger } from '../../protocol/log.js';
 import type * as I from '../../protocol/schemas/identity.js';
-import { ConfigChangedEvt } from '../../protocol/subjects.js';
+import { ConfigChangedEvt, MaskChangedEvt } from '../../protocol/subjects.js';
 import { baselineOf } from '../../config/load.js';
 import { DEFAULT_PROMPTS, PROMPT_KEYS } from '../../config/prompts.js';
 import { applyOverride, checkOverride, configValue, isSecretKey, maskSecrets, noteLocalChange } from '../../config/runtime.js';
@@ -145,22 +145,34 @@ export async function maskList(deps: SettingsDeps): Promise<{ rules: MaskRule[] 
   return { rules: await deps.store.maskRules.list() };
 }
 
-export async function maskCreate(input: I.MaskRuleCreateInput, deps: SettingsDeps): Promise<MaskRule> {
+export async function maskCreate(input: I.MaskRuleCreateInput, deps: SettingsDeps, ctx: Ctx): Promise<MaskRule> {
   checkPattern(input.field_pattern);
-  return deps.store.maskRules.create(input);
+  const r = await deps.store.maskRules.create(input);
+  maskChanged('create', r.id, deps, ctx);
+  return r;
 }
 
-export async function maskUpdate(input: I.MaskRuleUpdateInput, deps: SettingsDeps): Promise<MaskRule> {
+export async function maskUpdate(input: I.MaskRuleUpdateInput, deps: SettingsDeps, ctx: Ctx): Promise<MaskRule> {
   const { id, ...patch } = input;
   checkPattern(patch.field_pattern);
   const r = await deps.store.maskRules.update(id, patch);
   if (!r) throw new CortadoError('NOT_FOUND', 'there is no such mask rule');
+  maskChanged('update', id, deps, ctx);
   return r;
 }
 
-export async function maskDelete(input: { id: string }, deps: SettingsDeps): Promise<{ ok: boolean }> {
+export async function maskDelete(input: { id: string }, deps: SettingsDeps, ctx: Ctx): Promise<{ ok: boolean }> {
   if (!(await deps.store.maskRules.delete(input.id))) throw new CortadoError('NOT_FOUND', 'there is no such mask rule');
+  maskChanged('delete', input.id, deps, ctx);
   return { ok: true };
+}
+
+/**
+ * After a stored change: announced, so every process that keeps the rules (masking, alerts)
+ * drops them at once instead of serving the old ones until its TTL passes.
+ */
+function maskChanged(action: I.MaskChanged['action'], ruleId: string, deps: SettingsDeps, ctx: Ctx): void {
+  deps.bus.publish(MaskChangedEvt, { ...event(ctx, deps), action, rule_id: ruleId }, ctx);
 }
 
 // ---- LDAP settings -------------------------------------------------------------------------

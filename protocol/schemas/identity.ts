@@ -224,6 +224,19 @@ export const MaskRuleUpdate = Type.Object({
   description: Type.Optional(Type.String({ maxLength: 500 })),
 });
 export const MaskRulesReply = Type.Object({ rules: Type.Array(MaskRuleSchema) });
+/**
+ * A mask rule was created, changed or deleted (evt.mask.changed): every process that keeps the
+ * rules drops them at once and asks the store again. Which rule and who; never a value of a row.
+ */
+export const MaskChanged = Type.Object({
+  id: Type.String(),
+  ts: Iso,
+  request_id: Type.String(),
+  user: Type.Optional(Type.String()),
+  action: Type.Enum(['create', 'update', 'delete']),
+  rule_id: Type.String(),
+});
+export type MaskChanged = Static<typeof MaskChanged>;
 
 // ---- LDAP settings --------------------------------------------------------------------
 

@@ -327,8 +327,7 @@ t.test('a literal no value holds, close to a value of a column known whole: aske
 t.test('the values a clarifying question offers pass the mask rules: a masked column offers none', async (t) => {
   const rule = await bus.request(MaskRuleCreate, { field_pattern: 'state', strategy: 'redact' }, ctx);
   t.teardown(() => bus.request(MaskRuleDelete, { id: rule.id }, ctx));
-  // the masking actor reads the rules again within RULES_TTL_MS (3 s)
-  await new Promise((r) => setTimeout(r, 3_500));
+  // the masking actor drops its rules on evt.mask.changed: no TTL waited out
   const res = await call(`${stack.url}/api/query`, { body: { question: "How many parcels have state 'delivred'?", conversation_id: 'conv-masked' } });
   t.equal(res.status, 200, res.text);
   t.equal(res.body.intent, 'sql', 'no clarifying question that would show a masked value');
