@@ -8,7 +8,7 @@ export async function start(deps: ActorDeps): Promise<RunningActor> {
   const h: LlmDeps = { config: deps.config, log: deps.log, providers: new Map() };
   deps.bus.serve(LlmComplete, (input, ctx) => observedCall(input, deps.config, ctx, (c) => complete(input, h, c)));
   deps.bus.serve(LlmStatus, async () => status(h));
-  const s = status(h);
+  const s = await status(h);
   if (s.configured) deps.log.info({ provider: s.provider, model: s.model }, 'llm ready');
   else deps.log.warn({ provider: s.provider, reason: s.reason }, 'the LLM is not configured: questions answer LLM_UNAVAILABLE');
   return { name: Actor.Llm, stop: async () => undefined };

@@ -13,17 +13,13 @@ import { callWithRetries, type CallPolicy } from './call.js';
 import { ModelLimiter } from './limiter.js';
 import { llmQueue } from '../../protocol/metrics.js';
 import { costUsd } from './pricing.js';
-import { createAnthropicProvider } from './providers/anthropic.js';
-import { createGeminiProvider } from './providers/gemini.js';
-import { createVertexProvider } from './providers/vertexai.js';
-import { createOpenAiProvider } from './providers/openai.js';
 import type { LlmProvider } from './providers/provider.js';
 
 export interface LlmDeps {
   config: Config;
   log: Logger;
-  /** providers built so far, by name */
-  providers: Map<LlmProviderName, LlmProvider>;
+  /** providers built so far, by name (each made once, at its first use) */
+  providers: Map<LlmProviderName, Promise<LlmProvider>>;
   /** test seam for the backoff */
   policy?: Partial<CallPolicy>;
   /** each provider's slots and wait queue (limiter.ts), made on its first call */
@@ -40,11 +36,16 @@ export function maxConcurrency(config: Config, name: LlmProviderName): number {
 /** the provider's section with its max_concurrency resolved (its HTTP client has that many sockets) */
 const sized = <N extends LlmProviderName>(config: Config, name: N): Config['llm'][N] => ({ ...config.llm[name], max_concurrency: maxConcurrency(config, name) });
 
-const FACTORIES: Partial<Record<LlmProviderName, (config: Config) => LlmProvider>> = {
-  anthropic: (config) => createAnthropicProvider(sized(config, 'anthropic')),
-  gemini: (config) => createGeminiProvider(config.llm.gemini),
-  vertexai: (config) => createVertexProvider(config.llm.vertexai),
-  openai: (config) => createOpenAiProvider(sized(config, 'openai')),
+/**
+ * One line per provider. Each module is loaded at the provider's first use, not before: each
+ * brings its vendor's SDK (Anthropic's, OpenAI's, Google's with its auth library), which a
+ * process configured for another vendor would load for nothing.
+ */
+const FACTORIES: Partial<Record<LlmProviderName, (config: Config) => Promise<LlmProvider>>> = {
+  anthropic: async (config) => (await import('./providers/anthropic.js')).createAnthropicProvider(sized(config, 'anthropic')),
+  gemini: async (config) => (await import('./providers/gemini.js')).createGeminiProvider(config.llm.gemini),
+  vertexai: async (config) => (await import('./providers/vertexai.js')).createVertexProvider(config.llm.vertexai),
+  openai: async (config) => (await import('./providers/openai.js')).createOpenAiProvider(sized(config, 'openai')),
 };
 
 export function limiterFor(name: LlmProviderName, deps: Pick<LlmDeps, 'config' | 'limiters' | 'onQueueDepth'>): ModelLimiter {
@@ -66,19 +67,21 @@ export function limiterFor(name: LlmProviderName, deps: Pick<LlmDeps, 'config' |
   return made;
 }
 
-export function providerFor(name: LlmProviderName, deps: Pick<LlmDeps, 'config' | 'providers'>): LlmProvider {
+export async function providerFor(name: LlmProviderName, deps: Pick<LlmDeps, 'config' | 'providers'>): Promise<LlmProvider> {
   const known = deps.providers.get(name);
   if (known) return known;
   const make = FACTORIES[name];
   if (!make) throw new CortadoError('LLM_UNAVAILABLE', `the LLM provider "${name}" is not available in this build (available: ${Object.keys(FACTORIES).join(', ')})`, { provider: name });
   const made = make(deps.config);
   deps.providers.set(name, made);
+  // a provider that could not be made is tried again at the next call (as before, when it threw each time)
+  made.catch(() => deps.providers.delete(name));
   return made;
 }
 
 export async function complete(input: LlmCompleteRequest, deps: LlmDeps, ctx: Ctx): Promise<LlmCompleteReply> {
   const route = resolveRoute(deps.config, input.task);
-  const provider = providerFor(route.provider, deps);
+  const provider = await providerFor(route.provider, deps);
   const status = provider.status();
   if (!status.configured) {
     throw new CortadoError('LLM_UNAVAILABLE', `the LLM is not configured: ${status.reason ?? 'see the llm section'}`, { provider: route.provider });
@@ -125,11 +128,11 @@ export async function complete(input: LlmCompleteRequest, deps: LlmDeps, ctx: Ct
 }
 
 /** Cheap: says whether the configured provider could be called, never calls it. */
-export function status(deps: Pick<LlmDeps, 'config' | 'providers'>): LlmStatusReply {
+export async function status(deps: Pick<LlmDeps, 'config' | 'providers'>): Promise<LlmStatusReply> {
   const name = deps.config.llm.provider;
   const model = deps.config.llm[name].model;
   try {
-    const s = providerFor(name, deps).status();
+    const s = (await providerFor(name, deps)).status();
     return { configured: s.configured, provider: name, model, ...(s.reason ? { reason: s.reason } : {}) };
   } catch (err) {
     return { configured: false, provider: name, model, reason: (err as Error).message };

@@ -21,7 +21,7 @@ import { CortadoError } from '../../protocol/errors.js';
 import { clientAuth, loadKey } from '../lib/bigquery-auth.js';
 import type { OpsOperation, OpsResult, OpsTarget, PublicDataset } from '../../protocol/schemas/ops.js';
 import { costUsd, cutQuery, forecast, forecastSince, QUERY_TEXT_CHARS, saturation, saturationWindow, timestampLiteral } from './compute.js';
-import { isoTime, num, text, type OpsParams, type OpsTargetRunner } from './target.js';
+import { isoTime, normalRegion, num, text, type OpsParams, type OpsTargetRunner } from './target.js';
 
 const PUBLIC_MEMBERS = new Set(['allUsers', 'allAuthenticatedUsers']);
 /** datasets.get calls in flight per project, at most */
@@ -39,11 +39,6 @@ export interface BigQueryTargetOptions {
   coversOtherRegions: boolean;
   /** the regions configured for this project, lower case */
   projectRegions: readonly string[];
-}
-
-/** `US`, `region-us` → `us`: how BigQuery's locations compare. */
-export function normalRegion(region: string): string {
-  return region.trim().toLowerCase().replace(/^region-/, '');
 }
 
 function authFor(path: string, projectId: string): { authClient?: AnyAuthClient; keyFilename?: string } {

@@ -25,6 +25,11 @@ export interface OpsTargetRunner {
   close(): Promise<void>;
 }
 
+/** `US`, `region-us` → `us`: how BigQuery's locations compare. */
+export function normalRegion(region: string): string {
+  return region.trim().toLowerCase().replace(/^region-/, '');
+}
+
 /** What an engine keeps no data for: a per-target error that says so. */
 export function notAvailable(op: OpsOperation, engine: string, why: string): CortadoError {
   return new CortadoError('NOT_FOUND', `${op} is not available on ${engine}: ${why}`);

@@ -10,10 +10,9 @@ import { CortadoError, toCortadoError } from '../../protocol/errors.js';
 import type { OpsOperation, OpsResult, OpsTarget } from '../../protocol/schemas/ops.js';
 import type { Config } from '../../config/schema.js';
 import { OPS_OPERATIONS } from '../../config/ops-checks.js';
-import { BigQueryTarget, normalRegion } from './bigquery.js';
+import type { BigQueryTargetOptions } from './bigquery.js';
 import { PostgresTarget } from './postgresql.js';
-import { TrinoTarget } from './trino.js';
-import { notAvailable, type OpsParams, type OpsTargetRunner } from './target.js';
+import { normalRegion, notAvailable, type OpsParams, type OpsTargetRunner } from './target.js';
 
 export const OPERATIONS: readonly OpsOperation[] = OPS_OPERATIONS;
 
@@ -24,6 +23,26 @@ class BrokenTarget implements OpsTargetRunner {
     throw this.error;
   }
   async close(): Promise<void> {}
+}
+
+/**
+ * A target whose engine module is loaded at its first operation: the BigQuery client (with
+ * Google's auth library) and trino-client are loaded only by a console that runs on them, not
+ * by every process that starts the ops actor. A target that cannot be made (an unreadable key
+ * file) answers every operation with that error, as BrokenTarget does.
+ */
+class LoadedOnUse implements OpsTargetRunner {
+  private made: Promise<OpsTargetRunner> | undefined;
+  constructor(readonly target: OpsTarget, private readonly make: () => Promise<OpsTargetRunner>) {}
+  private runner(): Promise<OpsTargetRunner> {
+    return (this.made ??= this.make().catch((err: unknown) => new BrokenTarget(this.target, toCortadoError(err))));
+  }
+  async run(op: OpsOperation, p: OpsParams): Promise<OpsResult> {
+    return (await this.runner()).run(op, p);
+  }
+  async close(): Promise<void> {
+    if (this.made) await (await this.made).close();
+  }
 }
 
 /** MySQL keeps none of the data the operations read. */
@@ -72,18 +91,15 @@ export function buildTargets(config: Config): OpsTargetRunner[] {
       }
       return [new PostgresTarget(db.postgresql)];
     case 'trino':
-      return [new TrinoTarget(db.trino)];
+      return [new LoadedOnUse({ engine: 'trino', label: `trino/${db.trino.host}` }, async () => new (await import('./trino.js')).TrinoTarget(db.trino))];
     case 'mysql':
       return [new MysqlTarget(db.mysql.database)];
   }
 }
 
-function bigquery(opts: ConstructorParameters<typeof BigQueryTarget>[0]): OpsTargetRunner {
-  try {
-    return new BigQueryTarget(opts);
-  } catch (err) {
-    return new BrokenTarget({ engine: 'bigquery', project_id: opts.projectId, region: opts.region, label: `${opts.projectId}/${opts.region}` }, toCortadoError(err));
-  }
+function bigquery(opts: BigQueryTargetOptions): OpsTargetRunner {
+  const target: OpsTarget = { engine: 'bigquery', project_id: opts.projectId, region: opts.region, label: `${opts.projectId}/${opts.region}` };
+  return new LoadedOnUse(target, async () => new (await import('./bigquery.js')).BigQueryTarget(opts));
 }
 
 export type { OpsParams, OpsTargetRunner };

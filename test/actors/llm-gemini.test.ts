@@ -188,20 +188,20 @@ t.test('gemini: a server that is not there → retried as a network error', asyn
 
 t.test('gemini: without a key the status says which key, and a call makes no HTTP', async (t) => {
   const d = gemini({ api_key: '' });
-  const s = status(d);
+  const s = await status(d);
   t.equal(s.configured, false);
   t.equal(s.provider, 'gemini');
   t.match(s.reason, /llm\.gemini\.api_key/);
   const err = await failure(complete(ask, d, ctx));
   t.match(err.message, /not configured/);
   t.equal(fake.requests.length, 0);
-  t.equal(status(gemini()).configured, true);
+  t.equal((await status(gemini())).configured, true);
 });
 
 t.test('vertexai: inline credentials_json → a token from its token_uri, sent as Bearer on generateContent', async (t) => {
   fake.script({ text: 'from vertex', usage: { promptTokenCount: 40, candidatesTokenCount: 4 } }, { text: 'again' });
   const d = vertex({ credentials_json: JSON.stringify(serviceAccount()) });
-  t.equal(status(d).configured, true);
+  t.equal((await status(d)).configured, true);
   const reply = await complete(ask, d, ctx);
   t.equal(reply.text, 'from vertex');
   t.equal(reply.provider, 'vertexai');
@@ -282,16 +282,16 @@ t.test('vertexai: a token endpoint that never answers is bounded by the call tim
 });
 
 t.test('vertexai: what is missing shows in the status, without secrets', async (t) => {
-  const noProject = status(vertex({ project_id: '', credentials_json: JSON.stringify(serviceAccount()) }));
+  const noProject = await status(vertex({ project_id: '', credentials_json: JSON.stringify(serviceAccount()) }));
   t.equal(noProject.configured, false);
   t.match(noProject.reason, /llm\.vertexai\.project_id/);
 
-  const badJson = status(vertex({ credentials_json: '{"private_key": "-----BEGIN PRIVATE KEY-----\\nabc' }));
+  const badJson = await status(vertex({ credentials_json: '{"private_key": "-----BEGIN PRIVATE KEY-----\\nabc' }));
   t.equal(badJson.configured, false);
   t.match(badJson.reason, /credentials_json is not a JSON object/);
   t.notMatch(badJson.reason, /PRIVATE KEY/);
 
-  const missing = status(vertex({ credentials_path: join(dir, 'nope.json') }));
+  const missing = await status(vertex({ credentials_path: join(dir, 'nope.json') }));
   t.equal(missing.configured, false);
   t.match(missing.reason, /cannot read llm\.vertexai\.credentials_path .*ENOENT/);
 
@@ -303,7 +303,7 @@ t.test('vertexai: what is missing shows in the status, without secrets', async (
 const adcSkip = process.env.GOOGLE_APPLICATION_CREDENTIALS ? 'GOOGLE_APPLICATION_CREDENTIALS is set on this machine' : false;
 t.test('vertexai: no credentials configured → Application Default Credentials; none found is a clear failure', { skip: adcSkip }, async (t) => {
   const d = vertex();
-  t.equal(status(d).configured, true, 'a project is enough to try ADC');
+  t.equal((await status(d)).configured, true, 'a project is enough to try ADC');
   const err = await failure(complete(ask, d, ctx));
   t.equal(err.code, 'LLM_UNAVAILABLE');
   t.match(err.message, /default credentials/i);

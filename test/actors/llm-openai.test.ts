@@ -101,7 +101,7 @@ t.test('a base_url without /v1 is used as given: the SDK posts to <base_url>/cha
 
 t.test('a base_url without a key (a local server): configured, a placeholder key is sent, missing usage counts as zero', async (t) => {
   const d = deps({ api_key: '' });
-  t.same(status(d), { configured: true, provider: 'openai', model: 'gpt-test' });
+  t.same(await status(d), { configured: true, provider: 'openai', model: 'gpt-test' });
   fake.script({ text: 'local answer', usage: null });
   const reply = await complete(ask, d, ctx);
   t.equal(reply.text, 'local answer');
@@ -277,7 +277,7 @@ t.test('per-task model routing of the section picks the model sent', async (t) =
 
 t.test('neither key nor base_url: not configured, naming the key; a call makes no HTTP request', async (t) => {
   const d = deps({ api_key: '', base_url: '' });
-  const s = status(d);
+  const s = await status(d);
   t.equal(s.configured, false);
   t.equal(s.provider, 'openai');
   t.match(s.reason, /llm\.openai\.api_key/);

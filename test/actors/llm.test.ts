@@ -109,7 +109,7 @@ t.test('401 is not retried and says the key was refused', async (t) => {
 
 t.test('without a key: status says so, and a call is LLM_UNAVAILABLE without any HTTP', async (t) => {
   const d = deps({}, null);
-  const s = status(d);
+  const s = await status(d);
   t.equal(s.configured, false);
   t.match(s.reason, /API key/);
   const err = (await complete(ask, d, ctx).catch((e: unknown) => e)) as CortadoError;

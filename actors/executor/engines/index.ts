@@ -10,9 +10,6 @@ import type { Config, DbProviderName } from '../../../config/schema.js';
 import type { DbEngine } from './engine.js';
 import { readerSessionSql } from '../embedded/session.js';
 import { createPostgresEngine } from './postgresql.js';
-import { createTrinoFromConfig } from './trino.js';
-import { createMysqlEngineFromConfig } from './mysql.js';
-import { createBigQueryFromConfig } from './bigquery.js';
 
 /** The provider's timeout when set (seconds), else query.timeout, in ms. */
 export function configuredTimeoutMs(config: Config): number {
@@ -22,12 +19,16 @@ export function configuredTimeoutMs(config: Config): number {
 
 type EngineFactory = (config: Config, log: Logger) => Promise<DbEngine>;
 
-/** One line per engine: provider → factory (each engine's file exports its own). */
+/**
+ * One line per engine: provider → factory (each engine's file exports its own). The others are
+ * loaded when configured, not before: each brings its driver (trino-client, mysql2, the BigQuery
+ * client and Google's auth library), which a process on another database would load for nothing.
+ */
 const ENGINES: Partial<Record<DbProviderName, EngineFactory>> = {
   postgresql: createPostgresFromConfig,
-  trino: createTrinoFromConfig,
-  mysql: createMysqlEngineFromConfig,
-  bigquery: createBigQueryFromConfig,
+  trino: async (config, log) => (await import('./trino.js')).createTrinoFromConfig(config, log),
+  mysql: async (config, log) => (await import('./mysql.js')).createMysqlEngineFromConfig(config, log),
+  bigquery: async (config, log) => (await import('./bigquery.js')).createBigQueryFromConfig(config, log),
 };
 
 export async function createEngine(config: Config, log: Logger): Promise<DbEngine> {
