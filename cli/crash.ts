@@ -13,7 +13,7 @@
  *   request, and a process that only logs is not serving.
  */
 import type { Logger } from '../protocol/log.js';
-import type { RequestInFlight } from '../actors/runtime/host.js';
+import type { RequestInFlight } from '../protocol/bus.js';
 
 export const CRASH_EXIT_CODE = 70;
 const MAX_FAILURES = 20;

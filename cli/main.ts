@@ -13,7 +13,7 @@ import { CortadoError } from '../protocol/errors.js';
 import { createLogger } from '../protocol/log.js';
 import { ALL_ACTORS, type Actor } from '../protocol/subjects.js';
 import { loadConfigFile, resolveConfigPath } from '../config/load.js';
-import { parseActorList, requestsInFlight } from '../actors/runtime/host.js';
+import { parseActorList } from '../actors/runtime/host.js';
 import { containCrashes } from './crash.js';
 import { runCortado, VERSION, type Roles } from './run.js';
 import { runTap } from './tap.js';
@@ -96,9 +96,9 @@ export async function main(argv: readonly string[]): Promise<number> {
   for (const w of loaded.warnings) log.warn({ config: file }, w);
   const portArg = option(argv, '--port');
   // a throw from a callback nobody awaits, or a rejection nobody handles, is logged, not fatal (cli/crash.ts)
-  containCrashes({ log, requestsInFlight });
+  let running: Awaited<ReturnType<typeof runCortado>> | undefined;
+  containCrashes({ log, requestsInFlight: () => running?.bus.requestsInFlight() ?? [] });
 
-  let running;
   try {
     running = await runCortado({ config, roles, log, ...(portArg !== undefined ? { port: Number(portArg) } : {}) });
   } catch (err) {

@@ -1,30 +1,12 @@
 /**
- * The bus's connection to NATS: one queue of writes sent together at the end of each turn of
- * the event loop (`send`), what happens while the connection is lost (writes held, requests
- * already sent failed at once, the outbox paused) and when it is back, and the close. The
- * request/reply layer (protocol/bus-requests.ts) and the events (protocol/bus.ts) build on it.
+ * The bus's connection to NATS, which every part of the bus takes (protocol/bus.ts composes
+ * them: requests, serving, events, streams, KV, objects): one queue of writes sent together at
+ * the end of each turn of the event loop (`send`), what happens while the connection is lost
+ * (writes held until it is back; each part told, through `watch`, so that it can fail or pause
+ * what it owns), and the close of the connection itself.
  */
-import { randomUUID } from 'node:crypto';
-import type { NatsConnection } from '@nats-io/transport-node';
-import type { RequestDef } from './define.js';
-import { CortadoError } from './errors.js';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from './log.js';
-import { DurableEvents } from './bus-durable.js';
-import { registerOutbox } from './metrics.js';
-
-export interface Pending {
-  resolve: (value: unknown) => void;
-  reject: (err: CortadoError) => void;
-  timer: NodeJS.Timeout;
-  def: RequestDef;
-  /** handed to the connection (lost with it when it drops) */
-  written: boolean;
-  since: number;
-  /** when the handler last said it still works on it (Header.Alive; long requests only) */
-  heard?: number;
-  /** sends it (again) */
-  write?: () => void;
-}
 
 export interface BusOptions {
   url: string;
@@ -48,61 +30,69 @@ export interface BusOptions {
   replicas?: number;
 }
 
-/** how long a request not yet sent waits for a lost connection to come back */
-const HOLD_MS = 10_000;
-/** writes kept while the connection is away; past it they are dropped (requests then fail after HOLD_MS) */
+/** What a part of the bus does when the connection is lost and when it is back. */
+export interface ConnectionWatcher {
+  /** the connection dropped; returns fields for the log line that says so */
+  lost(): Record<string, unknown>;
+  /** it is back (what was held has been written) */
+  back(): void;
+  /** fields for the log lines of both */
+  fields?(): Record<string, unknown>;
+}
+
+/** writes kept while the connection is away; past it they are dropped (requests then fail, protocol/bus-requests.ts) */
 const HELD_MAX = 50_000;
-/** how long flush() waits for the outbox, and close() without a deadline */
-export const OUTBOX_WAIT_MS = 5_000;
 
 export class BusConnection {
   readonly prefix: string;
   readonly log: Logger;
+  /** the connection name (config: the process's) */
+  readonly name: string;
   /** copies of what this bus makes in JetStream (config bus.replicas) */
   readonly replicas: number;
-  protected readonly nc: NatsConnection;
-  protected readonly strict: boolean;
-  protected readonly inbox: string;
-  protected readonly pending = new Map<string, Pending>();
-  protected closed = false;
+  /** check replies and published events against their schemas too */
+  readonly strict: boolean;
+  readonly nc: NatsConnection;
+  private shut = false;
   /** writes waiting for the end of this turn of the event loop (see `send`) */
-  protected outgoing: Array<() => void> = [];
-  protected readonly flushOutgoing = (): void => {
+  private outgoing: Array<() => void> = [];
+  private readonly flushOutgoing = (): void => {
     const batch = this.outgoing;
     this.outgoing = [];
-    if (this.down) {
+    if (this.isDown) {
       this.hold(batch);
       return;
     }
     for (const write of batch) write();
   };
-  /** the connection is lost (the client reconnects); since when */
-  protected down = false;
-  protected downSince = 0;
-  protected reconnectedAt = 0;
+  /** the connection is lost (the client reconnects); since when; when it came back last */
+  private isDown = false;
+  private lostAt = 0;
+  private backAt = 0;
   /** writes kept while the connection is lost, sent when it is back */
-  protected held: Array<() => void> = [];
-  protected heldDropped = 0;
-  protected holdTimer: NodeJS.Timeout | undefined;
+  private held: Array<() => void> = [];
+  private heldDropped = 0;
+  private readonly watchers: ConnectionWatcher[] = [];
 
-  /** the event stream and the outbox of durable events */
-  protected readonly durable: DurableEvents;
-  /** stop counting this outbox in /metrics (protocol/metrics.ts) */
-  private readonly stopOutboxMetrics: () => void;
+  static async open(opts: BusOptions): Promise<BusConnection> {
+    const nc = await connect({
+      servers: opts.url,
+      name: opts.name,
+      timeout: opts.connectTimeoutMs ?? 10_000,
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 500,
+      noAsyncTraces: true,
+    });
+    return new BusConnection(nc, opts);
+  }
 
-
-  protected constructor(nc: NatsConnection, opts: BusOptions) {
+  constructor(nc: NatsConnection, opts: BusOptions) {
     this.nc = nc;
     this.prefix = opts.prefix;
     this.log = opts.log;
+    this.name = opts.name;
     this.replicas = opts.replicas ?? 1;
     this.strict = opts.strict ?? false;
-    this.inbox = `_INBOX.${randomUUID().replace(/-/g, '')}`;
-    this.durable = new DurableEvents({
-      nc, prefix: opts.prefix, log: opts.log, ...(opts.outboxMaxEvents !== undefined ? { max: opts.outboxMaxEvents } : {}),
-      send: (write) => this.send(write), down: () => this.down,
-    });
-    this.stopOutboxMetrics = registerOutbox(() => this.durable.stats());
     void this.watchConnection();
   }
 
@@ -115,6 +105,31 @@ export class BusConnection {
     return this.nc.getServer();
   }
 
+  /** closed by `close` (or closing) */
+  closed(): boolean {
+    return this.shut;
+  }
+
+  /** the connection is lost now */
+  get down(): boolean {
+    return this.isDown;
+  }
+
+  /** since when it is lost (when `down`) */
+  get downSince(): number {
+    return this.lostAt;
+  }
+
+  /** when it came back last (0: never lost) */
+  get reconnectedAt(): number {
+    return this.backAt;
+  }
+
+  /** Tell this part when the connection is lost and back. */
+  watch(watcher: ConnectionWatcher): void {
+    this.watchers.push(watcher);
+  }
+
   /**
    * Every write of ours to NATS waits for the end of the current turn of the event loop
    * (setImmediate: after the I/O callbacks of this turn), then all of them go out together.
@@ -123,30 +138,28 @@ export class BusConnection {
    * CPU than the message itself (on loopback the kernel does the receiver's work in the
    * sender's write). Order is kept: one queue for requests, replies, events and acks.
    */
-  protected send(write: () => void): void {
+  send(write: () => void): void {
     if (this.outgoing.push(write) === 1) setImmediate(this.flushOutgoing);
+  }
+
+  /** Write what waits for the end of this turn now. */
+  writeNow(): void {
+    this.flushOutgoing();
   }
 
   // ---- lifecycle ----------------------------------------------------------------------
 
-  /**
-   * Flush and close. Pending requests fail with SHUTTING_DOWN. Durable events still waiting in
-   * the outbox get until `deadline` (the shutdown grace; OUTBOX_WAIT_MS when not given) to be
-   * stored; what is left then is logged at error level, by event id, and is not in the audit
-   * trail (the outbox lives in this process's memory).
-   */
-  async close(deadline: number = Date.now() + OUTBOX_WAIT_MS): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    for (const [id, p] of this.pending) {
-      clearTimeout(p.timer);
-      p.reject(new CortadoError('SHUTTING_DOWN', 'the bus connection closed'));
-      this.pending.delete(id);
-    }
+  /** From now on `closed()`; false when it already was. The parts then close what they own (protocol/bus.ts). */
+  closing(): boolean {
+    if (this.shut) return false;
+    this.shut = true;
+    return true;
+  }
+
+  /** The last step of a close: what waits is written, then the connection drains and ends. */
+  async end(): Promise<void> {
+    this.shut = true;
     this.flushOutgoing();
-    await this.durable.close(deadline);
-    this.stopOutboxMetrics();
-    if (this.holdTimer) clearInterval(this.holdTimer);
     try {
       await this.nc.drain();
     } catch {
@@ -156,8 +169,8 @@ export class BusConnection {
 
   /** The connection as a probe sees it: up, reconnecting (since when), or closed. */
   state(): { state: 'up' | 'reconnecting' | 'closed'; down_for_ms?: number } {
-    if (this.closed || this.nc.isClosed()) return { state: 'closed' };
-    if (this.down) return { state: 'reconnecting', down_for_ms: Date.now() - this.downSince };
+    if (this.shut || this.nc.isClosed()) return { state: 'closed' };
+    if (this.isDown) return { state: 'reconnecting', down_for_ms: Date.now() - this.lostAt };
     return { state: 'up' };
   }
 
@@ -168,7 +181,7 @@ export class BusConnection {
 
   // ---- the connection -----------------------------------------------------------------
 
-  protected async watchConnection(): Promise<void> {
+  private async watchConnection(): Promise<void> {
     try {
       for await (const s of this.nc.status()) {
         if (s.type === 'disconnect') this.onDisconnect();
@@ -179,41 +192,27 @@ export class BusConnection {
     }
   }
 
+  private fields(): Record<string, unknown> {
+    const out: Record<string, unknown> = {};
+    for (const w of this.watchers) if (w.fields) Object.assign(out, w.fields());
+    return out;
+  }
+
   /**
-   * The connection dropped. What was sent and not answered cannot be answered any more (the
-   * server forgets our inbox with us): those requests fail now instead of at their timeout.
-   * What is sent from now on is kept until the connection is back (see `flushOutgoing`).
+   * The connection dropped. What is sent from now on is kept until the connection is back (see
+   * `flushOutgoing`); each part decides about what it owns (requests already sent fail at once:
+   * the server forgets our inbox with us).
    */
-  protected onDisconnect(): void {
-    if (this.down) return;
-    this.down = true;
-    this.downSince = Date.now();
-    this.durable.pause();
-    let failed = 0;
-    for (const [id, p] of this.pending) {
-      if (!p.written) continue;
-      this.pending.delete(id);
-      clearTimeout(p.timer);
-      failed++;
-      p.reject(new CortadoError('ACTOR_UNAVAILABLE', `the connection to the message broker was lost while ${p.def.owner} worked on ${p.def.subject}: its answer cannot arrive`, { actor: p.def.owner }));
-    }
-    this.log.warn({ failed, waiting_events: this.durable.waiting }, 'lost the connection to NATS: reconnecting');
-    this.holdTimer = setInterval(() => this.expireHeld(), 500);
-    this.holdTimer.unref();
+  private onDisconnect(): void {
+    if (this.isDown) return;
+    this.isDown = true;
+    this.lostAt = Date.now();
+    const line = this.fields();
+    for (const w of this.watchers) Object.assign(line, w.lost());
+    this.log.warn(line, 'lost the connection to NATS: reconnecting');
   }
 
-  /** Requests that waited HOLD_MS for the connection to come back fail. */
-  protected expireHeld(): void {
-    const limit = Date.now() - HOLD_MS;
-    for (const [id, p] of this.pending) {
-      if (p.written || Math.max(p.since, this.downSince) > limit) continue;
-      this.pending.delete(id);
-      clearTimeout(p.timer);
-      p.reject(new CortadoError('ACTOR_UNAVAILABLE', `the message broker has been unreachable for ${Math.round((Date.now() - this.downSince) / 1000)} s: ${p.def.subject} was not sent`, { actor: p.def.owner }));
-    }
-  }
-
-  protected hold(writes: Array<() => void>): void {
+  private hold(writes: Array<() => void>): void {
     const room = HELD_MAX - this.held.length;
     if (writes.length > room) {
       if (this.heldDropped === 0) this.log.warn({ held: this.held.length }, 'the connection to NATS is still lost: further messages are dropped until it is back');
@@ -222,20 +221,17 @@ export class BusConnection {
     for (let i = 0; i < Math.min(room, writes.length); i++) this.held.push(writes[i]!);
   }
 
-  /** Back: what was kept goes out first, in order; the outbox sends what waits again. */
-  protected onReconnect(): void {
-    if (!this.down) return;
-    this.down = false;
-    this.reconnectedAt = Date.now();
-    if (this.holdTimer) clearInterval(this.holdTimer);
-    this.holdTimer = undefined;
+  /** Back: what was kept goes out first, in order; then each part is told. */
+  private onReconnect(): void {
+    if (!this.isDown) return;
+    this.isDown = false;
+    this.backAt = Date.now();
     const held = this.held;
     this.held = [];
-    this.log.info({ after_ms: Date.now() - this.downSince, held: held.length, dropped: this.heldDropped, waiting_events: this.durable.waiting }, 'reconnected to NATS');
+    this.log.info({ after_ms: Date.now() - this.lostAt, held: held.length, dropped: this.heldDropped, ...this.fields() }, 'reconnected to NATS');
     this.heldDropped = 0;
     this.outgoing = held.concat(this.outgoing);
     this.flushOutgoing();
-    this.durable.resume();
+    for (const w of this.watchers) w.back();
   }
-
 }

@@ -1,11 +1,13 @@
 /**
  * JetStream KV behind the typed key-value API of protocol/kv.ts: the only place that sees NATS
  * KV entries, their operations (PUT, DEL, PURGE) and revisions. A bucket is opened (made when
- * missing) by `Bus.bucket(def)`; its name comes from protocol/subjects.ts.
+ * missing) by `openBucket` (`Bus.bucket`); its name comes from protocol/subjects.ts.
  */
 import type { NatsConnection } from '@nats-io/transport-node';
+import type { BusConnection } from './bus-connection.js';
 import { Kvm, KvWatchInclude, type KV, type KvEntry as NatsEntry } from '@nats-io/kv';
 import { Kv, type KvBackend, type KvEntry } from './kv.js';
+import { bucketName, type Bucket } from './subjects.js';
 
 export interface BucketOptions {
   /** how long a key lives after its last write */
@@ -33,8 +35,9 @@ async function openNatsKv(nc: NatsConnection, name: string, opts: BucketOptions 
   });
 }
 
-export async function openBucket<T>(nc: NatsConnection, name: string, opts: BucketOptions = {}): Promise<Kv<T>> {
-  return new Kv<T>(new NatsBackend(await openNatsKv(nc, name, opts)));
+/** A typed bucket on the bus's connection, `<prefix>_<bucket>`, made when missing. */
+export async function openBucket<T>(conn: BusConnection, bucket: Bucket, opts: BucketOptions = {}): Promise<Kv<T>> {
+  return new Kv<T>(new NatsBackend(await openNatsKv(conn.nc, bucketName(conn.prefix, bucket), { replicas: conn.replicas, ...opts })));
 }
 
 function live(e: NatsEntry | null): e is NatsEntry {

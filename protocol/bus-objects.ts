@@ -9,9 +9,10 @@
 import { createReadStream } from 'node:fs';
 import { Readable } from 'node:stream';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
-import type { NatsConnection } from '@nats-io/transport-node';
 import { Objm, setSha256Backend, StorageType, type ObjectStore } from '@nats-io/obj';
 import { CortadoError } from './errors.js';
+import type { BusConnection } from './bus-connection.js';
+import { bucketName, type Bucket } from './subjects.js';
 
 // the object store checks every object's SHA-256; its default is a pure-JS hash that holds the
 // event loop for most of a second per 30 MB: Node's own (OpenSSL) instead
@@ -47,10 +48,11 @@ export interface ObjectBucket {
 
 const NS_PER_MS = 1_000_000;
 
-export async function openObjects(nc: NatsConnection, name: string, opts: ObjectBucketOptions = {}): Promise<ObjectBucket> {
-  const os = await new Objm(nc).create(name, {
+/** An object store on the bus's connection, `<prefix>_<bucket>`, made when missing. */
+export async function openObjects(conn: BusConnection, bucket: Bucket, opts: ObjectBucketOptions = {}): Promise<ObjectBucket> {
+  const os = await new Objm(conn.nc).create(bucketName(conn.prefix, bucket), {
     storage: StorageType.File,
-    replicas: opts.replicas ?? 1,
+    replicas: opts.replicas ?? conn.replicas,
     ...(opts.ttlMs !== undefined ? { ttl: opts.ttlMs * NS_PER_MS } : {}),
     ...(opts.maxBytes !== undefined ? { max_bytes: opts.maxBytes } : {}),
   });

@@ -21,6 +21,7 @@ import { describeErrors } from './define.js';
 import { ctxFrom, headersFor, type Ctx } from './bus-headers.js';
 import { Header } from './headers.js';
 import type { Logger } from './log.js';
+import type { BusConnection } from './bus-connection.js';
 import { queueStreamName } from './subjects.js';
 
 /**
@@ -91,12 +92,12 @@ export class WorkQueue<D extends QueueDef> {
   }
 
   /** The queue's stream and its one durable consumer, made (or brought to `opts`) when needed. */
-  static async open<D extends QueueDef>(nc: NatsConnection, def: D, prefix: string, log: Logger, opts: WorkQueueOptions): Promise<WorkQueue<D>> {
-    const q = new WorkQueue(nc, def, prefix, log, {
+  static async open<D extends QueueDef>(conn: BusConnection, def: D, opts: WorkQueueOptions): Promise<WorkQueue<D>> {
+    const q = new WorkQueue(conn.nc, def, conn.prefix, conn.log, {
       maxInFlight: Math.max(1, opts.maxInFlight),
       ackWaitMs: opts.ackWaitMs ?? 30_000,
       maxAgeMs: opts.maxAgeMs ?? 7 * 24 * 3_600_000,
-      replicas: opts.replicas ?? 1,
+      replicas: opts.replicas ?? conn.replicas,
     });
     await q.ensure();
     return q;

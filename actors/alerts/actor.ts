@@ -6,9 +6,9 @@
  * claims in the KV bucket (one alert per question across all of them).
  */
 import type { Kv } from '../../protocol/kv.js';
-import { Actor, ALERTS_CONSUMER, Bucket, MaskChangedEvt, QueryExecutedEvt, QueryGeneratedEvt, QueryRejectedEvt } from '../../protocol/subjects.js';
+import { Actor, ALERTS_CONSUMER, Bucket, MaskChangedEvt } from '../../protocol/subjects.js';
 import type { ActorDeps, RunningActor } from '../runtime/actor.js';
-import { createDeps, onEvent, STATE_TTL_MS } from './handle.js';
+import { createDeps, onEvent, QUERY_EVENTS, STATE_TTL_MS } from './handle.js';
 
 export async function start(deps: ActorDeps): Promise<RunningActor> {
   const { bus, config, log } = deps;
@@ -26,8 +26,8 @@ export async function start(deps: ActorDeps): Promise<RunningActor> {
     // while security alerts are off nothing reads the stream for them (and the durable consumer
     // is removed: it would cost the server work for every event); switched on, at start or at
     // run time, the alerts score the questions asked from then on
-    consumer = await bus.consume(ALERTS_CONSUMER, [QueryGeneratedEvt, QueryExecutedEvt, QueryRejectedEvt], async (e, ctx) => {
-      await onEvent(e.subject, e.payload, d, ctx);
+    consumer = await bus.consume(ALERTS_CONSUMER, QUERY_EVENTS, async (e, ctx) => {
+      await onEvent(e, d, ctx);
     }, { ackWaitMs: 30_000, active: () => config.mcp.security_alerts.enabled, startAt: 'new' });
   } catch (err) {
     log.warn({ err: (err as Error).message }, 'cannot read the event stream (JetStream unavailable?): no security alerts');

@@ -23,6 +23,7 @@ import type { Logger } from '../../protocol/log.js';
 import type { Channel } from '../../protocol/schemas/common.js';
 import type { QueryExecuted, QueryGenerated, QueryRejected } from '../../protocol/schemas/events.js';
 import type { AlertRaised } from '../../protocol/schemas/policy.js';
+import type { EventOf } from '../../protocol/define.js';
 import type { SqlIntrospectReply } from '../../protocol/schemas/sql.js';
 import { toCortadoError } from '../../protocol/errors.js';
 import {
@@ -295,20 +296,25 @@ export function createDeps(bus: Bus, config: Config, log: Logger, kv: Kv<number>
   };
 }
 
+/** The events the alerts read; `bus.consume` checked each against its schema and hands it on typed. */
+export const QUERY_EVENTS = [QueryGeneratedEvt, QueryExecutedEvt, QueryRejectedEvt] as const;
+export type QueryEvent = EventOf<(typeof QUERY_EVENTS)[number]>;
+
 type Scored = { kind: 'generated'; e: QueryGenerated } | { kind: 'executed'; e: QueryExecuted } | { kind: 'rejected'; e: QueryRejected };
 
-function parse(subject: string, data: unknown): Scored | undefined {
-  if (subject === QueryGeneratedEvt.subject && QueryGeneratedEvt.checkPayload.Check(data)) return { kind: 'generated', e: data as QueryGenerated };
-  if (subject === QueryExecutedEvt.subject && QueryExecutedEvt.checkPayload.Check(data)) return { kind: 'executed', e: data as QueryExecuted };
-  if (subject === QueryRejectedEvt.subject && QueryRejectedEvt.checkPayload.Check(data)) return { kind: 'rejected', e: data as QueryRejected };
-  return undefined;
+function scored(event: QueryEvent): Scored {
+  switch (event.subject) {
+    case QueryGeneratedEvt.subject: return { kind: 'generated', e: event.payload };
+    case QueryExecutedEvt.subject: return { kind: 'executed', e: event.payload };
+    case QueryRejectedEvt.subject: return { kind: 'rejected', e: event.payload };
+  }
 }
 
 export interface Decision {
   fired: boolean;
   score?: number;
   /** why nothing fired, for tests and debug logs */
-  skipped?: 'not_a_query_event' | 'disabled' | 'stale' | 'not_in_apply_to' | 'already_alerted' | 'below_threshold';
+  skipped?: 'disabled' | 'stale' | 'not_in_apply_to' | 'already_alerted' | 'below_threshold';
   alert?: AlertRaised;
 }
 
@@ -317,10 +323,8 @@ export interface Decision {
  * `alert.raised` event follow in the background, tracked in deps.pending). Throws only when
  * the shared state cannot be reached at all, so the event comes again.
  */
-export async function onEvent(subject: string, data: unknown, deps: AlertsDeps, ctx: Ctx): Promise<Decision> {
-  const scored = parse(subject, data);
-  if (!scored) return { fired: false, skipped: 'not_a_query_event' };
-  const { kind, e } = scored;
+export async function onEvent(event: QueryEvent, deps: AlertsDeps, ctx: Ctx): Promise<Decision> {
+  const { kind, e } = scored(event);
   if (e.channel) deps.channels.set(e.request_id, { channel: e.channel, ...(e.widget ? { widget: e.widget } : {}) });
   const cfg = deps.config.mcp.security_alerts;
   if (!cfg.enabled) return { fired: false, skipped: 'disabled' };

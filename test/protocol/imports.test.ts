@@ -285,7 +285,7 @@ t.test('the source tree keeps every import rule', async (t) => {
   const imports = files.flatMap((f) => importsOf(f).map((i) => `${f.path} ${i.spec ?? ''}`));
   // the walk sees the tree: the files and imports the rules are about are among what it read
   t.ok(files.length > 150, `${files.length} files read`);
-  for (const seen of ['protocol/bus.ts @nats-io/transport-node', 'edge/http/server.ts uWebSockets.js', 'store/postgres.ts pg', 'actors/index.ts ./settings/actor.js']) {
+  for (const seen of ['protocol/bus-connection.ts @nats-io/transport-node', 'edge/http/server.ts uWebSockets.js', 'store/postgres.ts pg', 'actors/index.ts ./settings/actor.js']) {
     t.ok(imports.includes(seen), `saw ${seen}`);
   }
   t.notOk(files.some((f) => f.path.startsWith('test/') || f.path.startsWith('node_modules/')), 'tests and packages are not walked');
