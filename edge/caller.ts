@@ -233,7 +233,9 @@ export function createCallerResolver(deps: { bus: Bus; config: Config }): Caller
 
   const checkCsrf = (req: HttpRequest, s: SessionInfo, kind: SessionKind): void => {
     if (WRITES.has(req.method) && !sameSecret(req.headers[CSRF_HEADER] ?? '', s.csrf)) {
-      throw new CortadoError('FORBIDDEN', `missing or wrong ${CSRF_HEADER} header (read it from GET /${kind}/session)`);
+      // details name the header and where to read it, so a page whose session changed since it read
+      // its token (a sign-in in another tab or frame) can read it again and retry (lib/api.js)
+      throw new CortadoError('FORBIDDEN', `missing or wrong ${CSRF_HEADER} header (read it from GET /${kind}/session)`, { header: CSRF_HEADER, session: `/${kind}/session` });
     }
   };
 

@@ -31,6 +31,10 @@ export function errorBody(err: CortadoError, rid: string): { error: Record<strin
   const error: Record<string, unknown> = { code: err.code, message: err.message, retryable: err.retryable, request_id: rid };
   if (err.code === 'VALIDATION_FAILED' && err.details?.errors) error.details = { errors: err.details.errors };
   if (err.code === 'SQL_REJECTED' && err.details?.kind) error.details = { kind: err.details.kind };
+  // a cookie write without its CSRF token: the header and the session route to read it from (edge/caller.ts)
+  if (err.code === 'FORBIDDEN' && typeof err.details?.header === 'string' && typeof err.details.session === 'string') {
+    error.details = { header: err.details.header, session: err.details.session };
+  }
   return { error };
 }
 

@@ -43,9 +43,11 @@ function copyButton(text, label) {
   return b;
 }
 
-/** Mount the Tokens tab into `root`: its own database sign-in (/auth/login), then the person's tokens. */
-export function mountTokens(root) {
-  const api = createApi();
+/**
+ * Mount the Tokens tab into `root`: its own database sign-in (/auth/login), then the person's
+ * tokens. `api`: the page's client, so the sign-in's CSRF token serves the page's other writes.
+ */
+export function mountTokens(root, { api = createApi() } = {}) {
   const flash = el('p', { id: 'tok-flash', class: 'muted', 'aria-live': 'polite' });
   const say = (text, bad = false) => { flash.textContent = text; flash.className = bad ? 'error' : 'muted'; };
   const guard = (fn) => async (ev) => {

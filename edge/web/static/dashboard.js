@@ -29,11 +29,12 @@ function setupTheme() {
 
 // ---- who is signed in --------------------------------------------------------------------------
 
-// GET /api/workspace (api.session): a signed-in person (server-side history, the CSRF token of cookie writes), else null
+// GET /api/workspace (api.session): a signed-in person (server-side history, the CSRF token of cookie
+// writes), else null. The page's one client: the answer view, the history and the tiles write
+// through it, so a cookie write carries the CSRF header, re-read by the client when a sign-in
+// elsewhere on the page (the Tokens tab, the Admin tab's frame) changed the session.
 const api = createApi();
 const state = { ui: { sections: {}, features: {}, sign_in: {} }, who: null, history: null, ask: null };
-/** for the answer view and the history store, which take headers rather than a client */
-const writeHeaders = () => (state.who?.csrf_token ? { 'x-csrf-token': state.who.csrf_token } : {});
 
 // ---- health ------------------------------------------------------------------------------------
 
@@ -135,7 +136,7 @@ async function mountAssistant(root) {
     };
     state.ask = mountAsk($('#assistant-root', root) ?? root, {
       // the CSRF token of a cookie session: with plugins.auth.require_login, /api/query takes signed-in callers only
-      endpoint: '/api/query', widget: 'dashboard', history, headers: writeHeaders,
+      endpoint: '/api/query', widget: 'dashboard', history, api,
       tables: () => [...document.querySelectorAll('#tables input:checked')].map((i) => i.value),
       examples: [...document.querySelectorAll('#examples .chip')].map((c) => c.textContent),
     });
@@ -166,7 +167,7 @@ const MOUNT = {
   assistant: mountAssistant,
   dashboards: async (root) => (await import('./dashboard-tiles.js')).mountDashboards(root, { api, signedIn: Boolean(state.who) }),
   schedules: async (root) => (await import('./schedules.js')).mount(root, state.ui),
-  tokens: async (root) => (await import('./dashboard-tokens.js')).mountTokens(root),
+  tokens: async (root) => (await import('./dashboard-tokens.js')).mountTokens(root, { api }),
   analytics: mountPage,
   ops: mountPage,
   demo: mountPage,
@@ -222,7 +223,7 @@ async function start() {
   const [ui, who] = await Promise.all([api.get('/ui/config').catch(() => state.ui), api.session('/api/workspace')]);
   state.ui = ui;
   state.who = who;
-  state.history = createHistory({ signedIn: Boolean(who), headers: writeHeaders });
+  state.history = createHistory({ signedIn: Boolean(who), api });
   const s = ui.sections ?? {};
   const f = ui.features ?? {};
   // a tab is shown when its key is not false AND its feature is on here (GET /ui/config says both)

@@ -62,8 +62,8 @@ function localHistory(key) {
   };
 }
 
-function serverHistory(base, headers, credentials) {
-  const api = createApi({ base, credentials, headers: () => headers?.() ?? {} });
+/** the history kept on the server (/api/history), through the page's client (`api`) */
+function serverHistory(api) {
   const send = (method, path, body) => api.request(method, path, body);
   return {
     stored: 'server',
@@ -95,6 +95,6 @@ function serverHistory(base, headers, credentials) {
  * 'same-origin' for a widget whose session travels in a header), else this browser's
  * (localStorage under `key`).
  */
-export function createHistory({ base = '', signedIn = false, headers, credentials, key = KEY } = {}) {
-  return signedIn ? serverHistory(base, headers, credentials ?? (base ? 'include' : 'same-origin')) : localHistory(key);
+export function createHistory({ base = '', signedIn = false, headers, credentials, key = KEY, api } = {}) {
+  return signedIn ? serverHistory(api ?? createApi({ base, credentials: credentials ?? (base ? 'include' : 'same-origin'), headers: () => headers?.() ?? {} })) : localHistory(key);
 }

@@ -5,7 +5,7 @@
 // their code and request id; clarifying questions offer their choices as buttons.
 // ES module, no global side effects until mountAsk or renderAnswer is called.
 import { prepareChartJs, renderChart } from './chart.js';
-import { createApi } from '../lib/api.js';
+import { createApi, readableMessage } from '../lib/api.js';
 import { copyInto, el, errorBox, icon, randomId } from '../lib/dom.js';
 import { formatBytes } from '../lib/format.js';
 import { renderMarkdown } from './markdown.js';
@@ -53,7 +53,11 @@ function renderInsights(list) {
     el('span', { text: i.message ?? '' }))));
 }
 
-/** The answer's API client: the host's base, headers (a session or CSRF header) and credentials. */
+/**
+ * The answer's API client: the host's own (opts.api: the page's client, which holds its cookie
+ * session's CSRF token), else one with the host's base, headers (a widget's session header) and
+ * credentials.
+ */
 const clientOf = (opts) => (opts.api ??= createApi({ base: opts.base ?? '', credentials: opts.credentials ?? 'same-origin', headers: () => opts.headers?.() ?? {} }));
 
 function renderDownloads(reply, opts) {
@@ -74,10 +78,11 @@ function renderDownloads(reply, opts) {
         status.textContent = `Downloaded ${name}`;
       } catch (e) {
         if (e.status === 401) {
-          status.textContent = 'Downloads are for signed-in users: sign in to download this result.';
+          // said here, beside the answer, which stays: a download is no reason to take the answer
+          // away for a login form (a question's 401 is, and brings it through onAuthRequired)
+          status.textContent = 'Downloads are for signed-in users, and you are not signed in: sign in to download this result (the answer stays here).';
           for (const x of buttons) x.disabled = true;
-          opts.onAuthRequired?.({ code: e.code, message: e.message, request_id: e.requestId });
-        } else status.textContent = `No file: ${e.code ? `${e.code} ` : ''}${e.message}`;
+        } else status.textContent = `No file: ${readableMessage(e)}`;
       }
     });
     return b;
@@ -276,12 +281,14 @@ export function mountAsk(root, opts) {
   let conversation = randomId();
   const views = new Set();
   const headers = () => o.headers?.() ?? {};
+  // one client for the questions and every answer's downloads and feedback
+  const api = clientOf(o);
   const wsHeaders = () => Object.fromEntries(Object.entries(headers()).filter(([k]) => WS_HEADERS.has(k.toLowerCase())));
 
   /** send one request (ask or confirm) over the chosen transport; events to onEvent */
   const exchange = (kind, path, body, onEvent) => (o.transport === 'ws'
     ? sendWs(o.base, kind, path, body, { headers: wsHeaders(), onEvent })
-    : postSse(o.base, path, body, { headers: headers(), credentials: o.credentials, onEvent, stream: kind === 'ask' }));
+    : postSse(o.base, path, body, { api, onEvent, stream: kind === 'ask' }));
 
   function card(text) {
     const steps = el('ol', { class: 'steps', 'aria-label': 'Steps' });

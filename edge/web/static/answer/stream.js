@@ -29,10 +29,11 @@ async function readSse(response, onEvent) {
 }
 
 /** POST `path` with `body`; events to onEvent until the answer is complete. */
-export async function postSse(base, path, body, { headers = {}, credentials = 'same-origin', onEvent, stream = true }) {
+export async function postSse(base, path, body, { api, headers = {}, credentials = 'same-origin', onEvent, stream = true }) {
   let res;
   try {
-    res = await createApi({ base, credentials, headers: () => headers }).post(path, body, { as: 'response', ...(stream ? { accept: 'text/event-stream' } : {}) });
+    // the host's client when it has one (its session's CSRF token), else one for this request
+    res = await (api ?? createApi({ base, credentials, headers: () => headers })).post(path, body, { as: 'response', ...(stream ? { accept: 'text/event-stream' } : {}) });
   } catch (err) {
     if (!(err instanceof ApiError) || err.status === 0) throw err;
     onEvent('error', { error: { code: err.code, message: err.message, request_id: err.requestId, ...(err.details ? { details: err.details } : {}) }, status: err.status });

@@ -15,6 +15,9 @@ export class ApiError extends Error {
 }
 
 const WRITES = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+const CSRF_HEADER = 'x-csrf-token';
+/** a session route named by a refused write (GET /admin/session, /auth/session, /assistant/session) */
+const SESSION_ROUTE = /^\/(admin|auth|assistant)\/session$/;
 
 /**
  * createApi({base, credentials, headers}) → {request, get, post, put, patch, del, setCsrf, setBearer}
@@ -22,17 +25,22 @@ const WRITES = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
  * with the body ({} for 204) or throws an ApiError (a status in `also` is read as a reply, e.g.
  * /health's 503 that says what is down); `headers()` adds per-call headers (a widget's X-Session-ID).
  * `onUnauthorized(err)` hears every 401 (a page shows its sign-in form).
+ * The CSRF token of a cookie session is taken from any reply that carries one (a sign-in, a
+ * session route); a write refused for a missing or stale one (403, its details naming the header
+ * and the session route) reads the route once and is sent again.
  */
 export function createApi({ base = '', credentials = 'same-origin', headers = () => ({}), onUnauthorized } = {}) {
   let csrf;
   let bearer;
-  async function request(method, path, body, { as = 'json', accept, also = [] } = {}) {
+  async function request(method, path, body, opts = {}, retried = false) {
+    const { as = 'json', accept, also = [] } = opts;
     const h = {
       accept: accept ?? (as === 'json' ? 'application/json' : '*/*'),
       ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
       ...(bearer ? { authorization: `Bearer ${bearer}` } : {}),
-      ...(csrf && WRITES.has(method) ? { 'x-csrf-token': csrf } : {}),
       ...headers(),
+      // the token this client read from its session wins over one the host passed in headers()
+      ...(csrf && WRITES.has(method) ? { [CSRF_HEADER]: csrf } : {}),
     };
     let res;
     try {
@@ -42,6 +50,18 @@ export function createApi({ base = '', credentials = 'same-origin', headers = ()
     }
     if (!res.ok && !also.includes(res.status)) {
       const json = await res.json().catch(() => undefined);
+      // A cookie write refused for its CSRF header: the session was opened or changed after this
+      // client read its token (a sign-in in another tab, frame or part of the page). The reply
+      // names the session route; read the token there once and send the write again.
+      const d = json?.error?.details;
+      const sent = h[CSRF_HEADER];
+      if (res.status === 403 && !retried && WRITES.has(method) && credentials !== 'omit' && d?.header === CSRF_HEADER && SESSION_ROUTE.test(d.session ?? '')) {
+        const fresh = await request('GET', d.session, undefined, {}, true).catch(() => undefined);
+        if (typeof fresh?.csrf_token === 'string' && fresh.csrf_token !== sent) {
+          csrf = fresh.csrf_token;
+          return request(method, path, body, opts, true);
+        }
+      }
       const err = new ApiError(res.status, json?.error ?? { request_id: res.headers.get('x-request-id') ?? undefined });
       if (res.status === 401) onUnauthorized?.(err);
       throw err;
@@ -50,7 +70,11 @@ export function createApi({ base = '', credentials = 'same-origin', headers = ()
     if (as === 'blob') return { blob: await res.blob(), filename: /filename="([^"]+)"/.exec(res.headers.get('content-disposition') ?? '')?.[1] };
     if (as === 'text') return res.text();
     if (res.status === 204) return {};
-    return res.headers.get('content-type')?.includes('json') ? res.json() : res.text();
+    if (!res.headers.get('content-type')?.includes('json')) return res.text();
+    const json = await res.json();
+    // a sign-in's or a session route's reply: its CSRF token goes with this client's writes from now on
+    if (json && typeof json === 'object' && typeof json.csrf_token === 'string' && json.csrf_token) csrf = json.csrf_token;
+    return json;
   }
   return {
     request,
