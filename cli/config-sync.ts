@@ -1,7 +1,8 @@
 /**
- * Runtime config changes reach every process: a `config.changed` event is applied to this
- * process's config object (every actor here holds it), and a process that starts after
- * changes were made asks the settings actor for the stored overrides once.
+ * Runtime config changes reach every process: a `config.changed` event is put in force in this
+ * process (config/runtime.ts applyOverride → config/current.ts replaceSetting, the one change
+ * path: every actor here reads the config in force when it uses a setting), and a process that
+ * starts after changes were made asks the settings actor for the stored overrides once.
  */
 import type { Bus } from '../protocol/bus.js';
 import type { Logger } from '../protocol/log.js';

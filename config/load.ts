@@ -2,7 +2,8 @@
  * Reads config/config.yaml once: `${VAR}` / `${VAR:default}` interpolation in every string,
  * defaults, type conversion (env values are strings), validation with messages that name
  * the key path, warnings for unknown keys and for settings that do not do what they seem to
- * (advice). Values are never printed (they may be secrets).
+ * (advice). Values are never printed (they may be secrets). The config it returns is frozen: a
+ * read-only live view of the snapshot in force (config/current.ts).
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -13,6 +14,7 @@ import type { TSchema } from 'typebox';
 import YAML from 'yaml';
 import { CortadoError } from '../protocol/errors.js';
 import { ConfigSchema, type Config } from './schema.js';
+import { liveConfig } from './current.js';
 import { opsConfigProblems } from './ops-checks.js';
 import { missingCredentials, resolveRoute } from './model-routing.js';
 
@@ -78,8 +80,7 @@ export function parseConfig(text: string, file: string, env: NodeJS.ProcessEnv =
   problems.push(...crossChecks(config));
   if (problems.length) throw invalid(file, problems);
   warnings.push(...advice(config, { jobTimeoutSet, linkingSet }));
-  BASELINES.set(config, structuredClone(config));
-  return { config, file, warnings };
+  return { config: liveConfig(config), file, warnings };
 }
 
 function hasKey(value: unknown, keys: readonly string[]): boolean {
@@ -236,17 +237,6 @@ function invalid(file: string, problems: string[]): CortadoError {
   return new CortadoError('CONFIG_INVALID', `invalid configuration in ${rel}:\n${problems.map((p) => `  - ${p}`).join('\n')}`, {
     problems,
   });
-}
-
-/**
- * The file's own values, per loaded config: what a runtime override is reset to. The loaded
- * object itself is changed only by config/runtime.ts (admin overrides), in place, so every
- * actor holding it sees the change.
- */
-const BASELINES = new WeakMap<Config, Config>();
-
-export function baselineOf(config: Config): Config | undefined {
-  return BASELINES.get(config);
 }
 
 /** Validate a whole config object (after a runtime change): the problems, key paths first. */

@@ -1,11 +1,13 @@
 /**
  * Runtime overrides of the loaded config (the admin panel's edits): validated against the
- * same schema as the file, applied in place to the config object every actor of the process
- * holds, and reset to the file's value. Keys that only take effect at start-up, or that would
- * let an admin session widen its own power, are refused.
+ * same schema as the file, put in force through config/current.ts (the one change path: a new
+ * frozen snapshot every actor of the process reads at use time), and reset to the file's value.
+ * Keys that only take effect at start-up, or that would let an admin session widen its own
+ * power, are refused (START_ONLY, error FORBIDDEN with `details.start_only`).
  */
 import { CortadoError } from '../protocol/errors.js';
-import { baselineOf, configProblems } from './load.js';
+import { configProblems } from './load.js';
+import { replaceSetting, snapshotOf } from './current.js';
 import type { TSchema } from 'typebox';
 import { ConfigSchema, SECRET_KEYS, type Config } from './schema.js';
 
@@ -24,24 +26,71 @@ export function schemaHasKey(key: string): boolean {
   return node !== undefined;
 }
 
-/** Sections and keys an override may not touch: read at start, or the keys to the kingdom. */
-const FIXED: readonly string[] = [
-  'app.host', 'app.port', 'app.http_server', 'app.max_body_kb', 'app.trusted_proxies',
-  'app.headers_timeout_seconds', 'app.request_timeout_seconds', 'app.body_idle_timeout_seconds', 'app.keep_alive_timeout_seconds',
-  'bus', 'audit', 'database', 'config_db', 'analytics.enabled', 'analytics.backend', 'analytics.storage', 'analytics.postgresql', 'analytics.access', 'admin.username', 'admin.password', 'admin.ldap_group_dn', 'plugins.auth.enabled',
-  'llm.provider',
-  // the alarms actor opens its store (and serves or refuses every request) once, at start
-  'alarms.enabled', 'alarms.storage_path',
-  // the scheduler starts its leader (cron firing) and sizes its work queue's consumer at start
-  'scheduler.enabled', 'scheduler.max_concurrent_jobs',
+/**
+ * The keys a run-time override may not change, each with why: read once at start (a server,
+ * a connection, a store, a bucket sized by it), or the keys to the kingdom (who is admin, where
+ * secrets are kept). A prefix covers its whole section; `*` stands for one name (a provider).
+ * Every other key of the schema takes effect at run time: the code reads it from the config in
+ * force when it uses it (config/current.ts). test/config/overrides-walk.test.ts walks the schema
+ * and holds every key to one of the two; docs/configuration.md "Run-time overrides" lists them.
+ */
+export const START_ONLY: ReadonlyArray<readonly [key: string, why: string]> = [
+  ['app.name', 'written into the pages when they are loaded at start'],
+  ['app.debug', 'the log level is set when the process starts'],
+  ['app.log_level', 'the log level is set when the process starts'],
+  ['app.host', 'the HTTP server listens at start'],
+  ['app.port', 'the HTTP server listens at start'],
+  ['app.http_server', 'the HTTP server is made at start'],
+  ['app.max_body_kb', 'the HTTP server and the WebSocket endpoint are made with it at start'],
+  ['app.trusted_proxies', 'the HTTP server is made with it at start'],
+  ['app.headers_timeout_seconds', 'the HTTP server is made with it at start'],
+  ['app.request_timeout_seconds', 'the HTTP server is made with it at start'],
+  ['app.body_idle_timeout_seconds', 'the HTTP server is made with it at start'],
+  ['app.keep_alive_timeout_seconds', 'the HTTP server is made with it at start'],
+  ['bus', 'every process connects to NATS at start'],
+  ['audit', 'the event stream and its consumers are set up at start'],
+  ['metrics', 'the metrics registry and its listener are set up at start'],
+  ['tracing', 'the trace exporter is set up at start'],
+  ['database', 'the executor opens its pools and checks the role at start'],
+  ['config_db', 'the storage and the encryption key are opened at start'],
+  ['analytics.enabled', 'the analytics actor opens its store at start'],
+  ['analytics.backend', 'the analytics actor opens its store at start'],
+  ['analytics.storage', 'the analytics actor opens its store at start'],
+  ['analytics.postgresql', 'the analytics actor opens its store at start'],
+  ['analytics.access', 'the analytics routes are guarded with it at start'],
+  ['admin.username', 'who is admin: only the config file says'],
+  ['admin.password', 'who is admin: only the config file says'],
+  ['admin.ldap_group_dn', 'who is admin: only the config file says'],
+  ['plugins.auth.enabled', 'the identity actor checks the encryption key for it at start'],
+  ['llm.provider', 'the LLM actor reports its provider from start'],
+  ['llm.max_concurrency', 'each provider\'s call queue is sized when first used'],
+  ['llm.max_queue', 'each provider\'s call queue is sized when first used'],
+  ['llm.queue_timeout_ms', 'each provider\'s call queue is sized when first used'],
+  ['llm.*.max_concurrency', 'each provider\'s call queue is sized when first used'],
+  ['conversation', 'the conversation store is sized and its bucket\'s TTL set at start'],
+  ['alarms.enabled', 'the alarms actor opens its store (and serves or refuses every request) at start'],
+  ['alarms.storage_path', 'the alarms actor opens its store at start'],
+  ['scheduler.enabled', 'the scheduler starts its leader (cron firing) at start'],
+  ['scheduler.max_concurrent_jobs', 'the scheduler sizes its work queue\'s consumer at start'],
 ];
+
+function covers(pattern: string, key: string): boolean {
+  const p = pattern.split('.');
+  const k = key.split('.');
+  return p.length <= k.length && p.every((s, i) => s === '*' || s === k[i]);
+}
+
+/** Why `key` is start-only, or undefined when it takes effect at run time. */
+export function startOnlyReason(key: string): string | undefined {
+  return START_ONLY.find(([pattern]) => covers(pattern, key))?.[1];
+}
 
 export function isSecretKey(key: string): boolean {
   return SECRET_KEYS.has(key.split('.').at(-1) ?? '');
 }
 
 export function overridable(key: string): boolean {
-  return !FIXED.some((f) => key === f || key.startsWith(`${f}.`));
+  return startOnlyReason(key) === undefined;
 }
 
 function getPath(obj: unknown, parts: readonly string[]): unknown {
@@ -73,10 +122,11 @@ export function configValue(config: Config, key: string): unknown {
  * changing anything. Throws VALIDATION_FAILED naming the key, or FORBIDDEN.
  */
 export function checkOverride(config: Config, key: string, value: unknown): void {
-  if (!overridable(key)) throw new CortadoError('FORBIDDEN', `${key} is read at start-up only: change it in config/config.yaml and restart`);
+  const why = startOnlyReason(key);
+  if (why !== undefined) throw new CortadoError('FORBIDDEN', `${key} is read at start-up only (${why}): change it in config/config.yaml and restart`, { key, start_only: true });
   const parts = key.split('.');
   if (!schemaHasKey(key)) throw new CortadoError('VALIDATION_FAILED', `${key}: there is no such key`);
-  const copy = structuredClone(config) as unknown as Record<string, unknown>;
+  const copy = structuredClone(snapshotOf(config)) as unknown as Record<string, unknown>;
   setPath(copy, parts, value);
   const problems = configProblems(copy);
   if (problems.length) throw new CortadoError('VALIDATION_FAILED', problems.join('; '), { problems });
@@ -117,11 +167,12 @@ export function supersededHere(config: Config, key: string, id: string): boolean
   return !newest;
 }
 
-/** Apply `key = value` in place; `undefined` resets the key to the file's value. */
+/**
+ * Put `key = value` in force in this process (config/current.ts replaceSetting: a new frozen
+ * snapshot); `undefined` resets the key to the file's value. Check it first (checkOverride).
+ */
 export function applyOverride(config: Config, key: string, value: unknown): void {
-  const parts = key.split('.');
-  const next = value === undefined ? structuredClone(getPath(baselineOf(config), parts)) : value;
-  setPath(config as unknown as Record<string, unknown>, parts, next);
+  replaceSetting(config, key, value);
 }
 
 /** A deep copy with every secret replaced by "********" (empty secrets stay empty). */

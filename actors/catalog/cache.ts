@@ -14,7 +14,8 @@ export interface CatalogSource {
 export interface CatalogCacheOptions {
   load: (ctx: Ctx) => Promise<SqlIntrospectReply>;
   /** 0: load on every call (concurrent calls still share one load) */
-  ttlSeconds: number;
+  /** a function: read at each use, so a run-time change of catalog.cache_ttl_seconds applies at once */
+  ttlSeconds: number | (() => number);
   now?: () => number;
   /**
    * What the loaded tables depend on besides the database: a cached catalog made under another
@@ -33,7 +34,8 @@ export interface CatalogCacheOptions {
  */
 export function createCatalogCache(opts: CatalogCacheOptions): CatalogSource {
   const now = opts.now ?? Date.now;
-  const ttlMs = opts.ttlSeconds * 1000;
+  const ttlSeconds = opts.ttlSeconds;
+  const ttlOf = (): number => (typeof ttlSeconds === 'function' ? ttlSeconds() : ttlSeconds) * 1000;
   // one cache per database scope (ctx.scope: a plugins.auth session or token sees its own tables); '' = the server's
   const slots = new Map<string, { cached?: { catalog: Catalog; at: number; epoch: string }; inFlight?: Promise<Catalog> }>();
 
@@ -50,6 +52,7 @@ export function createCatalogCache(opts: CatalogCacheOptions): CatalogSource {
       }
       const s = slot;
       const epoch = opts.epoch?.() ?? '';
+      const ttlMs = ttlOf();
       if (!refresh && s.cached && ttlMs > 0 && now() - s.cached.at < ttlMs && s.cached.epoch === epoch) return Promise.resolve(s.cached.catalog);
       if (s.inFlight) return s.inFlight;
       const shared: Ctx = { requestId: ctx.requestId };
@@ -59,7 +62,7 @@ export function createCatalogCache(opts: CatalogCacheOptions): CatalogSource {
       const load = (async () => {
         try {
           const catalog = buildCatalog(await opts.load(shared));
-          if (ttlMs > 0) s.cached = { catalog, at: now(), epoch };
+          if (ttlOf() > 0) s.cached = { catalog, at: now(), epoch };
           else delete s.cached;
           return catalog;
         } finally {

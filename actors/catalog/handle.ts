@@ -88,7 +88,7 @@ export interface ContextOptions extends LinkOptions {
 export function busCatalogSource(bus: Pick<Bus, 'request'>, config: Config): CatalogSource {
   return createCatalogCache({
     load: (ctx) => bus.request(SqlIntrospect, {}, ctx),
-    ttlSeconds: config.catalog.cache_ttl_seconds,
+    ttlSeconds: () => config.catalog.cache_ttl_seconds,
     epoch: visibilityEpoch(config),
   });
 }
@@ -346,18 +346,18 @@ async function semanticPart(catalog: Catalog, input: SchemaContextRequest, table
 /** The whole semantic layer's words, asked over the bus (the actor drops them on evt.semantic.changed). */
 export function busSemanticTerms(bus: Pick<Bus, 'request'>, config?: Config): SemanticTermsSource {
   // kept until evt.semantic.changed, and at most catalog.cache_ttl_seconds (5 min when 0): an event missed while the broker was away
-  const ttlSeconds = config?.catalog.cache_ttl_seconds || 300;
-  return createSemanticTerms((input, ctx) => bus.request(SemanticContext, input, ctx), { ttlMs: ttlSeconds * 1000 });
+  const ttlMs = (): number => (config?.catalog.cache_ttl_seconds || 300) * 1000;
+  return createSemanticTerms((input, ctx) => bus.request(SemanticContext, input, ctx), { ttlMs });
 }
 
 /** Known column values from the executor's sql.profile, kept for catalog.cache_ttl_seconds. */
 export function busValues(bus: Pick<Bus, 'request'>, config: Config): ValueSource {
-  return createValueSource((input, ctx) => bus.request(SqlProfile, input, ctx), Math.max(60, config.catalog.cache_ttl_seconds));
+  return createValueSource((input, ctx) => bus.request(SqlProfile, input, ctx), () => Math.max(60, config.catalog.cache_ttl_seconds));
 }
 
 /** The value index from the executor's sql.values, kept for catalog.cache_ttl_seconds (a minute at least). */
 export function busValueIndex(bus: Pick<Bus, 'request'>, config: Config): ValueIndexSource {
-  return createValueIndex((ctx) => bus.request(SqlValues, {}, ctx), Math.max(60, config.catalog.cache_ttl_seconds));
+  return createValueIndex((ctx) => bus.request(SqlValues, {}, ctx), () => Math.max(60, config.catalog.cache_ttl_seconds));
 }
 
 /** The semantic actor asked over the bus. */

@@ -55,7 +55,7 @@ export interface KeptTerms extends SemanticTerms {
 
 export interface SemanticTermsOptions {
   /** how long the layer is kept even when no evt.semantic.changed arrives (an event missed while the broker was away) */
-  ttlMs?: number;
+  ttlMs?: number | (() => number);
   now?: () => number;
 }
 
@@ -73,7 +73,7 @@ export function injectable(reply: Pick<ContextReply, 'storage' | 'entities'>): b
  */
 export function createSemanticTerms(ask: (input: ContextRequest, ctx: Ctx) => Promise<ContextReply>, opts: SemanticTermsOptions = {}): SemanticTermsSource {
   type Layer = Pick<ContextReply, 'entities' | 'metrics'> & { injectable: boolean };
-  const ttlMs = opts.ttlMs ?? DEFAULT_TTL_MS;
+  const ttl = opts.ttlMs ?? DEFAULT_TTL_MS;
   const now = opts.now ?? Date.now;
   let kept: { layer: Layer; at: number; bySchema: Map<string, KeptTerms> } | undefined;
   let inFlight: Promise<Layer | undefined> | undefined;
@@ -81,7 +81,7 @@ export function createSemanticTerms(ask: (input: ContextRequest, ctx: Ctx) => Pr
   const terms = (layer: Layer, defaultSchema: string): KeptTerms => ({ ...semanticTerms(layer, defaultSchema), injectable: layer.injectable });
   return {
     async get(ctx, defaultSchema) {
-      if (kept && now() - kept.at >= ttlMs) {
+      if (kept && now() - kept.at >= (typeof ttl === 'function' ? ttl() : ttl)) {
         generation += 1;
         kept = undefined;
       }

@@ -112,7 +112,7 @@ export function literalMisses(literals: readonly string[], hits: ReadonlyMap<str
  * Known values through `profile` (sql.profile over the bus), kept per scope and table for
  * ttlSeconds. A profile that fails or is late costs the value links, never the question.
  */
-export function createValueSource(profile: (input: SqlProfileRequest, ctx: Ctx) => Promise<SqlProfileReply>, ttlSeconds: number, now: () => number = Date.now): ValueSource {
+export function createValueSource(profile: (input: SqlProfileRequest, ctx: Ctx) => Promise<SqlProfileReply>, ttl: number | (() => number), now: () => number = Date.now): ValueSource {
   const kept = new Map<string, { at: number; columns: Map<string, string[]>; whole: Set<string> }>();
   return {
     whole(ctx) {
@@ -134,7 +134,7 @@ export function createValueSource(profile: (input: SqlProfileRequest, ctx: Ctx) 
         if (!entry) continue;
         const key = `${scope}\u0000${name}`;
         const hit = kept.get(key);
-        if (hit && now() - hit.at < ttlSeconds * 1000) {
+        if (hit && now() - hit.at < secondsOf(ttl) * 1000) {
           out.set(name, hit.columns);
           continue;
         }
@@ -222,11 +222,16 @@ export interface ValueIndexSource {
 
 const phrase = (s: string): string => s.normalize('NFKC').toLowerCase().split(/[^\p{L}\p{N}#&]+/u).filter(Boolean).join(' ');
 
+/** A TTL given as a number, or as a function read at each use (a run-time config change applies at once). */
+function secondsOf(ttl: number | (() => number)): number {
+  return typeof ttl === 'function' ? ttl() : ttl;
+}
+
 /**
  * The value index through `ask` (sql.values over the bus), kept per scope for ttlSeconds. A
  * failure costs the index, never the question: asked again after a minute.
  */
-export function createValueIndex(ask: (ctx: Ctx) => Promise<SqlValuesReply>, ttlSeconds: number, now: () => number = Date.now): ValueIndexSource {
+export function createValueIndex(ask: (ctx: Ctx) => Promise<SqlValuesReply>, ttl: number | (() => number), now: () => number = Date.now): ValueIndexSource {
   const kept = new Map<string, { at: number; index?: ValueIndex; building?: Promise<ValueIndex | undefined>; schema: string }>();
   const build = (catalog: Catalog, ctx: Ctx): Promise<ValueIndex | undefined> =>
     ask({ requestId: ctx.requestId, ...(ctx.scope ? { scope: ctx.scope } : {}), ...(ctx.user ? { user: ctx.user } : {}) })
@@ -266,6 +271,7 @@ export function createValueIndex(ask: (ctx: Ctx) => Promise<SqlValuesReply>, ttl
     async get(catalog, ctx) {
       const key = ctx.scope ?? '';
       let entry = kept.get(key);
+      const ttlSeconds = secondsOf(ttl);
       const stale = !entry || now() - entry.at >= ttlSeconds * 1000 || entry.schema !== catalog.defaultSchema;
       if (stale && !entry?.building) {
         const e = entry ?? { at: now(), schema: catalog.defaultSchema };

@@ -67,15 +67,20 @@ export function limiterFor(name: LlmProviderName, deps: Pick<LlmDeps, 'config' |
   return made;
 }
 
+/** The provider's section each provider was made from: a run-time change of it makes the provider again. */
+const MADE_FROM = new WeakMap<Promise<LlmProvider>, string>();
+
 export async function providerFor(name: LlmProviderName, deps: Pick<LlmDeps, 'config' | 'providers'>): Promise<LlmProvider> {
+  const section = JSON.stringify(deps.config.llm[name]);
   const known = deps.providers.get(name);
-  if (known) return known;
+  if (known && MADE_FROM.get(known) === section) return known;
   const make = FACTORIES[name];
   if (!make) throw new CortadoError('LLM_UNAVAILABLE', `the LLM provider "${name}" is not available in this build (available: ${Object.keys(FACTORIES).join(', ')})`, { provider: name });
   const made = make(deps.config);
+  MADE_FROM.set(made, section);
   deps.providers.set(name, made);
   // a provider that could not be made is tried again at the next call (as before, when it threw each time)
-  made.catch(() => deps.providers.delete(name));
+  made.catch(() => { if (deps.providers.get(name) === made) deps.providers.delete(name); });
   return made;
 }
 

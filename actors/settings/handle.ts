@@ -14,7 +14,7 @@ import { CortadoError } from '../../protocol/errors.js';
 import type { Logger } from '../../protocol/log.js';
 import type * as I from '../../protocol/schemas/identity.js';
 import { ConfigChangedEvt, MaskChangedEvt } from '../../protocol/subjects.js';
-import { baselineOf } from '../../config/load.js';
+import { baselineOf } from '../../config/current.js';
 import { DEFAULT_PROMPTS, PROMPT_KEYS } from '../../config/prompts.js';
 import { applyOverride, checkOverride, configValue, isSecretKey, maskSecrets, noteLocalChange } from '../../config/runtime.js';
 import type { Config } from '../../config/schema.js';

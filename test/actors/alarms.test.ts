@@ -25,7 +25,7 @@ import * as h from '../../actors/alarms/handle.js';
 import { jiraTracker } from '../../actors/alarms/tracker.js';
 import { startAlarms } from '../../actors/alarms/actor.js';
 import { checkOverride } from '../../config/runtime.js';
-import { testConfig } from '../helpers/config.js';
+import { testConfig, setConfig } from '../helpers/config.js';
 import { adfText, startFakeJira } from '../helpers/fake-jira.js';
 import { startNats } from '../helpers/nats.js';
 import { until } from '../helpers/processes.js';
@@ -208,9 +208,9 @@ t.test('create checks what it is given', async (t) => {
   const a = await h.create(base, d, ctx);
   t.same([a.cron, a.timezone, a.recipients, a.state, a.value], ['*/15 * * * *', 'UTC', ['oncall@example.org'], 'ok', null], 'defaults: every 15 minutes, scheduler.timezone, alarms.default_recipients');
   t.equal((await refused(h.create(base, d, ctx))).code, 'CONFLICT');
-  config.alarms.enabled = false;
+  setConfig(config, 'alarms.enabled', false);
   const off = await refused(h.list(d));
-  config.alarms.enabled = true;
+  setConfig(config, 'alarms.enabled', true);
   t.same([off.code, off.message], ['NOT_FOUND', 'alarms are off (alarms.enabled is false in config/config.yaml)']);
 });
 
@@ -313,7 +313,7 @@ t.test('the tracker refusing the credentials is recorded (never the token); the 
   const issues0 = jira.issues.length;
   const mails0 = smtp.received.length;
   const unauthorized0 = jira.unauthorized;
-  config.jira.api_token = 'jira-wrong-Pz11-never-logged';
+  setConfig(config, 'jira.api_token', 'jira-wrong-Pz11-never-logged');
   lines.length = 0;
   at('14:01:05');
   next = reply('forecast_monthly_costs', [forecastOf('p1', 100, [['2026-06-10', 25]])]);
@@ -331,7 +331,7 @@ t.test('the tracker refusing the credentials is recorded (never the token); the 
   t.notOk(JSON.stringify(await h.list(d)).includes('never-logged'), 'nor in what the API returns');
   t.equal((await h.list(d)).tracker.api_token_set, true);
 
-  config.jira.api_token = TOKEN;
+  setConfig(config, 'jira.api_token', TOKEN);
   at('14:02:05');
   await ev.pass();
   await ev.idle();
@@ -426,7 +426,7 @@ t.test('a failing tracker is one history line and one warning per reason while t
   const issues0 = jira.issues.length;
   const mails0 = smtp.received.length;
   const saved = { ...config.jira };
-  t.teardown(() => { Object.assign(config.jira, saved); jira.failWith = undefined; });
+  t.teardown(() => { setConfig(config, 'jira', saved); jira.failWith = undefined; });
   lines.length = 0;
   let minute = 0;
   const passes = async (n: number) => {
@@ -438,14 +438,14 @@ t.test('a failing tracker is one history line and one warning per reason while t
   };
   const failures = async () => (await h.get({ id: a.id }, d)).history.filter((e) => e.message.startsWith('The issue tracker failed')).map((e) => e.message);
 
-  config.jira.issue_type = 'Saga';
+  setConfig(config, 'jira.issue_type', 'Saga');
   await passes(3);
   t.same(await failures(), ['The issue tracker failed: the issue tracker answered 400: issuetype: Specify a valid issue type (jira.issue_type is "Saga")'], 'an unknown issue type: Jira\'s words and the setting, once over three evaluations');
-  config.jira.issue_type = 'Incident';
-  config.jira.priority = 'Urgent';
+  setConfig(config, 'jira.issue_type', 'Incident');
+  setConfig(config, 'jira.priority', 'Urgent');
   await passes(2);
   t.match((await failures())[0], /answered 400: priority: Specify the Priority \(name\) in the string format \(jira\.priority is "Urgent"\)/, 'an unknown priority, once');
-  config.jira.priority = 'Highest';
+  setConfig(config, 'jira.priority', 'Highest');
   jira.failWith = 'forbidden';
   await passes(2);
   t.match((await failures())[0], /refused \(403\): the account of jira\.email may not do this in OPS \(You do not have permission to create issues in this project\.\)/, 'a 403, once');

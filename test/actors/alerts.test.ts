@@ -24,7 +24,7 @@ import { catalogLockFor, checkCatalogLock } from '../../actors/executor/guard/ca
 import { guardSql, prepareGuard } from '../../actors/executor/guard/index.js';
 import { start as startSettings } from '../../actors/settings/actor.js';
 import { startMailer } from '../../actors/mailer/actor.js';
-import { testConfig } from '../helpers/config.js';
+import { testConfig, setConfig } from '../helpers/config.js';
 import { startNats } from '../helpers/nats.js';
 import { startSmtp } from '../helpers/smtp.js';
 
@@ -255,9 +255,9 @@ t.teardown(async () => {
 });
 
 t.beforeEach(() => {
-  config.mcp.security_alerts = structuredClone(alerts0);
-  config.email.enabled = false;
-  config.email.max_recipients_per_email = 10;
+  setConfig(config, 'mcp.security_alerts', structuredClone(alerts0));
+  setConfig(config, 'email.enabled', false);
+  setConfig(config, 'email.max_recipients_per_email', 10);
 });
 
 const usage = { input_tokens: 1, output_tokens: 1, cached_input_tokens: 0, llm_calls: 1 };
@@ -319,7 +319,7 @@ async function until(what: string, cond: () => Promise<boolean>, timeoutMs = 5_0
 
 t.test('disabled: nothing reads the stream; enabled again: the questions from then on are scored', async (t) => {
   t.ok(await consumerExists(), 'enabled: the durable consumer is there');
-  config.mcp.security_alerts.enabled = false;
+  setConfig(config, 'mcp.security_alerts.enabled', false);
   await until('the consumer is removed', async () => !(await consumerExists()));
   t.pass('switched off at run time: the durable consumer is removed (no work for the server per event)');
   generated('off-1', BAD, { channel: 'mcp', user: 'ann' });
@@ -327,7 +327,7 @@ t.test('disabled: nothing reads the stream; enabled again: the questions from th
   await new Promise((r) => setTimeout(r, 300));
   t.same(alertsFor('off-1'), [], 'nothing fires while off');
 
-  config.mcp.security_alerts.enabled = true;
+  setConfig(config, 'mcp.security_alerts.enabled', true);
   await until('the consumer is back', consumerExists);
   generated('on-again', BAD, { channel: 'mcp', user: 'ann' });
   t.ok(await alertFor('on-again'), 'switched on again: a question from now on fires');
@@ -354,7 +354,7 @@ t.test('an MCP query above the threshold fires; the same from the API does not (
 });
 
 t.test('apply_to takes widget types, channel names and *', async (t) => {
-  config.mcp.security_alerts.apply_to = ['assistant', 'api'];
+  setConfig(config, 'mcp.security_alerts.apply_to', ['assistant', 'api']);
   generated('wt-legacy', BAD, { channel: 'legacy' });
   generated('wt-api', BAD, { channel: 'api' });
   generated('wt-mcp', BAD, { channel: 'mcp' });
@@ -362,10 +362,10 @@ t.test('apply_to takes widget types, channel names and *', async (t) => {
   t.match(await alertFor('wt-api'), { widget_type: 'api' });
   await settled();
   t.same(alertsFor('wt-mcp'), [], 'mcp is not in this apply_to');
-  config.mcp.security_alerts.apply_to = ['*'];
+  setConfig(config, 'mcp.security_alerts.apply_to', ['*']);
   generated('wt-star', BAD, { channel: 'web' });
   t.match(await alertFor('wt-star'), { widget_type: 'dashboard' });
-  config.mcp.security_alerts.apply_to = ['dashboard'];
+  setConfig(config, 'mcp.security_alerts.apply_to', ['dashboard']);
   generated('wt-dash', BAD, { channel: 'api', widget: 'dashboard' });
   generated('wt-api-2', BAD, { channel: 'api', widget: 'api' });
   t.match(await alertFor('wt-dash'), { widget_type: 'dashboard', channel: 'api' });
@@ -375,11 +375,11 @@ t.test('apply_to takes widget types, channel names and *', async (t) => {
 
 t.test('the threshold: above fires, equal does not', async (t) => {
   const sql = 'SELECT email, address FROM customers'; // 55 (phone would be masked here)
-  config.mcp.security_alerts.risk_threshold = 55;
+  setConfig(config, 'mcp.security_alerts.risk_threshold', 55);
   generated('th-equal', sql, { channel: 'mcp' });
   await settled();
   t.same(alertsFor('th-equal'), [], 'a score equal to the threshold is not above it');
-  config.mcp.security_alerts.risk_threshold = 54;
+  setConfig(config, 'mcp.security_alerts.risk_threshold', 54);
   generated('th-above', sql, { channel: 'mcp' });
   t.match(await alertFor('th-above'), { score: 55, reasons: ['score'] });
 });
@@ -448,7 +448,7 @@ t.test('two alerts actors sharing the consumer still raise one alert per questio
 });
 
 t.test('a burst of questions by one user', async (t) => {
-  config.mcp.security_alerts.risk_threshold = 25;
+  setConfig(config, 'mcp.security_alerts.risk_threshold', 25);
   const rids = Array.from({ length: 20 }, (_, i) => `burst-${i + 1}`);
   for (const rid of rids) generated(rid, 'SELECT count(*) FROM orders', { channel: 'mcp', user: 'dora' }); // 10 each
   await settled();
@@ -464,7 +464,7 @@ t.test('events older than an hour are not scored', async (t) => {
 });
 
 t.test('e-mail on: notify_emails receive the alert through the mailer', async (t) => {
-  config.email.enabled = true;
+  setConfig(config, 'email.enabled', true);
   const before = smtp.received.length;
   generated('mail-1', BAD, { channel: 'mcp', user: 'eve' });
   const a = await alertFor('mail-1', 10_000);
@@ -482,8 +482,8 @@ t.test('e-mail on: notify_emails receive the alert through the mailer', async (t
 });
 
 t.test('e-mail on, more addresses than one e-mail may carry: split, every address reached', async (t) => {
-  config.email.enabled = true;
-  config.email.max_recipients_per_email = 1;
+  setConfig(config, 'email.enabled', true);
+  setConfig(config, 'email.max_recipients_per_email', 1);
   const before = smtp.received.length;
   generated('mail-2', BAD, { channel: 'mcp' });
   const a = await alertFor('mail-2', 10_000);

@@ -17,7 +17,7 @@ import { startMailer } from '../../actors/mailer/actor.js';
 import { ROOT } from '../../config/load.js';
 import { toEntry } from '../../actors/audit/handle.js';
 import { generateFernetKey } from '../../actors/identity/fernet.js';
-import { testConfig, testConfigObject } from '../helpers/config.js';
+import { testConfig, testConfigObject, setConfig } from '../helpers/config.js';
 import { endWithProcess } from '../helpers/leftovers.js';
 import { startNats } from '../helpers/nats.js';
 import { createTestDb } from '../helpers/pg.js';
@@ -123,7 +123,7 @@ t.test('schedule.ran, mail.sent and mail.failed reach the audit log', { timeout:
   // a report e-mailed, one refused (two recipients over a cap of one), one failed at the SMTP login
   t.equal((await bus.request(MailSend, { to: ['boss@example.org'], subject: 'Report', text: 'attached', idempotency_key: run }, { requestId: run, user: 'ann' })).sent, true);
   await t.rejects(bus.request(MailSend, { to: ['a@example.org', 'b@example.org'], subject: 'Report', text: 't' }, { requestId: `${run}-cap`, user: 'ann' }), { code: 'LIMIT_EXCEEDED' });
-  cfg.email.smtp.password = `${PASSWORD}-wrong`;
+  setConfig(cfg, 'email.smtp.password', `${PASSWORD}-wrong`);
   await t.rejects(bus.request(MailSend, { to: ['boss@example.org'], subject: 'Report', text: 't' }, { requestId: `${run}-auth`, user: 'ann' }), { code: 'INTERNAL' });
   bus.publish(ScheduleRanEvt, {
     id: randomUUID(), ts: new Date().toISOString(), request_id: run, user: 'ann', schedule_id: 's1', schedule_name: 'Daily sales', execution_id: run,

@@ -12,7 +12,7 @@ import { createLogger } from '../../protocol/log.js';
 import { Bucket, MailFailedEvt, MailOutcome, MailSend, MailSentEvt } from '../../protocol/subjects.js';
 import { startMailer } from '../../actors/mailer/actor.js';
 import { SEND_MAX_MS, type SendRecord } from '../../actors/mailer/handle.js';
-import { testConfig } from '../helpers/config.js';
+import { testConfig, setConfig } from '../helpers/config.js';
 import { startNats } from '../helpers/nats.js';
 import { startSmtp } from '../helpers/smtp.js';
 
@@ -55,8 +55,8 @@ t.teardown(async () => {
   await nats.stop();
 });
 t.beforeEach(() => {
-  config.email.enabled = true;
-  config.email.smtp = structuredClone(smtp0);
+  setConfig(config, 'email.enabled', true);
+  setConfig(config, 'email.smtp', structuredClone(smtp0));
 });
 
 const ctx = (rid: string) => ({ requestId: rid });
@@ -105,12 +105,12 @@ t.test('two at once with one key: one message, both get its reply', async (t) =>
 
 t.test('a failure is recorded: the repeat gets the same error and does not try again', async (t) => {
   const key = newKey();
-  config.email.smtp = { ...smtp0, password: `${PASSWORD}-wrong` };
+  setConfig(config, 'email.smtp', { ...smtp0, password: `${PASSWORD}-wrong` });
   const first = await refusal(client.request(MailSend, mail(key), ctx('idem-3a')));
   t.equal(first.code, 'INTERNAL');
   t.match(first.message, /refused the login/);
   const tries = smtp.authFailures;
-  config.email.smtp = structuredClone(smtp0); // fixed: still the same key's outcome
+  setConfig(config, 'email.smtp', structuredClone(smtp0)); // fixed: still the same key's outcome
   const again = await refusal(client.request(MailSend, mail(key), ctx('idem-3b')));
   t.equal(again.code, first.code);
   t.equal(again.message, first.message);
@@ -127,9 +127,9 @@ t.test('a failure is recorded: the repeat gets the same error and does not try a
 
 t.test('logged only (e-mail off) is an outcome too: turned on later, the key still sends nothing', async (t) => {
   const key = newKey();
-  config.email.enabled = false;
+  setConfig(config, 'email.enabled', false);
   t.same(await client.request(MailSend, mail(key), ctx('idem-4a')), { sent: false });
-  config.email.enabled = true;
+  setConfig(config, 'email.enabled', true);
   t.same(await client.request(MailSend, mail(key), ctx('idem-4b')), { sent: false });
   await settle();
   t.equal(to(key).length, 0);
@@ -198,8 +198,8 @@ t.test('refusals are mail.failed events with their reason code; nothing recorded
   }
   // the daily cap
   const key = newKey();
-  config.email.max_emails_per_day = 0;
-  t.teardown(() => { config.email.max_emails_per_day = 1000; });
+  setConfig(config, 'email.max_emails_per_day', 0);
+  t.teardown(() => { setConfig(config, 'email.max_emails_per_day', 1000); });
   t.equal((await refusal(client.request(MailSend, mail(key), ctx('idem-8-cap')))).code, 'LIMIT_EXCEEDED');
   await settle();
   t.match(failedEvents.find((e) => e.request_id === 'idem-8-cap'), { reason: 'max_emails_per_day', code: 'LIMIT_EXCEEDED', error: /max_emails_per_day is 0/ });

@@ -10,7 +10,7 @@ import { createLogger } from '../../protocol/log.js';
 import { Bucket, MailFailedEvt, MailSend, MailSentEvt } from '../../protocol/subjects.js';
 import { startMailer } from '../../actors/mailer/actor.js';
 import { KvCounter, MemoryCounter, send, Transports, utcDay, type MailerDeps } from '../../actors/mailer/handle.js';
-import { testConfig } from '../helpers/config.js';
+import { testConfig, setConfig } from '../helpers/config.js';
 import { startNats } from '../helpers/nats.js';
 import { startSmtp } from '../helpers/smtp.js';
 
@@ -69,10 +69,10 @@ t.teardown(async () => {
 });
 
 t.beforeEach(() => {
-  config.email.enabled = true;
-  config.email.smtp = structuredClone(smtp0);
-  config.email.max_recipients_per_email = 3;
-  config.email.max_emails_per_day = 1000;
+  setConfig(config, 'email.enabled', true);
+  setConfig(config, 'email.smtp', structuredClone(smtp0));
+  setConfig(config, 'email.max_recipients_per_email', 3);
+  setConfig(config, 'email.max_emails_per_day', 1000);
 });
 
 const ctx = (rid: string) => ({ requestId: rid });
@@ -99,7 +99,7 @@ async function eventFor(rid: string, list: any[] = events): Promise<any> {
 const failureFor = (rid: string) => eventFor(rid, failures);
 
 t.test('e-mail off: logged with recipients, subject, attachment name and size; not sent', async (t) => {
-  config.email.enabled = false;
+  setConfig(config, 'email.enabled', false);
   const before = plain.received.length;
   const reply = await client.request(MailSend, { to: ['ops@example.org'], subject: 'Daily sales', text: 'see attached', attachments: [attachment] }, ctx('off-1'));
   t.same(reply, { sent: false });
@@ -140,7 +140,7 @@ t.test('plain SMTP with a login: the mail arrives whole', async (t) => {
 });
 
 t.test('STARTTLS (use_tls) with a certificate the mailer trusts', async (t) => {
-  config.email.smtp = { ...smtp0, host: 'localhost', port: tlsServer.port, use_tls: true };
+  setConfig(config, 'email.smtp', { ...smtp0, host: 'localhost', port: tlsServer.port, use_tls: true });
   const reply = await client.request(MailSend, { to: ['sec@example.org'], subject: 'over TLS', text: 'hi' }, ctx('tls-1'));
   t.equal(reply.sent, true);
   const [got] = await tlsServer.waitFor(1);
@@ -150,7 +150,7 @@ t.test('STARTTLS (use_tls) with a certificate the mailer trusts', async (t) => {
 });
 
 t.test('use_tls against a server that offers no STARTTLS: refused, nothing sent in the clear', async (t) => {
-  config.email.smtp = { ...smtp0, use_tls: true };
+  setConfig(config, 'email.smtp', { ...smtp0, use_tls: true });
   const before = plain.received.length;
   const err = await refused(client.request(MailSend, { to: ['a@example.org'], subject: 's', text: 't' }, ctx('tls-2')));
   t.equal(err.code, 'INTERNAL');
@@ -159,7 +159,7 @@ t.test('use_tls against a server that offers no STARTTLS: refused, nothing sent 
 });
 
 t.test('SMTP login refused: a clear error, the password nowhere', async (t) => {
-  config.email.smtp = { ...smtp0, password: `${PASSWORD}-wrong` };
+  setConfig(config, 'email.smtp', { ...smtp0, password: `${PASSWORD}-wrong` });
   const err = await refused(client.request(MailSend, { to: ['a@example.org'], subject: 's', text: 't' }, ctx('auth-1')));
   t.equal(err.code, 'INTERNAL');
   t.match(err.message, /refused the login of "mailer"/);
@@ -175,7 +175,7 @@ t.test('SMTP login refused: a clear error, the password nowhere', async (t) => {
 });
 
 t.test('connection refused: a clear error, quickly', async (t) => {
-  config.email.smtp = { ...smtp0, port: closedPort };
+  setConfig(config, 'email.smtp', { ...smtp0, port: closedPort });
   const started = Date.now();
   const err = await refused(client.request(MailSend, { to: ['a@example.org'], subject: 's', text: 't' }, ctx('conn-1')));
   t.equal(err.code, 'INTERNAL');
@@ -205,7 +205,7 @@ t.test('recipient cap: more distinct recipients than max_recipients_per_email ar
   t.equal(err.code, 'LIMIT_EXCEEDED');
   t.match(err.message, /at most 3 recipients/);
   t.match(err.details, { limit: 'max_recipients_per_email', max: 3, recipients: 4 });
-  config.email.enabled = false;
+  setConfig(config, 'email.enabled', false);
   const off = await refused(client.request(MailSend, { to: ['a@x.org', 'b@x.org', 'c@x.org', 'd@x.org'], subject: 's', text: 't' }, ctx('cap-2')));
   t.equal(off.code, 'LIMIT_EXCEEDED', 'also while e-mail is off');
   const bad = await refused(client.request(MailSend, { to: ['not an address'], subject: 's', text: 't' }, ctx('cap-3')));
@@ -220,14 +220,14 @@ t.test('daily cap: counted in KV, a failed send gives its slot back, 0 sends not
   const counter = new KvCounter(await client.bucket<number>(Bucket.Mail));
   const day = utcDay();
   const used = await counter.used(day);
-  config.email.max_emails_per_day = used + 2;
+  setConfig(config, 'email.max_emails_per_day', used + 2);
   const before = plain.received.length;
   t.equal((await client.request(MailSend, { to: ['a@x.org'], subject: 'one', text: 't' }, ctx('day-1'))).sent, true);
   // a failure does not use up the allowance
-  config.email.smtp = { ...smtp0, password: 'wrong' };
+  setConfig(config, 'email.smtp', { ...smtp0, password: 'wrong' });
   t.equal((await refused(client.request(MailSend, { to: ['a@x.org'], subject: 'x', text: 't' }, ctx('day-2')))).code, 'INTERNAL');
   t.equal(await counter.used(day), used + 1, 'the failed send gave its slot back');
-  config.email.smtp = structuredClone(smtp0);
+  setConfig(config, 'email.smtp', structuredClone(smtp0));
   t.equal((await client.request(MailSend, { to: ['a@x.org'], subject: 'two', text: 't' }, ctx('day-3'))).sent, true);
   const err = await refused(client.request(MailSend, { to: ['a@x.org'], subject: 'three', text: 't' }, ctx('day-4')));
   t.equal(err.code, 'LIMIT_EXCEEDED');
@@ -238,7 +238,7 @@ t.test('daily cap: counted in KV, a failed send gives its slot back, 0 sends not
   t.equal(plain.received.length - before, 2, 'exactly the allowance arrived');
   t.equal(await counter.used(day), used + 2);
 
-  config.email.max_emails_per_day = 0;
+  setConfig(config, 'email.max_emails_per_day', 0);
   t.equal((await refused(client.request(MailSend, { to: ['a@x.org'], subject: 'zero', text: 't' }, ctx('day-5')))).code, 'LIMIT_EXCEEDED', '0: no e-mail at all');
 });
 

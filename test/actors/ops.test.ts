@@ -349,7 +349,7 @@ t.test('run-time changes: allowed_operations and the projects apply at the next 
     t.same([e.code, why.test(e.message)], ['VALIDATION_FAILED', true], `${key}: ${e.message}`);
   }
   const fixed = await refused('alarms.enabled', true);
-  t.same([fixed.code, fixed.message], ['FORBIDDEN', 'alarms.enabled is read at start-up only: change it in config/config.yaml and restart'], 'a key read at start only is refused, not silently kept');
+  t.same([fixed.code, fixed.message], ['FORBIDDEN', 'alarms.enabled is read at start-up only (the alarms actor opens its store (and serves or refuses every request) at start): change it in config/config.yaml and restart'], 'a key read at start only is refused, not silently kept');
   t.equal((await refused('alarms.storage_path', '/tmp/other.json')).code, 'FORBIDDEN');
   t.same((await client.request(OpsStatus, {}, ctx())).allowed_operations.length, 4, 'nothing of the refused values applied');
 });

@@ -14,7 +14,7 @@ import { Bus } from '../../protocol/bus.js';
 import { createLogger } from '../../protocol/log.js';
 import { openStorage } from '../../store/index.js';
 import type { Execution, NewSchedule } from '../../store/schedules.js';
-import { testConfig } from '../helpers/config.js';
+import { testConfig, setConfig } from '../helpers/config.js';
 import { startNats } from '../helpers/nats.js';
 import { createTestDb } from '../helpers/pg.js';
 import { until } from '../helpers/processes.js';
@@ -84,7 +84,7 @@ t.test('with scheduler.enabled false, every scheduler process prunes on its own 
   t.equal((await store.executions.get(waiting!.id))?.status, 'queued', 'a run queued a moment ago is left to its worker');
 
   // a runtime change of the limit applies at the next pass (by the scheduler's clock), and a day later the waiting run is stale too
-  config.scheduler.max_executions_per_schedule = 1;
+  setConfig(config, 'scheduler.max_executions_per_schedule', 1);
   offset = STALE_QUEUED_MS + RETENTION_MS;
   await until('the next pass', async () => (await ids(a.id)).length === 1, 20_000);
   t.same(await ids(a.id), [runs[4]!.id], 'one kept after max_executions_per_schedule became 1');

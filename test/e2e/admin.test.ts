@@ -144,6 +144,30 @@ t.test('runtime config: validated, applied, kept with history, seen by a second 
   t.ok(await eventually(() => secondConfig.query.default_limit === 100));
 });
 
+t.test('run-time overrides take effect where the code uses them, or are refused as start-only (catalog.cache_ttl_seconds, conversation.max_turns)', async (t) => {
+  const { cookie, csrf } = await signIn();
+  const h = { cookie, 'x-csrf-token': csrf };
+  const tables = async (): Promise<string[]> => ((await call(`${stack.url}/api/tables`)).body.tables as Array<{ name: string }>).map((x) => x.name.split('.').at(-1)!);
+  t.equal(config.catalog.cache_ttl_seconds, 300, 'the file\'s TTL: the catalog keeps an introspection five minutes');
+  t.notOk((await tables()).includes('ttl_probe'));
+  await db.pool.query('CREATE TABLE ttl_probe (id int)');
+  t.teardown(() => db.pool.query('DROP TABLE IF EXISTS ttl_probe'));
+  t.notOk((await tables()).includes('ttl_probe'), 'a new table is not seen while the introspection is kept');
+  // before issue 26 this was accepted and did nothing until a restart (the TTL was read once)
+  const put = await call(`${stack.url}/admin/config/catalog.cache_ttl_seconds`, { method: 'PUT', body: { value: 0 }, headers: h });
+  t.equal(put.status, 200, put.text);
+  t.teardown(() => call(`${stack.url}/admin/config/catalog.cache_ttl_seconds`, { method: 'DELETE', headers: h }));
+  t.ok((await tables()).includes('ttl_probe'), 'with the TTL at 0 the next request introspects again: the new table is there, no restart');
+
+  const refused = await call(`${stack.url}/admin/config/conversation.max_turns`, { method: 'PUT', body: { value: 3 }, headers: h });
+  t.equal(refused.status, 403, refused.text);
+  t.equal(refused.body.error.code, 'FORBIDDEN');
+  t.match(refused.body.error.message, /conversation\.max_turns is read at start-up only \(the conversation store is sized/, 'says why and what to do');
+  t.equal(config.conversation.max_turns, 5, 'nothing changed');
+  const view = await call(`${stack.url}/admin/config`, { headers: { cookie } });
+  t.notOk(view.body.overrides.some((o: { key: string }) => o.key === 'conversation.max_turns'), 'and nothing was stored');
+});
+
 /** Every row of every table of the config database, as text. */
 async function allText(): Promise<string> {
   const tables = await cfgDb.pool.query(`SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'`);

@@ -14,7 +14,7 @@ import { Bus } from '../../protocol/bus.js';
 import { createLogger } from '../../protocol/log.js';
 import { QueryGeneratedEvt } from '../../protocol/subjects.js';
 import { launchBrowser } from '../helpers/browser.js';
-import { testConfig } from '../helpers/config.js';
+import { testConfig, setConfig } from '../helpers/config.js';
 import { sqlAnswer, startFakeLlm } from '../helpers/fake-llm.js';
 import { startNats } from '../helpers/nats.js';
 import { ADMIN_URL, createTestDb } from '../helpers/pg.js';
@@ -110,7 +110,7 @@ t.test('sign in, tables, a question, confirm, expiry with the question kept, sig
   await page.screenshot({ path: 'test-artifacts/agent-widget-360.png' });
 
   // confirm_before_execute
-  config.query.confirm_before_execute = true;
+  setConfig(config, 'query.confirm_before_execute', true);
   await page.fill(`${W} textarea.question`, 'Which store sells most, ask first?');
   await page.click(`${W} button.go`);
   const dialog = page.locator(`${W} .answer .confirm`).first();
@@ -118,7 +118,7 @@ t.test('sign in, tables, a question, confirm, expiry with the question kept, sig
   await dialog.locator('button.run').click();
   await page.locator(`${W} .answer`).first().locator('tbody tr').first().waitFor();
   t.equal(await page.locator(`${W} .answer`).first().locator('tbody tr').count(), 4, 'confirmed and run on the session\'s connection');
-  config.query.confirm_before_execute = false;
+  setConfig(config, 'query.confirm_before_execute', false);
 
   // the session ends elsewhere (another tab signed out, or it expired): the login comes back
   const sid = await storedSession(page, 'agent');
@@ -144,8 +144,8 @@ t.test('sign in, tables, a question, confirm, expiry with the question kept, sig
 });
 
 t.test('table discovery (plugins.auth.enable_discovery_tokens): the search asks /auth/discover; history kept on the server', async (t) => {
-  config.plugins.auth.enable_discovery_tokens = true;
-  t.teardown(() => { config.plugins.auth.enable_discovery_tokens = false; });
+  setConfig(config, 'plugins.auth.enable_discovery_tokens', true);
+  t.teardown(() => { setConfig(config, 'plugins.auth.enable_discovery_tokens', false); });
   const page = await browser.newPage({ viewport: { width: 1000, height: 800 } });
   const errors: string[] = [];
   page.on('pageerror', (e) => errors.push(e.message));

@@ -20,7 +20,7 @@ import { createLogger } from '../../protocol/log.js';
 import { ALL_ACTORS, MailSend, SqlExport } from '../../protocol/subjects.js';
 import { startMailer } from '../../actors/mailer/actor.js';
 import { reportMail } from '../../actors/lib/mail-template.js';
-import { testConfig } from '../helpers/config.js';
+import { testConfig, setConfig } from '../helpers/config.js';
 import { startNats } from '../helpers/nats.js';
 import { createTestDb } from '../helpers/pg.js';
 import { startSmtp, type SmtpServer } from '../helpers/smtp.js';
@@ -69,8 +69,8 @@ t.teardown(async () => {
   await nats.stop();
 });
 t.beforeEach(() => {
-  config.email.smtp = structuredClone(smtp0);
-  config.export.max_file_size_mb = 1;
+  setConfig(config, 'email.smtp', structuredClone(smtp0));
+  setConfig(config, 'export.max_file_size_mb', 1);
 });
 
 const SQL = 'SELECT id, region, amount, note FROM sales ORDER BY id';
@@ -133,7 +133,7 @@ t.test('csv through STARTTLS with a login: the attachment parsed back equals the
 });
 
 t.test('excel through implicit TLS: the attachment read back with exceljs', async (t) => {
-  config.email.smtp = { ...smtp0, host: implicit.host, port: implicit.port, use_tls: false, use_ssl: true };
+  setConfig(config, 'email.smtp', { ...smtp0, host: implicit.host, port: implicit.port, use_tls: false, use_ssl: true });
   const { exp, got } = await exportAndMail(implicit, 'excel', 'xlsx-1');
   t.equal(got.secure, true);
   const [att] = got.parsed.attachments;
@@ -177,16 +177,16 @@ t.test('over export.max_file_size_mb: not stored, not attached, the e-mail says 
 });
 
 t.test('SMTP failures come back distinctly: login refused, connection refused, TLS', async (t) => {
-  config.email.smtp = { ...smtp0, password: 'wrong' };
+  setConfig(config, 'email.smtp', { ...smtp0, password: 'wrong' });
   const auth = await refusal(client.request(MailSend, { to: ['a@example.org'], subject: 's', text: 't' }, ctx('f-auth')));
   t.match(auth.details, { smtp: 'auth' });
   t.notMatch(auth.message, /wrong|smtp-Pw/, 'no password in the message');
-  config.email.smtp = { ...smtp0, port: refusedPort };
+  setConfig(config, 'email.smtp', { ...smtp0, port: refusedPort });
   const conn = await refusal(client.request(MailSend, { to: ['a@example.org'], subject: 's', text: 't' }, ctx('f-conn')));
   t.match(conn.details, { smtp: 'connection' });
   t.match(conn.message, /connection refused/);
   // implicit TLS spoken to a STARTTLS server: the handshake fails
-  config.email.smtp = { ...smtp0, use_tls: false, use_ssl: true };
+  setConfig(config, 'email.smtp', { ...smtp0, use_tls: false, use_ssl: true });
   const tls = await refusal(client.request(MailSend, { to: ['a@example.org'], subject: 's', text: 't' }, ctx('f-tls')));
   t.match(tls.details, { smtp: 'tls' });
   t.not(auth.details?.smtp, conn.details?.smtp);
@@ -218,7 +218,7 @@ t.test('POST /admin/test-email', async (t) => {
   t.equal(bad.body.error.code, 'VALIDATION_FAILED');
   const missing = await call(`${stack.url}/admin/test-email`, { body: { to: 'ops@example.org' }, headers });
   t.equal(missing.status, 400);
-  config.email.smtp = { ...smtp0, password: 'wrong' };
+  setConfig(config, 'email.smtp', { ...smtp0, password: 'wrong' });
   const refused = await call(`${stack.url}/admin/test-email`, { body: { to: 'ops@example.org', subject: 's', body: 'b' }, headers });
   t.equal(refused.status, 200);
   t.match(refused.body, { ok: false, sent: false, smtp: 'auth' });

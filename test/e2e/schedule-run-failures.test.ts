@@ -9,7 +9,7 @@
  * the run's error says that one applied.
  */
 import t from 'tap';
-import { testConfig } from '../helpers/config.js';
+import { testConfig, setConfig } from '../helpers/config.js';
 import { startNats } from '../helpers/nats.js';
 import { createTestDb } from '../helpers/pg.js';
 import { until } from '../helpers/processes.js';
@@ -91,16 +91,16 @@ t.test('the SMTP server refuses the login: email_sent false, the auth error in H
 });
 
 t.test('the connection refused: its own email_error', async (t) => {
-  config.email.smtp = { ...smtp0, port: closedPort };
-  t.teardown(() => { config.email.smtp = structuredClone(smtp0); });
+  setConfig(config, 'email.smtp', { ...smtp0, port: closedPort });
+  t.teardown(() => { setConfig(config, 'email.smtp', structuredClone(smtp0)); });
   const e = await runNow();
   t.equal(e.email_sent, false);
   t.equal(e.email_error, `cannot connect to the SMTP server 127.0.0.1:${closedPort}: connection refused`);
 });
 
 t.test('a certificate Cortado does not trust (STARTTLS): a TLS email_error', async (t) => {
-  config.email.smtp = { ...smtp0, host: 'localhost', port: tlsSmtp.port, password: PASSWORD, use_tls: true };
-  t.teardown(() => { config.email.smtp = structuredClone(smtp0); });
+  setConfig(config, 'email.smtp', { ...smtp0, host: 'localhost', port: tlsSmtp.port, password: PASSWORD, use_tls: true });
+  t.teardown(() => { setConfig(config, 'email.smtp', structuredClone(smtp0)); });
   const e = await runNow();
   t.equal(e.email_sent, false);
   t.match(e.email_error, new RegExp(`^TLS with the SMTP server localhost:${tlsSmtp.port} failed: .*certificate`));
@@ -108,8 +108,8 @@ t.test('a certificate Cortado does not trust (STARTTLS): a TLS email_error', asy
 });
 
 t.test('with the right password the next run is e-mailed', async (t) => {
-  config.email.smtp = { ...smtp0, password: PASSWORD };
-  t.teardown(() => { config.email.smtp = structuredClone(smtp0); });
+  setConfig(config, 'email.smtp', { ...smtp0, password: PASSWORD });
+  t.teardown(() => { setConfig(config, 'email.smtp', structuredClone(smtp0)); });
   const e = await runNow();
   t.equal(e.email_sent, true, e.email_error ?? '');
   t.equal(e.email_error, null);
@@ -120,11 +120,11 @@ t.test('with the right password the next run is e-mailed', async (t) => {
 });
 
 t.test('job_timeout_seconds over query.timeout: cancelled at the query timeout, and the error says so', async (t) => {
-  config.query.timeout = 2;
-  config.scheduler.job_timeout_seconds = 30;
+  setConfig(config, 'query.timeout', 2);
+  setConfig(config, 'scheduler.job_timeout_seconds', 30);
   t.teardown(() => {
-    config.query.timeout = 10;
-    config.scheduler.job_timeout_seconds = 8;
+    setConfig(config, 'query.timeout', 10);
+    setConfig(config, 'scheduler.job_timeout_seconds', 8);
   });
   const endless = await api('', {
     name: 'Endless', question: 'count forever', tables: [], cron: '0 9 * * 1-5', format: 'csv',

@@ -6,7 +6,7 @@
  * and the question is still answered.
  */
 import t from 'tap';
-import { testConfig } from '../helpers/config.js';
+import { testConfig, setConfig } from '../helpers/config.js';
 import { sqlAnswer, startFakeLlm, type FakeReply, type RecordedRequest } from '../helpers/fake-llm.js';
 import { startNats } from '../helpers/nats.js';
 import { createTestDb } from '../helpers/pg.js';
@@ -64,9 +64,9 @@ const tablesIn = (system: string): string[] => [...system.matchAll(/^Table (\S+)
 t.beforeEach(() => {
   fake.requests.length = 0;
   fake.fallback(() => ({ status: 500, message: 'unscripted' }));
-  config.catalog.linking = 'model';
-  config.catalog.linking_max_chars = 16_000;
-  delete config.model_routing.table_selection;
+  setConfig(config, 'catalog.linking', 'model');
+  setConfig(config, 'catalog.linking_max_chars', 16_000);
+  setConfig(config, 'model_routing.table_selection', undefined);
 });
 
 async function ask(): Promise<{ linking?: string; tables: string[]; result: any; ms: number }> {
@@ -82,7 +82,7 @@ async function ask(): Promise<{ linking?: string; tables: string[]; result: any;
 let lexical: string[] = [];
 
 t.test('linking lexical: one model call, the ranking\'s tables', async (t) => {
-  config.catalog.linking = 'lexical';
+  setConfig(config, 'catalog.linking', 'lexical');
   fake.fallback(answer({ text: '{"tables": ["film"]}' }));
   const r = await ask();
   t.equal(r.linking, 'lexical');
@@ -132,7 +132,7 @@ t.test('the model\'s picks are the prompt\'s tables whatever the ranking thinks 
 });
 
 t.test('the list is bounded by linking_max_chars', async (t) => {
-  config.catalog.linking_max_chars = 1_000;
+  setConfig(config, 'catalog.linking_max_chars', 1_000);
   fake.fallback(answer({ text: '{"tables": ["film", "payment"]}' }));
   await ask();
   const lines = fake.requests[0]!.system.split('\n');
@@ -142,7 +142,7 @@ t.test('the list is bounded by linking_max_chars', async (t) => {
 });
 
 t.test('routing: model_routing.table_selection sends the pick to another model, the SQL stays on its own', async (t) => {
-  config.model_routing.table_selection = 'claude-haiku-test';
+  setConfig(config, 'model_routing.table_selection', 'claude-haiku-test');
   fake.fallback(answer({ text: '{"tables": ["film", "payment"]}' }));
   const r = await ask();
   t.equal(r.linking, 'model');
@@ -174,7 +174,7 @@ for (const [name, reply] of failures) {
 }
 
 t.test('fallback: table_selection routed to a provider that is not configured', async (t) => {
-  config.model_routing.table_selection = 'openai';
+  setConfig(config, 'model_routing.table_selection', 'openai');
   fake.fallback(answer({ text: '{"tables": ["film", "payment"]}' }));
   const r = await ask();
   t.equal(r.linking, 'fallback');

@@ -19,7 +19,7 @@ import { createLogger } from '../../protocol/log.js';
 import { QueryGeneratedEvt } from '../../protocol/subjects.js';
 import { downloaded, launchBrowser } from '../helpers/browser.js';
 import type { BrowserContext } from 'playwright-core';
-import { testConfig } from '../helpers/config.js';
+import { testConfig, setConfig } from '../helpers/config.js';
 import { sqlAnswer, startFakeLlm } from '../helpers/fake-llm.js';
 import { startNats } from '../helpers/nats.js';
 import { ADMIN_URL, createTestDb } from '../helpers/pg.js';
@@ -173,8 +173,8 @@ t.test('embedded in a foreign page with hostile CSS: ask, table, a sized chart, 
 });
 
 t.test('confirm_before_execute: the SQL first, Run runs it', async (t) => {
-  config.query.confirm_before_execute = true;
-  t.teardown(() => { config.query.confirm_before_execute = false; });
+  setConfig(config, 'query.confirm_before_execute', true);
+  t.teardown(() => { setConfig(config, 'query.confirm_before_execute', false); });
   const { page } = await openWidget(shop.origin);
   await ask(page, 'Revenue per month, but ask me first');
   const dialog = page.locator('[data-cortado-widget] .answer .confirm').first();
@@ -188,8 +188,8 @@ t.test('confirm_before_execute: the SQL first, Run runs it', async (t) => {
 });
 
 t.test('require_session: the login form, a database login, then the question kept and answered', async (t) => {
-  config.query.require_session = true;
-  t.teardown(() => { config.query.require_session = false; });
+  setConfig(config, 'query.require_session', true);
+  t.teardown(() => { setConfig(config, 'query.require_session', false); });
   const { page, errors } = await openWidget(shop.origin);
   await ask(page, 'Revenue per month please');
   const form = page.locator('[data-cortado-widget] form.ctd-login');
@@ -212,13 +212,13 @@ t.test('require_session: the login form, a database login, then the question kep
 });
 
 t.test('auto_session: an allowed origin gets one; another origin is refused with a clear message', async (t) => {
-  config.query.require_session = true;
-  config.plugins.auth.auto_session.enabled = true;
-  config.plugins.auth.auto_session.allowed_origins = [shop.origin];
+  setConfig(config, 'query.require_session', true);
+  setConfig(config, 'plugins.auth.auto_session.enabled', true);
+  setConfig(config, 'plugins.auth.auto_session.allowed_origins', [shop.origin]);
   t.teardown(() => {
-    config.query.require_session = false;
-    config.plugins.auth.auto_session.enabled = false;
-    config.plugins.auth.auto_session.allowed_origins = [];
+    setConfig(config, 'query.require_session', false);
+    setConfig(config, 'plugins.auth.auto_session.enabled', false);
+    setConfig(config, 'plugins.auth.auto_session.allowed_origins', []);
   });
   const { page } = await openWidget(shop.origin);
   await page.waitForFunction("Object.keys(sessionStorage).some((k) => k.endsWith(':assistant'))");
@@ -312,8 +312,8 @@ async function assistantSession(): Promise<string> {
 }
 
 t.test('signed_in routes take the session in X-Session-ID as they take its cookie (export, history), with the same checks', async (t) => {
-  config.plugins.assistant_login.enabled = true;
-  t.teardown(() => { config.plugins.assistant_login.enabled = false; });
+  setConfig(config, 'plugins.assistant_login.enabled', true);
+  t.teardown(() => { setConfig(config, 'plugins.assistant_login.enabled', false); });
   const sid = await assistantSession();
   const exportBody = { sql: 'SELECT month, revenue FROM monthly_sales ORDER BY month', format: 'csv', title: 'x' };
   const exp = await call(`${stack.url}/api/export`, { body: exportBody, headers: { 'x-session-id': sid, origin: shop.origin } });
@@ -329,10 +329,10 @@ t.test('signed_in routes take the session in X-Session-ID as they take its cooki
   t.equal((await call(`${stack.url}/auth/session`, { headers: { 'x-session-id': sid } })).status, 401, 'nothing else widened: an assistant session is no plugins.auth session');
 
   // an auto session: from an Origin in allowed_origins only, as on /query
-  config.plugins.auth.auto_session.enabled = true;
-  config.plugins.auth.auto_session.allowed_origins = [shop.origin];
-  t.teardown(() => { config.plugins.auth.auto_session.enabled = false; config.plugins.auth.auto_session.allowed_origins = []; });
-  config.plugins.assistant_login.enabled = false;
+  setConfig(config, 'plugins.auth.auto_session.enabled', true);
+  setConfig(config, 'plugins.auth.auto_session.allowed_origins', [shop.origin]);
+  t.teardown(() => { setConfig(config, 'plugins.auth.auto_session.enabled', false); setConfig(config, 'plugins.auth.auto_session.allowed_origins', []); });
+  setConfig(config, 'plugins.assistant_login.enabled', false);
   const auto = await call(`${stack.url}/auth/auto-session`, { body: {}, headers: { origin: shop.origin } });
   t.equal(auto.status, 200, auto.text);
   const autoId = auto.body.session_id as string;
@@ -345,8 +345,8 @@ t.test('signed_in routes take the session in X-Session-ID as they take its cooki
 });
 
 t.test('the directory login form in the widget on another site: a download, and history on the server', async (t) => {
-  config.plugins.assistant_login.enabled = true;
-  t.teardown(() => { config.plugins.assistant_login.enabled = false; });
+  setConfig(config, 'plugins.assistant_login.enabled', true);
+  t.teardown(() => { setConfig(config, 'plugins.assistant_login.enabled', false); });
   const context = await browser.newContext({ acceptDownloads: true });
   t.teardown(() => context.close());
   const { page, errors } = await openWidget(shop.origin, context);
@@ -464,7 +464,7 @@ t.test('themes: the widgets follow prefers-color-scheme and data-theme; axe find
     await page.close();
 
     // the Assistant's directory login form (plugins.assistant_login)
-    config.plugins.assistant_login.enabled = true;
+    setConfig(config, 'plugins.assistant_login.enabled', true);
     const gate = await context.newPage();
     await gate.goto(plain.origin);
     await gate.click(`${A} .ctd-launch`);
@@ -472,7 +472,7 @@ t.test('themes: the widgets follow prefers-color-scheme and data-theme; axe find
     t.equal(await styleOf(gate, `${A} form.ctd-login input[name=username]`, 'backgroundColor'), scheme === 'dark' ? DARK_CARD : LIGHT_CARD, `${scheme}: the login form's fields`);
     t.same((await axeWidget(gate, 'assistant')).bad, [], `${scheme}: the Assistant's directory login form`);
     await gate.screenshot({ path: `${ARTIFACTS}/widget-login-${scheme}.png` });
-    config.plugins.assistant_login.enabled = false;
+    setConfig(config, 'plugins.assistant_login.enabled', false);
     await gate.close();
   }
 
@@ -527,8 +527,8 @@ t.test('/demo: both widgets, the snippet copies, no serious accessibility violat
   t.same(errors.filter((e) => !/Content Security Policy/.test(e)), [], 'no script errors');
   await context.close();
 
-  config.ui.sections.demo = false;
-  t.teardown(() => { config.ui.sections.demo = true; });
+  setConfig(config, 'ui.sections.demo', false);
+  t.teardown(() => { setConfig(config, 'ui.sections.demo', true); });
   const off = await call(`${stack.url}/demo`);
   t.equal(off.status, 404);
   t.match(off.body.error.message, /ui\.sections\.demo/);

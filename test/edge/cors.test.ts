@@ -10,7 +10,7 @@ import type { Config } from '../../config/schema.js';
 import { createLogger } from '../../protocol/log.js';
 import { corsPolicy } from '../../edge/http/cors.js';
 import { uwsAvailable } from '../../edge/http/server.js';
-import { testConfig } from '../helpers/config.js';
+import { testConfig, setConfig } from '../helpers/config.js';
 import { startNats } from '../helpers/nats.js';
 import { startStack } from '../helpers/stack.js';
 
@@ -39,7 +39,7 @@ for (const kind of kinds) {
     const q = `${stack.url}/api/query`;
     const page = `${stack.url}/`;
     const set = (cors: Partial<Config['cors']>) => {
-      config.cors = { allow_origins: ['*'], allow_credentials: true, allow_methods: ['*'], allow_headers: ['*'], ...cors };
+      setConfig(config, 'cors', { allow_origins: ['*'], allow_credentials: true, allow_methods: ['*'], allow_headers: ['*'], ...cors });
     };
 
     await t.test('an origin listed by name next to "*": echoed with credentials; others get "*" without', async (t) => {
@@ -123,7 +123,7 @@ t.test('the wildcard-with-credentials setting is warned about once, not per requ
   const policy = corsPolicy(config, log);
   for (let i = 0; i < 5; i++) t.same(policy.response(OTHER)['access-control-allow-origin'], '*');
   t.equal(lines.filter((l) => l.includes('never carries credentials')).length, 1);
-  config.cors.allow_origins = [APP];
+  setConfig(config, 'cors.allow_origins', [APP]);
   t.equal(policy.response(APP)['access-control-allow-credentials'], 'true');
   t.equal(lines.length, 1, 'no warning once origins are named');
 });

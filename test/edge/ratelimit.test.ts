@@ -22,7 +22,7 @@ import { compileRules } from '../../edge/http/ratelimit-paths.js';
 import { decide, type Quota, type Strategy } from '../../edge/http/ratelimit-strategy.js';
 import { createRateLimiter, normaliseIp } from '../../edge/http/ratelimit.js';
 import type { HttpRequest } from '../../edge/http/server.js';
-import { testConfig, testConfigObject } from '../helpers/config.js';
+import { testConfig, testConfigObject, setConfig } from '../helpers/config.js';
 import { endWithProcess } from '../helpers/leftovers.js';
 import { startNats } from '../helpers/nats.js';
 import { call, startStack } from '../helpers/stack.js';
@@ -226,7 +226,7 @@ t.teardown(async () => {
 
 /** Set the rate_limiting section for the next test (both edges read it live). */
 function limits(over: Partial<Config['rate_limiting']> & Record<string, unknown>): void {
-  config.rate_limiting = structuredClone({ ...BASE, ...over }) as Config['rate_limiting'];
+  setConfig(config, 'rate_limiting', structuredClone({ ...BASE, ...over }) as Config['rate_limiting']);
 }
 
 /** POST /query (no assistant runs: an allowed request answers 503, a refused one 429). */
@@ -303,14 +303,14 @@ t.test('paths: unlimited paths carry no headers; override priority over HTTP', a
 
 t.test('ip key: the peer address; X-Forwarded-For only from a trusted proxy', async (t) => {
   limits({ requests_per_window: 3, window_seconds: 60 });
-  config.app.trusted_proxies = [];
-  t.teardown(() => { config.app.trusted_proxies = []; });
+  setConfig(config, 'app.trusted_proxies', []);
+  t.teardown(() => { setConfig(config, 'app.trusted_proxies', []); });
   const spoofed = [];
   for (let i = 0; i < 5; i++) spoofed.push(await ask(a.url, { 'x-forwarded-for': `203.0.113.${i + 1}` }));
   t.same(statuses(spoofed), okN(3, [429, 429]), 'an untrusted peer rotating X-Forwarded-For shares one budget');
 
   limits({ requests_per_window: 3, window_seconds: 61 });
-  config.app.trusted_proxies = ['127.0.0.1'];
+  setConfig(config, 'app.trusted_proxies', ['127.0.0.1']);
   const one = [];
   for (let i = 0; i < 4; i++) one.push(await ask(i % 2 ? a.url : b.url, { 'x-forwarded-for': '198.51.100.7' }));
   t.same(statuses(one), okN(3, [429]), 'behind a trusted proxy: the forwarded client has its budget');

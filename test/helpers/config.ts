@@ -1,6 +1,7 @@
 /** Test configurations: the shipped defaults plus what a test needs, as a real parsed Config. */
 import YAML from 'yaml';
 import { parseConfig } from '../../config/load.js';
+import { replaceSetting } from '../../config/current.js';
 import type { Config } from '../../config/schema.js';
 
 type Plain = Record<string, unknown>;
@@ -48,4 +49,13 @@ export function testConfigObject(opts: TestConfigOptions): Plain {
 
 export function testConfig(opts: TestConfigOptions): Config {
   return parseConfig(YAML.stringify(testConfigObject(opts)), 'test-config.yaml', {}).config;
+}
+
+/**
+ * A run-time change in a test, as an admin override would make it: through the one change path
+ * (config/current.ts replaceSetting), without the start-only check (a test may stand in for a
+ * restart). The loaded config is frozen: an assignment throws.
+ */
+export function setConfig(config: Config, key: string, value: unknown): void {
+  replaceSetting(config, key, value);
 }

@@ -16,6 +16,7 @@ import { CLOSE_MARK, OPEN_MARK } from '../../../actors/catalog/model-pick.js';
 import { CortadoError } from '../../../protocol/errors.js';
 import type { CatalogDeps } from '../../../actors/catalog/handle.js';
 import { benchConfig, countTokens, mean, TOKENIZER } from '../evaluate.js';
+import { replaceSetting } from '../../../config/current.js';
 import { QUESTIONS } from './questions.js';
 import { realSizes } from './report.js';
 import { bestSet, runRealLinking, summarize } from './run.js';
@@ -57,8 +58,8 @@ export interface CandidateRow {
 
 export async function candidateRun(size: number, max: number): Promise<CandidateRow> {
   const config = benchConfig();
-  config.catalog.linking = 'model';
-  config.catalog.linking_max_candidates = max;
+  replaceSetting(config, 'catalog.linking', 'model');
+  replaceSetting(config, 'catalog.linking_max_candidates', max);
   const seen = new Map<string, Seen>();
   const complete: NonNullable<CatalogDeps['complete']> = async (req, ctx) => {
     const { names, chars } = listedNames(req.system);
