@@ -103,6 +103,19 @@ t.test('the bus over a real nats-server', async (t) => {
     await nc.close();
   });
 
+  await t.test('one in-flight registry: a running handler is named by request id and subject, then gone', async (t) => {
+    // the handlers of the timed-out requests above still run a while
+    for (let i = 0; i < 40 && a.busy() + b.busy() > 0; i++) await new Promise((r) => setTimeout(r, 50));
+    t.same([...a.requestsInFlight(), ...b.requestsInFlight()], [], 'nothing runs before');
+    const slow = caller.request(Echo, { text: 'named', delayMs: 800 }, { requestId: 'rid-inflight' }, { timeoutMs: 2_000 });
+    await new Promise((r) => setTimeout(r, 100));
+    const running = [...a.requestsInFlight(), ...b.requestsInFlight()];
+    t.same(running, [{ rid: 'rid-inflight', subj: 'test.echo' }], 'the copy that took it names it');
+    t.equal(a.busy(['echo']) + b.busy(['echo']), 1, 'and counts it for a stop');
+    await slow;
+    t.same([...a.requestsInFlight(), ...b.requestsInFlight()], [], 'gone once answered');
+  });
+
   await t.test('stopServing waits for in-flight work, then the copy takes no more', async (t) => {
     const slow = caller.request(Echo, { text: 'inflight', delayMs: 300 }, { requestId: 'x' }, { timeoutMs: 2_000 });
     await new Promise((r) => setTimeout(r, 50));
@@ -147,6 +160,7 @@ t.test('prefer_local: in-process handlers are called directly, with the same rul
   const slow = local.request(Echo, { text: 'drain', delayMs: 200 }, { requestId: 'd' });
   await new Promise((r) => setTimeout(r, 20));
   t.equal(local.busy(['echo']), 1, 'a local call counts as in flight');
+  t.same(local.requestsInFlight(), [{ rid: 'd', subj: 'test.echo' }], 'and is named by its request id');
   const left = await local.stopServing(['echo'], Date.now() + 2_000);
   t.equal(left, 0);
   t.equal((await slow).who, 'local', 'the in-flight local call finished');
