@@ -14,7 +14,7 @@
  * `replaceSetting` is the only change: it builds the next snapshot (a copy along the key's path,
  * frozen) and swaps it in. Its callers are config/runtime.ts `applyOverride` — used by the
  * settings actor when an admin changes a key, and by cli/config-sync.ts in every process on
- * `evt.config.changed` and at start (the stored overrides) — and test set-ups.
+ * the config-changed event (ConfigChangedEvt) and at start (the stored overrides) — and test set-ups.
  */
 import type { TSchema } from 'typebox';
 import { CortadoError } from '../protocol/errors.js';
