@@ -3,7 +3,7 @@
  * configured prefix (`bus.prefix`, default `cortado`). Nothing outside protocol/ names a
  * subject string (a test greps for strays).
  */
-import { defineEvent, defineRequest, assertSubject } from './define.js';
+import { defineEvent, defineRequest, assertSubject, type RequestDef } from './define.js';
 import { AskConfirmRequest, AskReply, AskRequest } from './schemas/ask.js';
 import { SysStatsReply, SysStatsRequest } from './schemas/sys.js';
 import {
@@ -146,11 +146,13 @@ export const InsightsGenerate = defineRequest({
 const identity = <Q extends import('typebox').TSchema, R extends import('typebox').TSchema>(subject: string, request: Q, reply: R, timeoutMs = 15_000) =>
   defineRequest({ subject: `identity.${subject}`, owner: Actor.Identity, timeoutMs, request, reply });
 /**
- * Runtime config, prompts, mask rules and LDAP settings are the settings actor's (split from
- * identity); their subjects keep the `identity.` names they always had, so no client changes.
+ * Runtime config, prompts, mask rules and LDAP settings are the settings actor's: `settings.*`.
+ * Until release FORMER_SETTINGS_NAMES_REMOVED_IN they are also served under the `identity.`
+ * names they had when the identity actor owned them (FORMER_NAMES), for processes of an older
+ * release during a rolling upgrade (docs/operations.md "Upgrading").
  */
 const settings = <Q extends import('typebox').TSchema, R extends import('typebox').TSchema>(subject: string, request: Q, reply: R, timeoutMs = 15_000) =>
-  defineRequest({ subject: `identity.${subject}`, owner: Actor.Settings, timeoutMs, request, reply });
+  defineRequest({ subject: `settings.${subject}`, owner: Actor.Settings, timeoutMs, request, reply });
 
 export const IdentityLogin = identity('login', I.LoginRequest, I.LoginReply);
 export const IdentitySession = identity('session', I.SessionRequest, I.SessionInfo);
@@ -173,6 +175,19 @@ export const MaskRuleDelete = settings('mask.delete', I.TokenIdRequest, I.Ok);
 export const LdapView = settings('ldap.view', Empty, I.LdapSettingsView);
 export const LdapUpdate = settings('ldap.update', I.LdapUpdateRequest, I.LdapSettingsView);
 export const LdapTest = settings('ldap.test', I.LdapTestRequest, I.LdapTestReply, 30_000);
+
+/** The release that stops serving the settings subjects under their former `identity.` names. */
+export const FORMER_SETTINGS_NAMES_REMOVED_IN = '0.3.0';
+/**
+ * Deprecated: each settings request under its former name (`identity.<rest>`), the same
+ * contract. The settings actor serves both names; clients of this release ask the new one.
+ */
+export const FORMER_NAMES: ReadonlyMap<RequestDef, RequestDef> = new Map(
+  [ConfigView, ConfigUpdate, ConfigReset, ConfigHistory, ConfigStored, PromptsList, MaskRulesList, MaskRuleCreate, MaskRuleUpdate, MaskRuleDelete, LdapView, LdapUpdate, LdapTest]
+    .map((def): [RequestDef, RequestDef] => [
+      def, defineRequest({ subject: def.subject.replace(/^settings\./, 'identity.'), owner: def.owner, timeoutMs: def.timeoutMs, request: def.request, reply: def.reply }),
+    ]),
+);
 // multi-user sessions (plugins.auth) and database scopes
 export const AuthLogin = identity('auth.login', I.AuthLoginRequest, I.LoginReply, 30_000);
 export const AuthAutoSession = identity('auth.auto', I.AutoSessionRequest, I.LoginReply);

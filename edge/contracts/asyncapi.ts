@@ -10,7 +10,7 @@ import Type from 'typebox';
 import { ERRORS } from '../../protocol/errors.js';
 import { Header } from '../../protocol/headers.js';
 import { ProgressEvent } from '../../protocol/schemas/progress.js';
-import { EVENTS, EVENTS_WILDCARD, REQUESTS, eventsStreamName } from '../../protocol/subjects.js';
+import { EVENTS, EVENTS_WILDCARD, FORMER_NAMES, FORMER_SETTINGS_NAMES_REMOVED_IN, REQUESTS, eventsStreamName } from '../../protocol/subjects.js';
 import { SchemaNames } from './schemas.js';
 
 export interface AsyncApiOptions {
@@ -65,8 +65,11 @@ export function asyncApiDocument(opts: AsyncApiOptions): Json {
   const messages: Json = {};
   const stream = eventsStreamName(prefix);
 
-  for (const def of REQUESTS) {
+  // the settings requests' former names, served until their removal (deprecated)
+  const requests = [...REQUESTS.map((def) => ({ def, replacedBy: undefined as string | undefined })), ...[...FORMER_NAMES].map(([current, def]) => ({ def, replacedBy: current.subject }))];
+  for (const { def, replacedBy } of requests) {
     const id = def.subject;
+    const deprecated = replacedBy === undefined ? {} : { 'x-cortado-deprecated': { replaced_by: replacedBy, removed_in: FORMER_SETTINGS_NAMES_REMOVED_IN } };
     const reqMsg = `${id}.request`;
     const replyMsg = `${id}.reply`;
     messages[reqMsg] = {
@@ -91,7 +94,7 @@ export function asyncApiDocument(opts: AsyncApiOptions): Json {
     channels[id] = {
       address: `${prefix}.${def.subject}`,
       title: id,
-      description: `served by the ${def.owner} actor's queue group \`${def.owner}\`; a caller waits at most ${def.timeoutMs} ms`,
+      description: `served by the ${def.owner} actor's queue group \`${def.owner}\`; a caller waits at most ${def.timeoutMs} ms${replacedBy === undefined ? '' : `. Deprecated: the former name of ${replacedBy}, served until release ${FORMER_SETTINGS_NAMES_REMOVED_IN} for processes of an older release`}`,
       messages: { request: { $ref: `#/components/messages/${ptr(reqMsg)}` } },
     };
     channels[`${id}.reply`] = {
@@ -113,6 +116,7 @@ export function asyncApiDocument(opts: AsyncApiOptions): Json {
       'x-cortado-owner': def.owner,
       'x-cortado-queue-group': def.owner,
       'x-cortado-timeout-ms': def.timeoutMs,
+      ...deprecated,
     };
   }
 

@@ -10,7 +10,7 @@ import { CortadoError } from '../../protocol/errors.js';
 import { createLogger } from '../../protocol/log.js';
 import {
   Actor, ConfigChangedEvt, ConfigHistory, ConfigReset, ConfigUpdate, ConfigView, IdentityLogin, LdapUpdate, LdapView, MaskRuleCreate,
-  MaskRuleDelete, MaskRulesList, MaskRuleUpdate, PromptsList, REQUESTS,
+  FORMER_NAMES, MaskRuleDelete, MaskRulesList, MaskRuleUpdate, PromptsList, REQUESTS,
 } from '../../protocol/subjects.js';
 import { generateFernetKey } from '../../actors/lib/fernet.js';
 import { start as startSettings } from '../../actors/settings/actor.js';
@@ -46,14 +46,22 @@ async function refusal(p: Promise<unknown>): Promise<CortadoError> {
   return err;
 }
 
-t.test('the settings subjects are the settings actor\'s, under the names clients know', async (t) => {
+t.test('the settings subjects are named after the settings actor, and served under their former identity. names too', async (t) => {
   const mine = REQUESTS.filter((r) => r.owner === Actor.Settings).map((r) => r.subject).sort();
-  t.same(mine, [
-    'identity.config.history', 'identity.config.reset', 'identity.config.stored', 'identity.config.update', 'identity.config.view',
-    'identity.ldap.test', 'identity.ldap.update', 'identity.ldap.view',
-    'identity.mask.create', 'identity.mask.delete', 'identity.mask.list', 'identity.mask.update', 'identity.prompts.list',
-  ]);
+  const names = [
+    'config.history', 'config.reset', 'config.stored', 'config.update', 'config.view',
+    'ldap.test', 'ldap.update', 'ldap.view',
+    'mask.create', 'mask.delete', 'mask.list', 'mask.update', 'prompts.list',
+  ];
+  t.same(mine, names.map((n) => `settings.${n}`));
   t.ok(REQUESTS.filter((r) => r.owner === Actor.Identity).every((r) => !mine.includes(r.subject)), 'identity serves none of them');
+  t.same([...FORMER_NAMES.values()].map((r) => r.subject).sort(), names.map((n) => `identity.${n}`), 'each has its former name, until its removal');
+
+  // a process of the former release asks under the old name: the same actor answers the same
+  for (const [current, former] of FORMER_NAMES) {
+    if (current.subject !== ConfigView.subject && current.subject !== PromptsList.subject && current.subject !== MaskRulesList.subject) continue;
+    t.same(await client.request(former as typeof ConfigView, {}, ctx), await client.request(current as typeof ConfigView, {}, ctx), `${former.subject} answers as ${current.subject}`);
+  }
 
   const view = await client.request(ConfigView, {}, ctx);
   t.equal(view.persistent, true, 'answered by the settings actor alone, on config_db');

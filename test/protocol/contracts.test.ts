@@ -2,7 +2,7 @@ import { readFileSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { ERRORS, McpMapping, isErrorCode } from '../../protocol/errors.js';
-import { EVENTS, REQUESTS, progressSubject } from '../../protocol/subjects.js';
+import { EVENTS, FORMER_NAMES, FORMER_SETTINGS_NAMES_REMOVED_IN, REQUESTS, progressSubject } from '../../protocol/subjects.js';
 import { ROOT } from '../../config/load.js';
 
 t.test('every error code has one HTTP status, one MCP mapping and a line in the error table of docs/http-api.md', async (t) => {
@@ -169,7 +169,10 @@ t.test('the published contracts: every route and subject, valid, and docs/*.json
     t.ok(addresses.has(`cortado.${e.subject}`), `event ${e.subject} is in /asyncapi.json`);
     t.equal(asyncapi.components.messages[e.subject]?.['x-cortado-durable'], e.durable, `${e.subject} says whether it is durable`);
   }
-  t.equal(Object.keys(asyncapi.operations).length, REQUESTS.length + EVENTS.length + 1, 'one operation per subject, and progress');
+  for (const [current, former] of FORMER_NAMES) {
+    t.same(asyncapi.operations[former.subject]?.['x-cortado-deprecated'], { replaced_by: current.subject, removed_in: FORMER_SETTINGS_NAMES_REMOVED_IN }, `${former.subject} is in /asyncapi.json, deprecated for ${current.subject}`);
+  }
+  t.equal(Object.keys(asyncapi.operations).length, REQUESTS.length + FORMER_NAMES.size + EVENTS.length + 1, 'one operation per subject (and per former name still served), and progress');
 
   for (const [key, file] of Object.entries(CONTRACT_FILES) as Array<['openapi' | 'asyncapi', string]>) {
     let current = '';
