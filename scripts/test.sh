@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command (npm test): type-check, start private test servers, compile the tests to
-# JavaScript once (scripts/build-tests.mjs, into .build/), run every test file with tap, and end
-# with one plain "N passed, N failed" line.
+# JavaScript once (scripts/build-tests.mjs, into .build/), run every test file (tap test files,
+# each in a plain node process: scripts/run-tests.mjs), and end with one plain "N passed, N failed"
+# line.
 #   npm test                                 all tests
 #   npm test -- test/foo.test.ts test/edge   some files, or every file of a folder
 #   TEST_JOBS=1 SKIP_TYPECHECK=1 npm test -- ...   one file at a time, no type-check
@@ -57,10 +58,12 @@ if [ "${TEST_SHARED_BROWSER:-0}" = 1 ] && grep -lq launchBrowser "${run[@]}" 2>/
   if grep -q '^ws://' "$ws_file"; then export CORTADO_TEST_BROWSER_WS=$(head -1 "$ws_file"); else echo "# the shared Chromium did not start: each browser file starts its own"; fi
 fi
 out=$(mktemp)
-# a file may take 300 s (TEST_TIMEOUT) before tap ends it: the browser files take 60-90 s alone and
+# a file may take 300 s (TEST_TIMEOUT) before it is ended: the browser files take 60-90 s alone and
 # passed 180 s on a loaded machine (load average 10)
-# tap names a file by the path it ran; its lines name the source (test/x.test.ts), as before
-npx tap --reporter=tap --jobs="${TEST_JOBS:-2}" --timeout="${TEST_TIMEOUT:-300}" --node-arg=--enable-source-maps "${run[@]}" 2>&1 \
+# each file in a plain node process (scripts/run-tests.mjs: tap's runner would add two module hooks
+# to each, 0.25-2 s of CPU a file); the stream names a file by the path it ran, its lines name the
+# source (test/x.test.ts), as before
+node scripts/run-tests.mjs --jobs="${TEST_JOBS:-2}" --timeout="${TEST_TIMEOUT:-300}" --node-arg=--enable-source-maps "${run[@]}" 2>&1 \
   | sed -u -E '/^ *(# Subtest: |(not )?ok [0-9]+ - )/ s#\.build/(test/[^ ]*)\.test\.js#\1.test.ts#' | tee "$out"
 rc=${PIPESTATUS[0]}
 node -e '
