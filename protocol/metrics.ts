@@ -429,6 +429,18 @@ export function countDbCancel(engine: string, outcome: DbCancelOutcome): void {
   if (enabled) dbCancels.labels(guards.engine.value(engine), outcome).inc();
 }
 
+const dbWorkersWaiting = new client.Gauge({
+  name: 'cortado_db_workers_waiting', help: 'database operations of signed-in scopes waiting for a free plugins.auth.max_workers slot',
+  registers: reg,
+});
+
+/** The scopes' worker slots (actors/executor/scopes.ts): `dbWorkers.waiting(n)` whenever the number waiting changes. */
+export const dbWorkers = {
+  waiting(n: number): void {
+    if (enabled) dbWorkersWaiting.set(n);
+  },
+};
+
 export function countGuardRejection(reason: string): void {
   if (enabled) guardRejections.labels(guards.reason.value(reason || 'unknown')).inc();
 }

@@ -24,6 +24,7 @@
 import type { Bus, Ctx } from '../../protocol/bus.js';
 import { CortadoError, toCortadoError } from '../../protocol/errors.js';
 import type { Logger } from '../../protocol/log.js';
+import { dbWorkers } from '../../protocol/metrics.js';
 import type { ScopeInfo } from '../../protocol/schemas/scope.js';
 import type { DbTable } from '../../protocol/schemas/sql.js';
 import { ScopeResolve } from '../../protocol/subjects.js';
@@ -156,14 +157,21 @@ export class Workers {
       const timer = setTimeout(() => {
         const i = this.queue.indexOf(entry);
         if (i >= 0) this.queue.splice(i, 1);
+        dbWorkers.waiting(this.queue.length);
         reject(new CortadoError('DB_TIMEOUT', `the query waited ${Math.round(timeoutMs)} ms for a free database worker (plugins.auth.max_workers = ${this.max()}) and did not run`, { timeout_ms: timeoutMs, reason: 'max_workers' }));
       }, Math.max(1, timeoutMs));
       this.queue.push(entry);
+      dbWorkers.waiting(this.queue.length);
     });
   }
 
   private next(): void {
-    while (this.active < Math.max(1, this.max()) && this.queue.length > 0) this.queue.shift()?.grant();
+    let granted = false;
+    while (this.active < Math.max(1, this.max()) && this.queue.length > 0) {
+      this.queue.shift()?.grant();
+      granted = true;
+    }
+    if (granted) dbWorkers.waiting(this.queue.length);
   }
 }
 

@@ -3,7 +3,8 @@
  * slots for as long as it reads, as a query does (actors/executor/export.ts, handle.ts inSlot).
  * A real stack on a real PostgreSQL, max_workers 1, two sign-ins (two scopes, each with a pool
  * of its own): while the first one's export waits on a table the test keeps locked, the second
- * one's export of `SELECT 1` does not run; once the lock goes, both finish.
+ * one's export of `SELECT 1` waits for the slot (the executor's cortado_db_workers_waiting says
+ * so) and does not run; once the lock goes, both finish.
  */
 import t from 'tap';
 import { generateFernetKey } from '../../actors/lib/fernet.js';
@@ -11,6 +12,9 @@ import { testConfig } from '../helpers/config.js';
 import { startNats } from '../helpers/nats.js';
 import { createTestDb, dropRoles } from '../helpers/pg.js';
 import { call, startStack } from '../helpers/stack.js';
+import { metricsText } from '../../protocol/metrics.js';
+
+const workersWaiting = (m: { text: string }): number => Number(/^cortado_db_workers_waiting (\S+)$/m.exec(m.text)?.[1] ?? 0);
 
 const role = `xslot_${process.pid}_${Date.now().toString(36)}`;
 const PASSWORD = 'xslot-pw-1';
@@ -62,7 +66,14 @@ t.test('a scope\'s export holds a max_workers slot while it reads', async (t) =>
     await new Promise((r) => setTimeout(r, 100));
   }
   const b = exportAs(second, 'SELECT 1 AS one').finally(() => { secondDone = true; });
-  await new Promise((r) => setTimeout(r, 2_500));
+  // the second one is queued for the slot: the executor says so (cortado_db_workers_waiting; the
+  // stack runs in this process), no fixed wait
+  let waiting = 0;
+  for (let i = 0; i < 300 && waiting < 1 && !secondDone; i++) {
+    waiting = workersWaiting(await metricsText());
+    if (waiting < 1) await new Promise((r) => setTimeout(r, 50));
+  }
+  t.equal(waiting, 1, 'the second export waits for a max_workers slot');
   t.notOk(firstDone, 'the first export waits for the lock');
   t.notOk(secondDone, 'the second scope\'s export waits for the one slot (its own pool is free)');
   await lock.query('ROLLBACK');
@@ -71,4 +82,5 @@ t.test('a scope\'s export holds a max_workers slot while it reads', async (t) =>
   t.equal(ra.status, 200, ra.text.slice(0, 200));
   t.equal(rb.status, 200, rb.text.slice(0, 200));
   t.match(ra.text, /id[\s\S]*1/, 'the first export has its row');
+  t.equal(workersWaiting(await metricsText()), 0, 'none waits once both are done');
 });
