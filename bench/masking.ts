@@ -37,10 +37,10 @@ interface Impl {
 }
 
 async function load(root: string, label: string): Promise<Impl> {
-  const dialects = await import(path.join(root, 'actors/masking/dialects.ts'));
+  const dialects = await import(path.join(root, 'actors/lib/masking/dialects.ts'));
   await dialects.prepareParsers();
-  const handle = await import(path.join(root, 'actors/masking/handle.ts'));
-  const { createHasher } = await import(path.join(root, 'actors/masking/strategies.ts'));
+  const handle = await import(path.join(root, 'actors/lib/masking/mask.ts'));
+  const { createHasher } = await import(path.join(root, 'actors/lib/masking/strategies.ts'));
   const { createLogger } = await import(path.join(ROOT, 'protocol/log.ts'));
   const deps = { rules: { get: async () => RULES }, hasher: createHasher('bench'), log: createLogger({ svc: 'bench', level: 'silent' }) };
   return { label, planMasks: handle.planMasks, mask: handle.mask, deps };

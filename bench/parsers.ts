@@ -8,7 +8,7 @@
  *            (guard/isolated.ts guardIsolated: on the event loop what guard/inline.ts proves
  *            small, in the worker the rest), µs per call
  *   lineage  the same queries read for masking: parseForLineage in this thread, and through the
- *            lineage worker (masking/isolated.ts lineageQuery)
+ *            lineage worker (lib/masking/isolated.ts lineageQuery)
  *   replace  a worker replaced after its parser broke: from the refusal to the next answer, ms
  *            (the guard's worker with a 1 MB stack, on which a 22 KB `1+1+…` overflows)
  *   cpu      the CPU the hop costs, not its latency: the bench query's guard 4,000 times with 32
@@ -25,8 +25,8 @@ import type { Dialect } from '../protocol/schemas/common.js';
 import { guardSql, prepareGuard } from '../actors/executor/guard/index.js';
 import { guardIsolated, startGuardWorkers, stopGuardWorkers } from '../actors/executor/guard/isolated.js';
 import { ParserPool } from '../actors/lib/sql-parsers/pool.js';
-import { parseForLineage, prepareParsers } from '../actors/masking/dialects.js';
-import { lineageQuery, startLineageWorkers, stopLineageWorkers } from '../actors/masking/isolated.js';
+import { parseForLineage, prepareParsers } from '../actors/lib/masking/dialects.js';
+import { lineageQuery, startLineageWorkers, stopLineageWorkers } from '../actors/lib/masking/isolated.js';
 import { ACCEPTED_POSTGRESQL, LIMITS } from '../test/fixtures/guard-cases.js';
 import { ACCEPTED_MYSQL } from '../test/fixtures/guard-cases-mysql.js';
 import { ACCEPTED_BIGQUERY } from '../test/fixtures/guard-cases-bigquery.js';

@@ -1,7 +1,7 @@
 /**
  * One question, from words to an answer: schema context → intent and SQL (one model call by
  * default, two when routing splits them) → guarded execution, with self-correction when the
- * database rejects the SQL → masking → insights. Every step is timed, reported as progress
+ * database rejects the SQL (the executor masks the rows before it replies) → insights. Every step is timed, reported as progress
  * when the caller streams, and recorded as events (never row values). With
  * query.confirm_before_execute, interactive channels get the SQL and a confirmation id instead,
  * and `confirm` runs exactly that SQL later.
@@ -17,7 +17,6 @@ import {
   QueryFailedEvt,
   QueryGeneratedEvt,
   QuestionCompletedEvt,
-  ResultMask,
   SchemaContext,
   SqlEstimate,
   SqlExecute,
@@ -89,6 +88,8 @@ interface Run {
   /** model work that goes on after the answer (hybrid insights): the question's fact waits for its release */
   hold(): () => void;
   timed<T>(name: string, work: () => Promise<T>): Promise<T>;
+  /** a step timed elsewhere (the executor's masking), added to the timings */
+  note(name: string, ms: number): void;
   progress(step: ProgressEvent['step'], data: Record<string, unknown>): void;
   event(): { id: string; ts: string; request_id: string; user?: string; channel: Channel; widget?: string };
   finish(part: Omit<AskReply, 'request_id' | 'usage' | 'timing_ms'>): AskReply;
@@ -152,6 +153,9 @@ function startRun(deps: AssistantDeps, ctx: Ctx, opts: { channel: Channel; quest
       } finally {
         timing[name] = round((timing[name] ?? 0) + performance.now() - t);
       }
+    },
+    note(name, ms) {
+      timing[name] = round((timing[name] ?? 0) + ms);
     },
     progress(step, data) {
       if (opts.stream) deps.bus.progress(ctx.requestId, { step, seq: seq++, data });
@@ -364,7 +368,7 @@ export async function confirm(input: AskConfirmRequest, deps: AssistantDeps, ctx
   }
 }
 
-/** Rows that ran: masked first (before they go anywhere), insights, the event, the turn, the reply. */
+/** Rows that ran (masked by the executor before it replied), insights, the event, the turn, the reply. */
 async function deliver(
   run: Run,
   deps: AssistantDeps,
@@ -375,11 +379,10 @@ async function deliver(
   const executed = p.result;
   // the tables the SQL read (the guard's parse), for analytics' busiest tables, rather than every table the prompt held
   if (executed.tables?.length) run.read = executed.tables;
-  const mask = await run.timed('mask', () =>
-    bus.request(ResultMask, { sql: executed.sql, dialect: p.dialect, columns: executed.columns, rows: executed.rows }, ctx),
-  );
-  const result = { ...executed, rows: mask.rows };
-  const masked = mask.masked.map((m) => ({ column: m.column, strategy: m.strategy }));
+  // masking is part of execution (sql.execute masks before it replies): its time, as a step of its own
+  run.note('mask', executed.mask_ms);
+  const result = executed;
+  const masked = executed.masked.map((m) => ({ column: m.column, strategy: m.strategy }));
   run.progress('rows', { sql: result.sql, columns: result.columns, rows: result.rows, row_count: result.row_count, truncated: result.truncated, ...(masked.length ? { masked } : {}) });
 
   let insights: AskReply['insights'] = [];

@@ -17,6 +17,9 @@ import { checkRoleAtStart } from './privilege.js';
 import { profile } from './profile.js';
 import { values } from './value-index.js';
 import { exportSql, exportsBucket } from './export.js';
+import { createMasking } from '../lib/masking/service.js';
+import { lineageReused } from './guard/job.js';
+import { startLineageWorkers } from '../lib/masking/isolated.js';
 
 export async function start(deps: ActorDeps): Promise<RunningActor> {
   const { bus, config, log } = deps;
@@ -25,6 +28,8 @@ export async function start(deps: ActorDeps): Promise<RunningActor> {
   try {
     // the guard runs in worker threads (guard/isolated.ts): started here, parsers loaded
     await startGuardWorkers(log);
+    // lineage for masking: PostgreSQL's from the guard's parse; other dialects' in a worker of its own
+    if (!lineageReused(engine.dialect)) await startLineageWorkers(log);
     ensureReadOnly = await checkRoleAtStart(engine, config, log);
     // the guard's allow-list, less what a function or operator of the database shadows (only warns)
     if (engine instanceof PostgresEngine) await checkPostgresAllowList(() => engine.allowListCatalog(), log);
@@ -37,7 +42,9 @@ export async function start(deps: ActorDeps): Promise<RunningActor> {
   // per-scope engines (plugins.auth sessions, API tokens with a db_config); a sealed db_config opens with this box
   const scopes = new ScopeRegistry({ config, log, bus, box: createSecretBox(config), base: engine });
   const stopListening = bus.on(ScopeEndedEvt, (e) => scopes.end(e.scope, e.reason));
-  const h: ExecutorDeps = { config, engine, bus, log, scopes, ...(ensureReadOnly ? { ensureReadOnly } : {}) };
+  // every result is masked here before it leaves (lib/masking/): rules kept until evt.mask.changed
+  const masking = createMasking(bus, config, log);
+  const h: ExecutorDeps = { config, engine, bus, log, scopes, masking, ...(ensureReadOnly ? { ensureReadOnly } : {}) };
   bus.serve(SqlExecute, (input, ctx) => execute(input, h, ctx));
   bus.serve(SqlCheck, (input, ctx) => check(input, h, ctx));
   bus.serve(SqlEstimate, (input, ctx) => estimate(input, h, ctx));
@@ -54,6 +61,7 @@ export async function start(deps: ActorDeps): Promise<RunningActor> {
     name: Actor.Executor,
     stop: async () => {
       stopListening();
+      masking.stop();
       await scopes.close();
       await engine.close();
     },

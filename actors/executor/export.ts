@@ -5,8 +5,9 @@
  * - The SQL goes through the same guard and catalog lock as sql.execute, in the caller's scope
  *   (ctx.scope: a schedule runs in its creator's), with export.max_rows (+1, to tell a cut
  *   result from one of exactly max_rows rows) as its row limit.
- * - Rows go to the writer a page at a time (PAGE_ROWS), each page masked on the way
- *   (result.mask with the caller's rules), so the writer and the masking never hold the whole
+ * - Rows go to the writer a page at a time (PAGE_ROWS), each page masked on the way, here
+ *   (lib/masking/, with the caller's rules or the store's; the lineage read once, from the
+ *   guard's parse where the dialect allows), so the writer and the masking never hold the whole
  *   result. The server's own PostgreSQL is read from a server-side cursor (export-pg.ts), a page
  *   per FETCH, so nothing holds the whole result. MySQL/MariaDB, Trino and BigQuery have a
  *   `pages` of their own (duck-typed below: rows read as they arrive with the connection
@@ -29,17 +30,20 @@ import type { Bus, Ctx, ObjectBucket } from '../../protocol/bus.js';
 import { CortadoError, toCortadoError } from '../../protocol/errors.js';
 import type { Cell, Column } from '../../protocol/schemas/common.js';
 import type { SqlExportReply, SqlExportRequest } from '../../protocol/schemas/export.js';
-import { Bucket, ResultMask, SqlExport } from '../../protocol/subjects.js';
+import { Bucket, SqlExport } from '../../protocol/subjects.js';
 import { CONTENT_TYPE, EXPORT_TTL_MS, exportFilename, writeExport, type Page } from '../lib/export/index.js';
 import { localParts } from '../lib/mail-template.js';
 import type { EngineResult, ExecuteOptions } from './engines/engine.js';
 import { capsFromConfig } from './engines/wire-cap.js';
 import { guardIsolated } from './guard/isolated.js';
-import { inSlot, leaseFor, queryTimeoutMs, type ExecutorDeps } from './handle.js';
+import { inSlot, leaseFor, queryTimeoutMs, rulesFor, type ExecutorDeps } from './handle.js';
+import { lineageQuery } from '../lib/masking/isolated.js';
+import { OPAQUE_QUERY } from '../lib/masking/lineage.js';
+import { maskCounted } from '../lib/masking/service.js';
 import { sanitizeDbError } from './sanitize.js';
 import { cursorAvailable, pgCursorPages } from './export-pg.js';
 
-/** rows per page: what one result.mask request carries (well under a NATS message) */
+/** rows per page: what the writer and the masking take at a time */
 export const PAGE_ROWS = 1_000;
 
 /** An engine that can read a result page by page from a server-side cursor. */
@@ -88,15 +92,17 @@ export async function exportSql(input: SqlExportRequest, deps: ExportDeps, ctx: 
   }
   const filename = exportFilename(config.export.filename_template, { schedule_name: input.title, date: when.date, time: when.time, format: input.format });
 
+  const rulesAsked = input.rules ? Promise.resolve(input.rules) : rulesFor(deps, ctx);
   const lease = await leaseFor(deps, ctx);
   const dir = await mkdtemp(path.join(tmpdir(), 'cortado-export-'));
   let ran: string | undefined;
   try {
     const { engine } = lease;
     // the guard and the catalog lock, in a worker (guard/isolated.ts)
-    const { guarded } = await guardIsolated(input.sql, engine.dialect, {
+    const rules = await rulesAsked;
+    const { guarded, lineage } = await guardIsolated(input.sql, engine.dialect, {
       defaultLimit: maxRows + 1, maxLimit: maxRows + 1, allowedFunctions: config.database.allowed_functions, serverVersion: await engine.serverMajorVersion?.(),
-    }, lease.lock ? { lock: lease.lock } : {});
+    }, { ...(lease.lock ? { lock: lease.lock } : {}), ...(rules.length ? { lineage: true } : {}) });
     ran = guarded.runSql;
     if (!lease.scoped) await deps.ensureReadOnly?.();
     const opts: ExecuteOptions = {
@@ -106,11 +112,11 @@ export async function exportSql(input: SqlExportRequest, deps: ExportDeps, ctx: 
       ...(ctx.user ? { user: ctx.user } : {}),
     };
     const masked = new Set<string>();
+    // the statement's lineage, read once for every page (the guard's, or the masking worker's)
+    const query = rules.length === 0 ? OPAQUE_QUERY : (lineage ?? (await lineageQuery(guarded.sql, engine.dialect)));
     const maskPage = async (columns: Column[], rows: Cell[][]): Promise<Cell[][]> => {
       if (rows.length === 0) return rows;
-      const r = await deps.bus.request(ResultMask, {
-        sql: guarded.sql, dialect: engine.dialect, columns, rows, ...(input.rules ? { rules: input.rules } : {}),
-      }, ctx);
+      const r = await maskCounted({ sql: guarded.sql, dialect: engine.dialect, columns, rows, rules }, deps.masking, ctx, query);
       for (const m of r.masked) masked.add(m.column);
       return r.rows;
     };

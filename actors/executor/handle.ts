@@ -1,8 +1,13 @@
 /**
  * The executor's logic, as plain functions: guard the SQL for the engine's dialect, run it
- * read-only with the timeout, and answer with JSON rows. Refusals (by the guard or by the
- * database) become a `query.rejected` event as well as the error, so the audit trail sees
+ * read-only with the timeout, mask the rows, and answer with them. Refusals (by the guard or by
+ * the database) become a `query.rejected` event as well as the error, so the audit trail sees
  * them without row values.
+ *
+ * Masking is part of execution: `execute` masks every result before it replies (the mask rules
+ * through each column's lineage, lib/masking/), so no caller can get rows that skipped it. For
+ * PostgreSQL the lineage is read from the guard's own parse (guard/job.ts); other dialects'
+ * lineage is parsed in the masking library's worker.
  */
 import { randomUUID } from 'node:crypto';
 import type { Bus, Ctx } from '../../protocol/bus.js';
@@ -29,6 +34,11 @@ import { sanitizeDbError } from './sanitize.js';
 import { baseLease, type Lease, type ScopeRegistry } from './scopes.js';
 import { countRejection, observedQuery } from './observe.js';
 import { pace, requestKey } from '../../protocol/pacer.js';
+import type { MaskingDeps } from '../lib/masking/mask.js';
+import { maskCounted } from '../lib/masking/service.js';
+import type { Query } from '../lib/masking/lineage.js';
+import type { MaskRuleLite } from '../../protocol/schemas/policy.js';
+import type { Dialect } from '../../protocol/schemas/common.js';
 
 export interface ExecutorDeps {
   config: Config;
@@ -39,6 +49,8 @@ export interface ExecutorDeps {
   ensureReadOnly?: () => Promise<void>;
   /** per-scope engines (plugins.auth); without it a request with a scope is refused */
   scopes?: ScopeRegistry;
+  /** the mask rules and how to apply them: every result is masked before it leaves (lib/masking/) */
+  masking: MaskingDeps;
 }
 
 /** The engine (and catalog lock) of this request: its scope's, else the server's own. */
@@ -48,9 +60,19 @@ export async function leaseFor(deps: ExecutorDeps, ctx: Ctx): Promise<Lease> {
   return baseLease(deps.config, deps.engine);
 }
 
-/** The dialect's guard, then the catalog lock where it applies, in a worker (guard/isolated.ts). */
-function guardFor(sql: string, lease: Lease, limits: GuardLimits, aggregate = false): Promise<IsolatedGuard> {
-  return guardIsolated(sql, lease.engine.dialect, limits, { ...(lease.lock ? { lock: lease.lock } : {}), aggregate });
+/** The dialect's guard, then the catalog lock where it applies, in a worker (guard/isolated.ts); with `lineage`, the lineage model where the dialect's guard parse gives it. */
+function guardFor(sql: string, lease: Lease, limits: GuardLimits, aggregate = false, lineage = false): Promise<IsolatedGuard> {
+  return guardIsolated(sql, lease.engine.dialect, limits, { ...(lease.lock ? { lock: lease.lock } : {}), aggregate, ...(lineage ? { lineage: true } : {}) });
+}
+
+/**
+ * The active mask rules, asked for as the request starts (kept by the rule cache, so usually at
+ * once). A failure is the caller's when it awaits: none is left unhandled meanwhile.
+ */
+export function rulesFor(deps: ExecutorDeps, ctx: Ctx): Promise<MaskRuleLite[]> {
+  const p = deps.masking.rules.get(ctx);
+  p.catch(() => undefined);
+  return p;
 }
 
 /** Run `work` within a max_workers slot when the engine is a scope's own; the queue's wait is taken off the timeout. */
@@ -78,9 +100,12 @@ export async function execute(input: SqlExecuteRequest, deps: ExecutorDeps, ctx:
   let lease: Lease | undefined;
   let ran: string | undefined;
   try {
+    const rulesAsked = rulesFor(deps, ctx);
     lease = await leaseFor(deps, ctx);
     const { engine } = lease;
-    const { guarded } = await guardFor(input.sql, lease, limitsFor(input, deps.config, await lease.engine.serverMajorVersion?.()));
+    // with rules active, the guard also reads the lineage from its own parse where it can
+    const rules = await rulesAsked;
+    const { guarded, lineage } = await guardFor(input.sql, lease, limitsFor(input, deps.config, await lease.engine.serverMajorVersion?.()), false, rules.length > 0);
     ran = guarded.runSql;
     if (!lease.scoped) await deps.ensureReadOnly?.();
     // timed and traced (observe.ts): the run only, not the guard nor the wait for a slot
@@ -94,12 +119,15 @@ export async function execute(input: SqlExecuteRequest, deps: ExecutorDeps, ctx:
     // hundreds of results can arrive in one poll: what follows waits its turn (protocol/pacer.ts)
     const turn = pace(requestKey(ctx.requestId));
     if (turn) await turn;
-    const rows = result.rows.slice(0, guarded.limit);
+    const masked = await maskRows(guarded.sql, engine.dialect, result.columns, result.rows.slice(0, guarded.limit), rules, lineage, deps, ctx);
+    const rows = masked.rows;
     const reply: SqlExecuteReply = {
       sql: guarded.sql,
       columns: result.columns,
       rows,
       row_count: rows.length,
+      masked: masked.masked,
+      mask_ms: masked.ms,
       truncated: guarded.capped && result.rows.length > guarded.limit,
       // LIMIT 0 is the user's own bound; the contract's cap is at least 1
       limit: Math.max(1, guarded.limit),
@@ -227,6 +255,16 @@ export async function ping(_input: unknown, deps: ExecutorDeps, ctx: Ctx): Promi
 }
 
 // ---- helpers ------------------------------------------------------------------------------
+
+/** Rows of `sql` masked with `rules` (lineage: the guard's model when it read one), and how long that took. */
+export async function maskRows(
+  sql: string, dialect: Dialect, columns: SqlExecuteReply['columns'], rows: SqlExecuteReply['rows'],
+  rules: MaskRuleLite[], lineage: Query | undefined, deps: Pick<ExecutorDeps, 'masking'>, ctx: Ctx,
+): Promise<{ rows: SqlExecuteReply['rows']; masked: SqlExecuteReply['masked']; ms: number }> {
+  const t0 = performance.now();
+  const r = await maskCounted({ sql, dialect, columns, rows, rules }, deps.masking, ctx, lineage);
+  return { rows: r.rows, masked: r.masked, ms: round(performance.now() - t0) };
+}
 
 /** The guard's limits; `serverVersion` is the engine's (engine.serverMajorVersion), judged as the oldest when unknown. */
 function limitsFor(input: Pick<SqlExecuteRequest, 'default_limit' | 'max_limit'>, config: Config, serverVersion: number | undefined): GuardLimits {

@@ -1,6 +1,7 @@
 import Type, { type Static } from 'typebox';
 import { Cell, Column, Dialect, PromptOverrides, Turn, Usage } from './common.js';
 import { TextString } from './text.js';
+import { MaskedColumn } from './policy.js';
 
 // ---- sqlgen -------------------------------------------------------------------------------
 
@@ -81,6 +82,13 @@ export const SqlExecuteReply = Type.Object({
   limit: Type.Integer({ minimum: 1 }),
   /** the relations the statement reads, as written in it (the guard's parse; CTE names left out) */
   tables: Type.Optional(Type.Array(Type.String())),
+  /**
+   * The columns the mask rules covered: `rows` hold their masked values already (the executor
+   * masks every result before it replies; there is no way to ask it for unmasked rows).
+   */
+  masked: Type.Array(MaskedColumn),
+  /** of duration_ms, the time masking took */
+  mask_ms: Type.Number({ minimum: 0 }),
   duration_ms: Type.Number({ minimum: 0 }),
   /** bytes the engine scanned or will scan (BigQuery) */
   bytes_processed: Type.Optional(Type.Number({ minimum: 0 })),

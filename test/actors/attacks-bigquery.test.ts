@@ -41,7 +41,7 @@ const config = testConfig({
     query: { default_limit: 100, max_limit: 200, timeout: 10 },
   },
 });
-const running = await runCortado({ config, roles: { edge: false, actors: ['executor'] }, log, name: 'attacks-bq-test' });
+const running = await runCortado({ config, roles: { edge: false, actors: ['executor', 'settings'] }, log, name: 'attacks-bq-test' });
 const client = await Bus.connect({ url: nats.url, prefix: 'cortado', name: 'attacks-bq-client', log });
 
 t.teardown(async () => {

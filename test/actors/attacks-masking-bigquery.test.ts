@@ -7,13 +7,11 @@
  * `CUSTOMERS` is another name), the strictest a BigQuery dataset can be.
  */
 import t from 'tap';
-import { Bus } from '../../protocol/bus.js';
 import { createLogger } from '../../protocol/log.js';
-import { runCortado } from '../../cli/run.js';
 import { MASKING_ATTACKS_BIGQUERY, MASKING_SCHEMA_BIGQUERY } from '../fixtures/attacks-masking.js';
 import { testConfig } from '../helpers/config.js';
 import { startFakeBigQuery } from '../helpers/fake-bigquery.js';
-import { runMaskingCorpus } from '../helpers/masking-corpus.js';
+import { runMaskingCorpus, startCorpusExecutors } from '../helpers/masking-corpus.js';
 import { startNats } from '../helpers/nats.js';
 import { createTestDb } from '../helpers/pg.js';
 
@@ -36,11 +34,9 @@ const config = testConfig({
     query: { default_limit: 50, max_limit: 100, timeout: 10 },
   },
 });
-const running = await runCortado({ config, roles: { edge: false, actors: ['executor', 'masking'] }, log, name: 'attacks-mask-bq' });
-const client = await Bus.connect({ url: nats.url, prefix: 'cortado', name: 'attacks-mask-bq-client', log });
+const running = await startCorpusExecutors(config, log, 'attacks-mask-bq');
 
 t.teardown(async () => {
-  await client.close();
   await running.stop(2_000);
   await fake.close();
   await db.drop();
@@ -48,5 +44,5 @@ t.teardown(async () => {
 });
 
 t.test('every masking attack, through the BigQuery stand-in', async (t) => {
-  await runMaskingCorpus(t, client, 'bigquery', MASKING_ATTACKS_BIGQUERY, 'BigQuery');
+  await runMaskingCorpus(t, running, 'bigquery', MASKING_ATTACKS_BIGQUERY, 'BigQuery');
 });

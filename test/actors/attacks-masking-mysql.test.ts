@@ -6,12 +6,10 @@
  * (lower_case_table_names 0 on Linux) and CTE names without: the corpus has both.
  */
 import t from 'tap';
-import { Bus } from '../../protocol/bus.js';
 import { createLogger } from '../../protocol/log.js';
-import { runCortado } from '../../cli/run.js';
 import { MASKING_ATTACKS_MYSQL, MASKING_SCHEMA_MYSQL } from '../fixtures/attacks-masking.js';
 import { testConfig } from '../helpers/config.js';
-import { runMaskingCorpus } from '../helpers/masking-corpus.js';
+import { runMaskingCorpus, startCorpusExecutors } from '../helpers/masking-corpus.js';
 import { createMysqlUser, createTestMysqlDb } from '../helpers/mysql.js';
 import { startNats } from '../helpers/nats.js';
 
@@ -20,10 +18,8 @@ const db = await createTestMysqlDb('attacks_mask');
 await db.pool.query(MASKING_SCHEMA_MYSQL);
 const reader = await createMysqlUser(db, [`GRANT SELECT ON \`${db.name}\`.* TO {user}`]);
 const log = createLogger({ svc: 'test', level: 'silent' });
-const client = await Bus.connect({ url: nats.url, prefix: 'cortado', name: 'attacks-mask-mysql-client', log });
 
 t.teardown(async () => {
-  await client.close();
   await reader.drop();
   await db.drop();
   await nats.stop();
@@ -41,8 +37,8 @@ for (const login of [
         query: { default_limit: 50, max_limit: 100, timeout: 10 },
       },
     });
-    const running = await runCortado({ config, roles: { edge: false, actors: ['executor', 'masking'] }, log, name: `attacks-mask-mysql-${login.label}` });
+    const running = await startCorpusExecutors(config, log, `attacks-mask-mysql-${login.label}`);
     t.teardown(() => running.stop(2_000));
-    await runMaskingCorpus(t, client, 'mysql', MASKING_ATTACKS_MYSQL, `MariaDB ${login.label}`);
+    await runMaskingCorpus(t, running, 'mysql', MASKING_ATTACKS_MYSQL, `MariaDB ${login.label}`);
   });
 }

@@ -6,13 +6,11 @@
  */
 import t from 'tap';
 import pg from 'pg';
-import { Bus } from '../../protocol/bus.js';
 import { createLogger } from '../../protocol/log.js';
-import { runCortado } from '../../cli/run.js';
-import { isWholeRowFunction } from '../../actors/masking/functions.js';
+import { isWholeRowFunction } from '../../actors/lib/masking/functions.js';
 import { MASKING_ATTACKS_POSTGRESQL, MASKING_SCHEMA_POSTGRESQL } from '../fixtures/attacks-masking.js';
 import { testConfig } from '../helpers/config.js';
-import { runMaskingCorpus } from '../helpers/masking-corpus.js';
+import { runMaskingCorpus, startCorpusExecutors } from '../helpers/masking-corpus.js';
 import { startNats } from '../helpers/nats.js';
 import { ADMIN_URL, createTestDb } from '../helpers/pg.js';
 
@@ -28,10 +26,8 @@ await db.pool.query(`
   GRANT SELECT ON ALL TABLES IN SCHEMA public TO ${readOnlyRole};`);
 
 const log = createLogger({ svc: 'test', level: 'silent' });
-const client = await Bus.connect({ url: nats.url, prefix: 'cortado', name: 'attacks-mask-client', log });
 
 t.teardown(async () => {
-  await client.close();
   await db.drop();
   const admin = new pg.Client({ connectionString: ADMIN_URL });
   await admin.connect();
@@ -53,9 +49,9 @@ for (const login of [
         query: { default_limit: 50, max_limit: 100, timeout: 10 },
       },
     });
-    const running = await runCortado({ config, roles: { edge: false, actors: ['executor', 'masking'] }, log, name: `attacks-mask-${login.privileged ? 'super' : 'ro'}` });
+    const running = await startCorpusExecutors(config, log, `attacks-mask-${login.privileged ? 'super' : 'ro'}`);
     t.teardown(() => running.stop(2_000));
-    await runMaskingCorpus(t, client, 'postgresql', MASKING_ATTACKS_POSTGRESQL, login.privileged ? 'superuser' : 'read-only');
+    await runMaskingCorpus(t, running, 'postgresql', MASKING_ATTACKS_POSTGRESQL, login.privileged ? 'superuser' : 'read-only');
   });
 }
 

@@ -7,6 +7,7 @@
  * state (LAST_INSERT_ID, @x, sql_mode...) left for the next question on the same connection,
  * the other session still alive, and no canary secret in any answer or error.
  */
+import { fixedMasking } from '../../actors/lib/masking/service.js';
 import { existsSync, readdirSync, unlinkSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import t from 'tap';
@@ -148,7 +149,7 @@ for (const role of roles) {
     });
     t.teardown(() => engine.close());
     const events: Array<{ code?: string }> = [];
-    const deps: ExecutorDeps = { config, engine, log, bus: { publish: (_def, payload) => void events.push(payload as { code?: string }) } };
+    const deps: ExecutorDeps = { config, engine, log, masking: fixedMasking([], log), bus: { publish: (_def, payload) => void events.push(payload as { code?: string }) } };
     const probe: Runner = async (sql) => (await engine.execute(sql, { timeoutMs: 5_000, maxRows: 10 })).rows;
 
     const warm = await execute({ sql: 'SELECT COUNT(*) AS n FROM canary' }, deps, { requestId: 'warm' });

@@ -141,7 +141,7 @@ for (const login of [
         query: { default_limit: 10, max_limit: 20, timeout: 10 },
       },
     });
-    const running = await runCortado({ config, roles: { edge: false, actors: ['executor'] }, log, name: `attacks-${login.privileged ? 'super' : 'ro'}` });
+    const running = await runCortado({ config, roles: { edge: false, actors: ['executor', 'settings'] }, log, name: `attacks-${login.privileged ? 'super' : 'ro'}` });
     t.teardown(() => running.stop(2_000));
 
     // the start-up check found what shadows allowed names, and said so

@@ -6,6 +6,7 @@
  * refusal is a query.rejected event, and the database behind it is as it was. The other side
  * of the ledger: every accepted case marked `standIn` runs unchanged through the same path.
  */
+import { fixedMasking } from '../../actors/lib/masking/service.js';
 import t from 'tap';
 import { CortadoError } from '../../protocol/errors.js';
 import { createLogger } from '../../protocol/log.js';
@@ -41,6 +42,7 @@ const deps: ExecutorDeps = {
   config,
   engine,
   log,
+  masking: fixedMasking([], log),
   bus: { publish: ((def: { subject: string }, data: { code: string; sql: string }) => published.push({ subject: def.subject, data })) as ExecutorDeps['bus']['publish'] },
 };
 

@@ -6,6 +6,7 @@
  * the identifiers stay); and the executor's `execute`, whose thrown error, `query.rejected`
  * event and log lines carry only the sanitised text.
  */
+import { fixedMasking } from '../../actors/lib/masking/service.js';
 import { Writable } from 'node:stream';
 import fc from 'fast-check';
 import t from 'tap';
@@ -313,7 +314,7 @@ t.test('the executor: the thrown error, the query.rejected event and the log lin
   await db.pool.query('CREATE TABLE customers (id integer PRIMARY KEY, email text)');
   await db.pool.query('INSERT INTO customers VALUES (1, $1), (2, $2), (3, $3)', EMAILS);
   const published: Array<{ subject: string; data: any }> = [];
-  const deps = { config, engine, log: captured, bus: { publish: (def: { subject: string }, data: unknown) => { published.push({ subject: def.subject, data }); } } as never };
+  const deps = { config, engine, log: captured, masking: fixedMasking([], captured), bus: { publish: (def: { subject: string }, data: unknown) => { published.push({ subject: def.subject, data }); } } as never };
   const sqls = [
     "SELECT CAST(string_agg(email, ',') AS int) AS n FROM customers",
     "SELECT now() AT TIME ZONE ('\" ' || email || ' \"') AS z FROM customers",

@@ -82,7 +82,7 @@ function configWith(bq: Record<string, unknown> = {}, natsUrl = nats.url) {
 
 const config = configWith();
 const envBefore = JSON.stringify(process.env);
-const running = await runCortado({ config, roles: { edge: false, actors: ['executor'] }, log, name: 'exec-bq-test' });
+const running = await runCortado({ config, roles: { edge: false, actors: ['executor', 'settings'] }, log, name: 'exec-bq-test' });
 const client = await Bus.connect({ url: nats.url, prefix: 'cortado', name: 'exec-bq-client', log });
 const events: Array<{ subject: string; data: any }> = [];
 client.listen('evt.>', (data, subject) => events.push({ subject, data }));

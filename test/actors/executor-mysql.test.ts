@@ -32,7 +32,7 @@ const config = testConfig({
   natsUrl: nats.url,
   extra: { database: { provider: 'mysql', mysql: db.section() }, query: { default_limit: 10, max_limit: 20, timeout: 10 } },
 });
-const running = await runCortado({ config, roles: { edge: false, actors: ['executor'] }, log, name: 'exec-mysql-test' });
+const running = await runCortado({ config, roles: { edge: false, actors: ['executor', 'settings'] }, log, name: 'exec-mysql-test' });
 const client = await Bus.connect({ url: nats.url, prefix: 'cortado', name: 'exec-mysql-client', log });
 const events: Array<{ subject: string; data: any }> = [];
 client.listen('evt.>', (data, subject) => events.push({ subject, data }));
@@ -302,7 +302,7 @@ t.test('write access: a role that may only SELECT, and one that may write', asyn
   const nats2 = await startNats();
   t.teardown(() => nats2.stop());
   const strict = testConfig({ natsUrl: nats2.url, extra: { database: { provider: 'mysql', require_read_only: true, mysql: db.section() } } });
-  const failed = await runCortado({ config: strict, roles: { edge: false, actors: ['executor'] }, log, name: 'exec-mysql-strict' }).then(
+  const failed = await runCortado({ config: strict, roles: { edge: false, actors: ['executor', 'settings'] }, log, name: 'exec-mysql-strict' }).then(
     async (r) => {
       await r.stop(1_000);
       return undefined;
@@ -344,7 +344,7 @@ t.test('a database that is down or refuses the login: DB_UNAVAILABLE, and ping s
   const nats2 = await startNats();
   t.teardown(() => nats2.stop());
   const down = testConfig({ natsUrl: nats2.url, extra: { database: { provider: 'mysql', mysql: { host: '127.0.0.1', port: 1, user: 'nobody', database: 'nothing' } } } });
-  const other = await runCortado({ config: down, roles: { edge: false, actors: ['executor'] }, log, name: 'exec-mysql-down' });
+  const other = await runCortado({ config: down, roles: { edge: false, actors: ['executor', 'settings'] }, log, name: 'exec-mysql-down' });
   t.teardown(() => other.stop(1_000));
   const c2 = await Bus.connect({ url: nats2.url, prefix: 'cortado', name: 'c2', log });
   t.teardown(() => c2.close());

@@ -42,7 +42,7 @@ function trinoConfig(trino: Record<string, unknown>, extra: Record<string, unkno
 }
 
 const config = trinoConfig({});
-const running = await runCortado({ config, roles: { edge: false, actors: ['executor'] }, log, name: 'exec-trino-test' });
+const running = await runCortado({ config, roles: { edge: false, actors: ['executor', 'settings'] }, log, name: 'exec-trino-test' });
 const client = await Bus.connect({ url: nats.url, prefix: 'cortado', name: 'exec-trino-client', log });
 const events: Array<{ subject: string; data: any }> = [];
 client.listen('evt.>', (data, subject) => events.push({ subject, data }));

@@ -23,7 +23,7 @@ await db.pool.query('CREATE TABLE numbers (n integer NOT NULL)');
 await db.pool.query('INSERT INTO numbers SELECT generate_series(1, 50)');
 const log = createLogger({ svc: 'test', level: 'silent' });
 const config = testConfig({ natsUrl: nats.url, db: { host: db.host, port: db.port, name: db.name, user: db.user }, extra: { query: { default_limit: 10, max_limit: 20, timeout: 10 } } });
-const running = await runCortado({ config, roles: { edge: false, actors: ['executor'] }, log, name: 'exec-test' });
+const running = await runCortado({ config, roles: { edge: false, actors: ['executor', 'settings'] }, log, name: 'exec-test' });
 const client = await Bus.connect({ url: nats.url, prefix: 'cortado', name: 'exec-client', log });
 const events: Array<{ subject: string; data: any }> = [];
 client.listen('evt.>', (data, subject) => events.push({ subject, data }));
@@ -171,7 +171,7 @@ t.test('a database that is down: DB_UNAVAILABLE, and ping says so', async (t) =>
   const nats2 = await startNats();
   t.teardown(() => nats2.stop());
   const down = testConfig({ natsUrl: nats2.url, db: { host: '127.0.0.1', port: 1, name: 'nothing', user: 'nobody' } });
-  const other = await runCortado({ config: down, roles: { edge: false, actors: ['executor'] }, log, name: 'exec-down' });
+  const other = await runCortado({ config: down, roles: { edge: false, actors: ['executor', 'settings'] }, log, name: 'exec-down' });
   t.teardown(() => other.stop(1_000));
   const c2 = await Bus.connect({ url: nats2.url, prefix: 'cortado', name: 'c2', log });
   t.teardown(() => c2.close());

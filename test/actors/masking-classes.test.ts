@@ -8,11 +8,11 @@ import t from 'tap';
 import type { Dialect } from '../../protocol/schemas/common.js';
 import type { MaskRuleLite } from '../../protocol/schemas/policy.js';
 import { createLogger } from '../../protocol/log.js';
-import { prepareParsers } from '../../actors/masking/dialects.js';
-import { mask, planMasks, UNKNOWN_LINEAGE_RULE } from '../../actors/masking/handle.js';
-import { INDEX, parseJsonPath, parsePgTextArray } from '../../actors/masking/json.js';
-import { compileRule, keyMatches, sourceMatches } from '../../actors/masking/rules.js';
-import { createHasher, REDACTED } from '../../actors/masking/strategies.js';
+import { prepareParsers } from '../../actors/lib/masking/dialects.js';
+import { mask, planMasks, UNKNOWN_LINEAGE_RULE } from '../../actors/lib/masking/mask.js';
+import { INDEX, parseJsonPath, parsePgTextArray } from '../../actors/lib/masking/json.js';
+import { compileRule, keyMatches, sourceMatches } from '../../actors/lib/masking/rules.js';
+import { createHasher, REDACTED } from '../../actors/lib/masking/strategies.js';
 
 await prepareParsers();
 const U = UNKNOWN_LINEAGE_RULE;
@@ -56,7 +56,7 @@ t.test('A: whole-row references, attribute notation', async (t) => {
     { name: 'BigQuery: SELECT AS STRUCT of named columns', dialect: 'bigquery', sql: 'SELECT ARRAY(SELECT AS STRUCT email, id FROM customers) AS a FROM t', columns: ['a'], masked: { a: 'customers.email' } },
   ]);
   // allowed user functions reach the whole row too
-  const allowed = planMasks('SELECT c.get_contact FROM customers c', 'postgresql', [{ name: 'get_contact', type: 'text' }], RULES, (await import('../../actors/masking/functions.js')).opaqueFunctions(['get_contact']));
+  const allowed = planMasks('SELECT c.get_contact FROM customers c', 'postgresql', [{ name: 'get_contact', type: 'text' }], RULES, (await import('../../actors/lib/masking/functions.js')).opaqueFunctions(['get_contact']));
   t.same(allowed.map((m) => m.rule), [U], 'c.f with f in database.allowed_functions: f(c), unknown');
 });
 

@@ -1,7 +1,7 @@
 /**
  * Parsers cannot be taken down (issue 24, class E): the guard and the lineage parse run in
  * worker threads (actors/lib/sql-parsers/pool.ts, executor/guard/isolated.ts,
- * masking/isolated.ts), bounded in size, time and memory, and a SQL that breaks a parser refuses
+ * lib/masking/isolated.ts), bounded in size, time and memory, and a SQL that breaks a parser refuses
  * one question, never the next.
  *
  * - `SELECT 1+1+…` of 22 KB, 99 KB and 200 KB (over the size bound), forty rounds, each followed
@@ -28,9 +28,9 @@ import { GUARD_TIMEOUT_MS, MAX_SQL_CHARS, guardIsolated, guardPlaces, guardWorke
 import { INLINE_MAX_CHARS, INLINE_MAX_DEPTH, INLINE_MAX_OPERATOR_CHARS, boundedForInline } from '../../actors/executor/guard/inline.js';
 import { ACCEPTED_POSTGRESQL } from '../fixtures/guard-cases.js';
 import { ParserFailure, ParserPool } from '../../actors/lib/sql-parsers/pool.js';
-import { lineageQuery, lineageWorkerRestarts, stopLineageWorkers } from '../../actors/masking/isolated.js';
-import { mask, UNKNOWN_LINEAGE_RULE } from '../../actors/masking/handle.js';
-import { createHasher } from '../../actors/masking/strategies.js';
+import { lineageQuery, lineageWorkerRestarts, stopLineageWorkers } from '../../actors/lib/masking/isolated.js';
+import { mask, UNKNOWN_LINEAGE_RULE } from '../../actors/lib/masking/mask.js';
+import { createHasher } from '../../actors/lib/masking/strategies.js';
 import { createLogger } from '../../protocol/log.js';
 import type { Dialect } from '../../protocol/schemas/common.js';
 

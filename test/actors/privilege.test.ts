@@ -241,7 +241,7 @@ async function startExecutor(config: ReturnType<typeof testConfig>): Promise<{ e
   const sink = new Writable({ write(chunk: Buffer, _e, cb) { for (const l of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(l)); cb(); } });
   const log = createLogger({ svc: 'privilege-exec', level: 'info', destination: sink });
   try {
-    const running = await runCortado({ config, roles: { edge: false, actors: ['executor'] }, log, name: `priv-${prefixes}` });
+    const running = await runCortado({ config, roles: { edge: false, actors: ['executor', 'settings'] }, log, name: `priv-${prefixes}` });
     const bus = await Bus.connect({ url: nats.url, prefix: config.bus.prefix, name: 'priv-client', log: quiet });
     return {
       warnings: lines.filter((l) => l.level === 'warn').map((l) => l.msg as string),

@@ -317,7 +317,7 @@ t.test('PostgreSQL', async (t) => {
       db: { host: db.host, port: db.port, name: db.name, user: db.user },
       extra: { query: { max_result_mb: 1, max_value_kb: 64, default_limit: 1000, max_limit: 1000 } },
     });
-    const running = await runCortado({ config, roles: { edge: false, actors: ['executor'] }, log, name: 'bounds-executor' });
+    const running = await runCortado({ config, roles: { edge: false, actors: ['executor', 'settings'] }, log, name: 'bounds-executor' });
     t.teardown(() => running.stop(2_000));
     const client = await Bus.connect({ url: nats.url, prefix: 'cortado', name: 'bounds-client', log });
     t.teardown(() => client.close());

@@ -342,7 +342,7 @@ t.test('Trino without a configured catalog: schemas are catalog.schema', async (
     natsUrl: nats.url,
     extra: { bus: { prefer_local: false }, database: { provider: 'trino', trino: { host: fake.host, port: fake.port, http_scheme: 'http', user: 'cortado', catalog: '', schema: '' } } },
   });
-  const running = await runCortado({ config, roles: { edge: false, actors: ['executor'] }, log, name: 'discover-trino2' });
+  const running = await runCortado({ config, roles: { edge: false, actors: ['executor', 'settings'] }, log, name: 'discover-trino2' });
   const bus = await Bus.connect({ url: nats.url, prefix: 'cortado', name: 'discover-trino2-client', log });
   t.teardown(async () => {
     await bus.close();

@@ -45,7 +45,7 @@ async function withExecutor(allowedFunctions: string[], run: () => Promise<void>
     db: { host: db.host, port: db.port, name: db.name, user: db.user },
     extra: { database: { allowed_functions: allowedFunctions } },
   });
-  const running = await runCortado({ config, roles: { edge: false, actors: ['executor'] }, log, name: `pgver-${allowedFunctions.length}` });
+  const running = await runCortado({ config, roles: { edge: false, actors: ['executor', 'settings'] }, log, name: `pgver-${allowedFunctions.length}` });
   try {
     await run();
   } finally {

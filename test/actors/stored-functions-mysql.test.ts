@@ -50,7 +50,7 @@ async function withExecutor(allowedFunctions: string[], run: () => Promise<void>
     natsUrl: nats.url,
     extra: { database: { provider: 'mysql', mysql: db.section(), allowed_functions: allowedFunctions } },
   });
-  const running = await runCortado({ config, roles: { edge: false, actors: ['executor'] }, log, name: `stored-${allowedFunctions.length}` });
+  const running = await runCortado({ config, roles: { edge: false, actors: ['executor', 'settings'] }, log, name: `stored-${allowedFunctions.length}` });
   try {
     await run();
   } finally {

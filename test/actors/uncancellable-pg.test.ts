@@ -95,7 +95,7 @@ t.test('the guard refuses the unbounded call through the executor, unless allowe
       db: { host: db.host, port: db.port, name: db.name, user: db.user },
       extra: { database: { allowed_functions: allowed }, query: { timeout: 1 } },
     });
-    const cortado = await runCortado({ config, roles: { edge: false, actors: ['executor'] }, log, name: `uncancel-${allowed.length}` });
+    const cortado = await runCortado({ config, roles: { edge: false, actors: ['executor', 'settings'] }, log, name: `uncancel-${allowed.length}` });
     try {
       const started = Date.now();
       const err = await client.request(SqlExecute, { sql: HEADLINE }, { requestId: `uncancel-${allowed.length}` }).then(() => undefined, (e: unknown) => e as CortadoError);

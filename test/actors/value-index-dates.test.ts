@@ -4,6 +4,7 @@
  * whose data starts in 2021, whatever their names say), and the strings inside jsonb documents
  * (a city kept as `{"en": "Moscow", "ru": "Москва"}` is found as 'Moscow').
  */
+import { fixedMasking } from '../../actors/lib/masking/service.js';
 import t from 'tap';
 import { buildCatalog, context, createCatalogCache, createValueIndex, lookupDates, lookupValues, periodsOf, type CatalogDeps } from '../../actors/catalog/handle.js';
 import { createEngine } from '../../actors/executor/engines/index.js';
@@ -56,7 +57,7 @@ t.teardown(async () => {
   await engine.close();
   await db.drop();
 });
-const executor: ExecutorDeps = { config, engine, log, bus: { publish: async () => undefined } as unknown as ExecutorDeps['bus'] };
+const executor: ExecutorDeps = { config, engine, log, masking: fixedMasking([], log), bus: { publish: async () => undefined } as unknown as ExecutorDeps['bus'] };
 
 t.test('the index holds each date column\'s first and last day, placeholders left out, and the strings of jsonb documents', async (t) => {
   const { dates, columns } = await engine.valueIndex!();

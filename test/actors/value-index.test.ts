@@ -5,6 +5,7 @@
  * and a question's phrases found in it bring their tables into the prompt, however the ranking
  * places them.
  */
+import { fixedMasking } from '../../actors/lib/masking/service.js';
 import t from 'tap';
 import { buildCatalog, buildContext, context, createCatalogCache, createValueIndex, createValueSource, lookupValues, type CatalogDeps } from '../../actors/catalog/handle.js';
 import { lexicalIndex } from '../../actors/catalog/lexical.js';
@@ -13,8 +14,8 @@ import { createEngine } from '../../actors/executor/engines/index.js';
 import type { ExecutorDeps } from '../../actors/executor/handle.js';
 import { profile } from '../../actors/executor/profile.js';
 import { values } from '../../actors/executor/value-index.js';
-import { mask } from '../../actors/masking/handle.js';
-import { createHasher } from '../../actors/masking/strategies.js';
+import { mask } from '../../actors/lib/masking/mask.js';
+import { createHasher } from '../../actors/lib/masking/strategies.js';
 import { createLogger } from '../../protocol/log.js';
 import { testConfig } from '../helpers/config.js';
 import { createTestDb } from '../helpers/pg.js';
@@ -100,7 +101,7 @@ t.test('with value statistics the literals are looked up in the index, not profi
   const schema = await engine.introspect();
   const introspection = { dialect: engine.dialect, provider: engine.provider, default_schema: schema.default_schema, tables: schema.tables };
   const log = createLogger({ svc: 'test', level: 'silent' });
-  const executor: ExecutorDeps = { config, engine, log, bus: { publish: async () => undefined } as unknown as ExecutorDeps['bus'] };
+  const executor: ExecutorDeps = { config, engine, log, masking: fixedMasking([], log), bus: { publish: async () => undefined } as unknown as ExecutorDeps['bus'] };
   const masking = { rules: { get: async () => [] }, hasher: createHasher(undefined), log };
   // a catalog larger than the prompt: the value index is asked
   const catalogConfig = testConfig({ natsUrl: 'nats://127.0.0.1:1', extra: { catalog: { max_tables_in_prompt: 4 } } });

@@ -42,6 +42,7 @@ import { rejected, type GuardLimits, type GuardResult } from './types.js';
 import { prepareGuard } from './index.js';
 import { boundedForInline } from './inline.js';
 import { runGuardJob, type GuardAnswer, type GuardJob } from './job.js';
+import type { Query } from '../../lib/masking/lineage.js';
 
 /** The longest SQL the guard reads (characters). */
 export const MAX_SQL_CHARS = 100_000;
@@ -115,6 +116,8 @@ export interface IsolatedGuard {
   guarded: GuardResult;
   /** with `aggregate: true`: is the first item an aggregate expression (aggregate.ts) */
   verdict?: AggregateVerdict;
+  /** with `lineage: true` on a dialect whose guard parse lineage reuses (job.ts lineageReused): the lineage model for masking */
+  lineage?: Query;
 }
 
 /**
@@ -122,7 +125,7 @@ export interface IsolatedGuard {
  * aggregate verdict, in a worker. Throws what the guard throws (SQL_REJECTED), SQL_REJECTED kind
  * `parse` when the SQL is too long or too complex to check, TIMEOUT when no worker was free.
  */
-export async function guardIsolated(sql: string, dialect: Dialect, limits: GuardLimits, opts: { lock?: CatalogLock; aggregate?: boolean } = {}): Promise<IsolatedGuard> {
+export async function guardIsolated(sql: string, dialect: Dialect, limits: GuardLimits, opts: { lock?: CatalogLock; aggregate?: boolean; lineage?: boolean } = {}): Promise<IsolatedGuard> {
   if (sql.length > MAX_SQL_CHARS) {
     throw rejected('parse', `the SQL is ${sql.length.toLocaleString('en')} characters long, and the guard reads at most ${MAX_SQL_CHARS.toLocaleString('en')}`, { length: sql.length });
   }
@@ -137,7 +140,7 @@ export async function guardIsolated(sql: string, dialect: Dialect, limits: Guard
     pool.setState('mysqlAllowList', mysql.shadowed);
     mysqlAllowListSent = mysql.version;
   }
-  const job: GuardJob = { sql, dialect, limits, ...(opts.lock ? { lock: opts.lock } : {}), ...(opts.aggregate ? { aggregate: true } : {}) };
+  const job: GuardJob = { sql, dialect, limits, ...(opts.lock ? { lock: opts.lock } : {}), ...(opts.aggregate ? { aggregate: true } : {}), ...(opts.lineage ? { lineage: true } : {}) };
   if (dialect === 'postgresql' && !opts.lock) {
     if (inline === 'off') void loadInline();
     if (inline === 'ready' && boundedForInline(sql)) {

@@ -95,6 +95,7 @@ export function guardPostgres(sql: string, limits: GuardLimits): GuardResult {
   const text = statementText(bytes, raw);
   const existing = existingLimit(select, bytes, text.start);
   const limited = applyLimit(text.value, existing, limits);
+  limits.onParsed?.(raw.stmt);
   return { ...limited, tables };
 }
 

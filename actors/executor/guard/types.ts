@@ -45,6 +45,12 @@ export interface GuardLimits {
    * judged as that server reads it (guard/postgresql.ts NEWER_SYNTAX). Unknown: the oldest.
    */
   serverVersion?: number;
+  /**
+   * Called with the statement's parse tree once the guard accepted it (PostgreSQL: the
+   * `stmts[0].stmt` of libpg-query), in the thread that parsed it: the lineage for masking is
+   * read from the same parse (job.ts). Never sent to a worker (a function does not clone).
+   */
+  onParsed?: (statement: unknown) => void;
 }
 
 export interface GuardResult {

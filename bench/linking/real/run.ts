@@ -14,13 +14,14 @@
  * questions per 100 of them (each is wrong), clarifications on the ambiguous ones, prompt tokens
  * mean and p95, tables sent, ms per question.
  */
+import { fixedMasking } from '../../../actors/lib/masking/service.js';
 import { context, createCatalogCache, createValueIndex, createValueSource, type CatalogDeps } from '../../../actors/catalog/handle.js';
 import { values } from '../../../actors/executor/value-index.js';
 import { createEngine } from '../../../actors/executor/engines/index.js';
 import type { ExecutorDeps } from '../../../actors/executor/handle.js';
 import { profile } from '../../../actors/executor/profile.js';
-import { mask } from '../../../actors/masking/handle.js';
-import { createHasher } from '../../../actors/masking/strategies.js';
+import { mask } from '../../../actors/lib/masking/mask.js';
+import { createHasher } from '../../../actors/lib/masking/strategies.js';
 import type { Config } from '../../../config/schema.js';
 import { createLogger } from '../../../protocol/log.js';
 import type { SqlIntrospectReply } from '../../../protocol/schemas/sql.js';
@@ -169,7 +170,7 @@ export async function runRealLinking(opts: RealRunOptions): Promise<RealRun> {
     const introspectMs = performance.now() - t0;
     const tables = foreignKeys ? schema.tables : schema.tables.map((t) => withoutForeignKeys(t));
     const introspection: SqlIntrospectReply = { dialect: engine.dialect, provider: engine.provider, default_schema: schema.default_schema, tables };
-    const executor: ExecutorDeps = { config: engineConfig, engine, log, bus: { publish: async () => undefined } as unknown as ExecutorDeps['bus'] };
+    const executor: ExecutorDeps = { config: engineConfig, engine, log, masking: fixedMasking([], log), bus: { publish: async () => undefined } as unknown as ExecutorDeps['bus'] };
     const masking = { rules: { get: async () => [] }, hasher: createHasher(undefined), log };
     const deps: CatalogDeps = {
       config: catalogConfig,

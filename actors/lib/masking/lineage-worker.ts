@@ -8,14 +8,12 @@
  * thread (lineage.ts) walks it recursively, and so does the clone itself, so neither meets a
  * tree deeper than it can walk. The depth is measured here without recursion.
  */
-import { parserBroke } from '../lib/sql-parsers/failure.js';
-import { serveParsers } from '../lib/sql-parsers/serve.js';
-import type { Dialect } from '../../protocol/schemas/common.js';
+import { parserBroke } from '../sql-parsers/failure.js';
+import { serveParsers } from '../sql-parsers/serve.js';
+import type { Dialect } from '../../../protocol/schemas/common.js';
 import { parseForLineage, prepareParsers } from './dialects.js';
 import { OPAQUE_QUERY, type Query } from './lineage.js';
-
-/** Objects nested in the model, at most (a subquery level is about six; lineage.ts stops at 64 levels anyway). */
-export const MAX_QUERY_NESTING = 1_000;
+import { deeperThan, MAX_QUERY_NESTING } from './depth.js';
 
 export interface LineageJob {
   sql: string;
@@ -31,23 +29,6 @@ function lineage(job: LineageJob): Query {
     return OPAQUE_QUERY; // a reader of ours that failed: unknown lineage, as in process
   }
   return deeperThan(query, MAX_QUERY_NESTING) ? OPAQUE_QUERY : query;
-}
-
-/** Whether objects and arrays nest deeper than `max` in `root` (iterative). */
-export function deeperThan(root: unknown, max: number): boolean {
-  const stack: Array<[unknown, number]> = [[root, 1]];
-  for (let item = stack.pop(); item !== undefined; item = stack.pop()) {
-    const [value, depth] = item;
-    if (depth > max) return true;
-    if (value instanceof Map || value instanceof Set) {
-      for (const v of value.values()) if (v !== null && typeof v === 'object') stack.push([v, depth + 1]);
-    } else if (Array.isArray(value)) {
-      for (const v of value) if (v !== null && typeof v === 'object') stack.push([v, depth + 1]);
-    } else if (value !== null && typeof value === 'object') {
-      for (const v of Object.values(value)) if (v !== null && typeof v === 'object') stack.push([v, depth + 1]);
-    }
-  }
-  return false;
 }
 
 await serveParsers({ lineage }, { prepare: prepareParsers });

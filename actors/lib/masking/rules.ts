@@ -14,7 +14,7 @@
  * A dotted rule whose T ends at a column (`payload.email`, `customers.payload.*`) also says
  * that column holds documents: a value made from the whole of it is masked (handle.ts).
  */
-import type { MaskRuleLite } from '../../protocol/schemas/policy.js';
+import type { MaskRuleLite } from '../../../protocol/schemas/policy.js';
 import { INDEX } from './json.js';
 import type { Source } from './lineage.js';
 

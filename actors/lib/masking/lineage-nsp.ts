@@ -14,7 +14,7 @@
  * made of every item.
  */
 import { createRequire } from 'node:module';
-import type { Dialect } from '../../protocol/schemas/common.js';
+import type { Dialect } from '../../../protocol/schemas/common.js';
 import { castUse, functionShape, INDEX, looksLikeJson, parseJsonPath, within, type Use } from './json.js';
 import { emptyExpr, OPAQUE_QUERY, type Expr, type From, type Item, type NamePath, type Query, type With } from './lineage.js';
 

@@ -20,8 +20,8 @@
  * which could hide one); a document is written back (JSON.stringify: compact, numbers as
  * JavaScript reads them) only when a member was masked.
  */
-import type { Cell, Column } from '../../protocol/schemas/common.js';
-import type { MaskedColumn } from '../../protocol/schemas/policy.js';
+import type { Cell, Column } from '../../../protocol/schemas/common.js';
+import type { MaskedColumn } from '../../../protocol/schemas/policy.js';
 import type { Lineage } from './lineage.js';
 import { baseNames, keyMatches, type CompiledRule } from './rules.js';
 import { masker, strongest, type Hasher, type Strategy } from './strategies.js';

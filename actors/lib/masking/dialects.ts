@@ -18,7 +18,7 @@
  * "proj"."ds"."t"), `#` comments are dropped. Text it cannot lex (an unclosed string or
  * quote) is not translated: the dialect's own grammar gets it.
  */
-import type { Dialect } from '../../protocol/schemas/common.js';
+import type { Dialect } from '../../../protocol/schemas/common.js';
 import { OPAQUE_QUERY, type Query } from './lineage.js';
 import { pgQuery, pgQueryOrUndefined, preparePgParser } from './lineage-pg.js';
 import { nspQuery } from './lineage-nsp.js';

@@ -16,8 +16,8 @@
  * that is not exactly one SELECT statement is an opaque query.
  */
 import { loadModule, parseSync } from 'libpg-query';
-import type { Dialect } from '../../protocol/schemas/common.js';
-import { parserBroke } from '../lib/sql-parsers/failure.js';
+import type { Dialect } from '../../../protocol/schemas/common.js';
+import { parserBroke } from '../sql-parsers/failure.js';
 import { isPgOperator } from './functions.js';
 import { castUse, functionShape, INDEX, looksLikeJson, parseJsonPath, parsePgTextArray, within, type Use } from './json.js';
 import { emptyExpr, OPAQUE_QUERY, type Expr, type From, type FuncColumn, type Item, type Query, type With } from './lineage.js';
@@ -68,6 +68,15 @@ interface Cx {
 /** The statement as a query; OPAQUE_QUERY when it does not parse or is not one SELECT. */
 export function pgQuery(sql: string, dialect: Dialect = 'postgresql'): Query {
   return pgQueryOrUndefined(sql, dialect) ?? OPAQUE_QUERY;
+}
+
+/**
+ * The lineage model of one statement PostgreSQL's parser already read (`stmts[0].stmt` of
+ * parseSync): the executor's guard hands over its own parse (executor/guard/job.ts), so a
+ * PostgreSQL statement is parsed once for both.
+ */
+export function pgQueryOfStatement(stmt: unknown, dialect: Dialect = 'postgresql'): Query {
+  return statement(stmt, { dialect, groups: 0 });
 }
 
 /** Like pgQuery, but undefined when the text does not parse (so another grammar may try). */

@@ -79,7 +79,7 @@
  * rule like `contact*` cover it).
  */
 
-import type { Dialect } from '../../protocol/schemas/common.js';
+import type { Dialect } from '../../../protocol/schemas/common.js';
 import { isTableFunction, isWholeRowFunction, opaqueFunctions, type OpaqueFunction } from './functions.js';
 import type { Use } from './json.js';
 

@@ -27,8 +27,8 @@
  * the key's pad blocks compressed once (hmac.ts), several times faster than createHmac per cell.
  */
 import { createHmac, randomBytes } from 'node:crypto';
-import type { Cell } from '../../protocol/schemas/common.js';
-import type { MaskRuleLite } from '../../protocol/schemas/policy.js';
+import type { Cell } from '../../../protocol/schemas/common.js';
+import type { MaskRuleLite } from '../../../protocol/schemas/policy.js';
 import { createFastHmac } from './hmac.js';
 
 export type Strategy = MaskRuleLite['strategy'];

@@ -39,11 +39,11 @@
  * (isolated.ts: bounded in size, time and memory); a parse that fails there, runs too long or
  * breaks its parser is the same unknown lineage.
  */
-import type { Ctx } from '../../protocol/bus.js';
-import { CortadoError } from '../../protocol/errors.js';
-import type { Logger } from '../../protocol/log.js';
-import type { Cell, Column, Dialect } from '../../protocol/schemas/common.js';
-import type { MaskedColumn, MaskRuleLite, ResultMaskReply, ResultMaskRequest } from '../../protocol/schemas/policy.js';
+import type { Ctx } from '../../../protocol/bus.js';
+import { CortadoError } from '../../../protocol/errors.js';
+import type { Logger } from '../../../protocol/log.js';
+import type { Cell, Column, Dialect } from '../../../protocol/schemas/common.js';
+import type { MaskedColumn, MaskRuleLite, ResultMaskReply, ResultMaskRequest } from '../../../protocol/schemas/policy.js';
 import { parseForLineage } from './dialects.js';
 import { lineageQuery } from './isolated.js';
 import { looksLikeDocument, maskDocuments, nestedDocument } from './documents.js';
@@ -76,10 +76,14 @@ export interface MaskingDeps {
   opaqueFn?: OpaqueFunction;
 }
 
-export async function mask(input: ResultMaskRequest, deps: MaskingDeps, ctx: Ctx): Promise<ResultMaskReply> {
+/**
+ * The rows masked. `parsed`: the statement's lineage model when the caller already has it (the
+ * executor reads it from the guard's own parse of a PostgreSQL statement: executor/guard/job.ts).
+ */
+export async function mask(input: ResultMaskRequest, deps: MaskingDeps, ctx: Ctx, parsed?: Query): Promise<ResultMaskReply> {
   const rules = input.rules ?? (await deps.rules.get(ctx));
   // the statement is read in a worker (isolated.ts): never on this event loop; unreadable → opaque
-  const query = rules.length && input.columns.length ? await lineageQuery(input.sql, input.dialect) : OPAQUE_QUERY;
+  const query = rules.length && input.columns.length ? (parsed ?? (await lineageQuery(input.sql, input.dialect))) : OPAQUE_QUERY;
   const p = plan(() => query, input.dialect, input.columns, rules, deps.opaqueFn ?? DEFAULT_OPAQUE);
   // a value made from a whole column that comes out shaped like a document: the column held one
   p.masked.push(...transformedDocuments(input.columns, input.rows, p, rules));
