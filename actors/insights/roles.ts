@@ -32,9 +32,17 @@ const DATE_TYPE = /^(date|timestamp|timestamptz|datetime)\b/;
 const TEXT_TYPE = /^(text|character varying|character|varchar|char|bpchar|name|citext|string)\b/;
 const NON_ADDITIVE = /(^|_)(avg|average|mean|median|rate|ratio|pct|percent|percentage)(_|$)/i;
 
+/**
+ * A key, not a quantity: id, *_id, *_key, *_code, *_no, customerId … The same rule as the answer
+ * view's chart (edge/web/static/lib/format.js ID_NAME), so the chart and the insight cards pick
+ * the same measure (test/edge/chart-model.test.ts holds them together).
+ */
+const ID_NAME = /^(id|pk|key|uuid|guid)$|[_\s-](id|pk|key|uuid|guid|code|no|nr)$|[a-z]Id$/i;
+/** a number that is a period (a year, a month's number), not a quantity, when its values are whole */
+export const CALENDAR_NAME = /(^|_)(year|yr|quarter|qtr|month|mon|week|wk|day|dow|weekday|hour|hr|minute)s?$/i;
+
 export function isIdLike(name: string): boolean {
-  const n = name.toLowerCase();
-  return n === 'id' || n.endsWith('_id');
+  return ID_NAME.test(name);
 }
 
 function columnKind(column: Column, values: readonly Cell[]): Kind {
@@ -52,13 +60,23 @@ function columnKind(column: Column, values: readonly Cell[]): Kind {
   return 'other';
 }
 
-/** The measure (last numeric non-id column), label (first text column) and date column. */
+/** whole numbers only (a year column), judged on the values present */
+function wholeNumbers(values: readonly Cell[]): boolean {
+  const present = values.filter((v) => v !== null && v !== undefined);
+  return present.length > 0 && present.every((v) => Number.isInteger(typeof v === 'number' ? v : Number(v)));
+}
+
+/**
+ * The measure (last numeric column that is neither an id nor a whole-numbered period such as a
+ * year), label (first text column) and date column.
+ */
 export function pickRoles(columns: readonly Column[], rows: readonly Cell[][]): ColumnRoles {
   const roles: ColumnRoles = { measures: [], dates: [] };
   columns.forEach((column, index) => {
-    const kind = columnKind(column, rows.map((r) => r[index] ?? null));
+    const values = rows.map((r) => r[index] ?? null);
+    const kind = columnKind(column, values);
     const ref = { index, name: column.name, additive: !NON_ADDITIVE.test(column.name) };
-    if (kind === 'number' && !isIdLike(column.name)) {
+    if (kind === 'number' && !isIdLike(column.name) && !(CALENDAR_NAME.test(column.name) && wholeNumbers(values))) {
       roles.measure = ref;
       roles.measures.push(ref);
     } else if (kind === 'text' && !roles.label) roles.label = ref;

@@ -23,7 +23,7 @@
 import type { Cell } from '../../protocol/schemas/common.js';
 import type { Insight, InsightsGenerateRequest } from '../../protocol/schemas/insights.js';
 import { type PartialPeriod, unitWords } from './periods.js';
-import { capitalize, type ColumnRef, type ColumnRoles, humanize, labelText, pickRoles } from './roles.js';
+import { CALENDAR_NAME, capitalize, type ColumnRef, type ColumnRoles, humanize, labelText, pickRoles } from './roles.js';
 import { buildSeries, type Point, type Series } from './series.js';
 import { correlation, type Correlation, type Line, mannKendall, type MannKendall, robustScores, senSlope } from './stats.js';
 import {
@@ -319,7 +319,6 @@ function names(keys: readonly string[]): string {
 // ---------------------------------------------------------------------------------------------
 // Correlation
 
-const CALENDAR_NAME = /(^|_)(year|yr|quarter|qtr|month|mon|week|wk|day|dow|weekday|hour|hr|minute)s?$/i;
 
 /**
  * The strongest significant relation between the measure and another numeric column, row by

@@ -235,7 +235,7 @@ t.test('a clarifying question: its choices are buttons, a click asks the follow-
   const answer = page.locator('.answer').first();
   t.equal(await answer.locator('.q').textContent(), 'Net revenue', 'a new answer for the choice');
   t.match(await answer.locator('pre.sql').textContent(), /SUM\(amount - discount\)/, 'the original question with the net meaning pinned');
-  t.same(await answer.locator('tbody tr').evaluateAll((rows) => rows.map((r: any) => [...r.querySelectorAll('td')].map((c: any) => c.textContent))), [['open', '140'], ['shipped', '180']]);
+  t.same(await answer.locator('tbody tr').evaluateAll((rows) => rows.map((r: any) => [...r.querySelectorAll('td')].map((c: any) => c.textContent))), [['open', '140.00'], ['shipped', '180.00']], 'money with two decimals');
   t.equal(await page.locator('.answer').count(), 2, 'the question asked back stays above');
   t.same(errors, [], 'no script errors');
   await page.context().close();

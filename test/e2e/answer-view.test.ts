@@ -1,7 +1,7 @@
 /**
  * The answer view (edge/web/static/answer/) in Chromium against the real service with a scripted
  * model: steps stream, SQL highlighted and copied, a 1,000-row table sorted and paged, a monthly
- * series drawn as a sized line chart, category + measure as a bar chart, a share as a pie, the
+ * series drawn as a sized line chart, category + measure as a bar chart, a share as a doughnut, the
  * chart type switched; csv / xlsx / html downloads parsed back (and the 401 of an anonymous
  * caller explained); a chat answer as safe markdown (an <img onerror> stays text); an error with
  * its code and request id; a follow-up in the same conversation; thumbs reaching /api/feedback;
@@ -157,7 +157,8 @@ t.test('a 1,000-row answer: steps, SQL with copy, a sortable paged table; a 1,00
   t.equal(await answer.locator('tbody tr').first().locator('td').nth(2).textContent(), '999', 'descending');
   await answer.locator('th button.sort', { hasText: 'name' }).click();
   t.equal(await answer.locator('tbody tr').first().locator('td').nth(1).textContent(), 'item 0001', 'text sorted');
-  t.equal(await answer.locator('.chart').count(), 0, 'three columns of ids, names and scores: no chart');
+  t.equal(await answer.locator('.chart canvas').count(), 0, 'three columns of ids, names and scores: no chart drawn');
+  t.equal(await answer.locator('.chart details:not([open]) summary').textContent(), 'Make a chart', 'but a folded way to make one');
 
   // history: the answer was added; the star marks it a favourite
   await answer.locator('button.fav:not([disabled])').click();
@@ -186,7 +187,7 @@ t.test('a 1,000-row answer: steps, SQL with copy, a sortable paged table; a 1,00
   await page.context().close();
 });
 
-t.test('charts by rule: a monthly series is a line, category + measure a bar, a share a pie; the switch', async (t) => {
+t.test('charts by rule: a monthly series is a line, category + measure a bar, a share a doughnut; the switch', async (t) => {
   const { page, errors } = await mountPage();
   fake.script({ text: sqlAnswer('SELECT month, revenue FROM monthly ORDER BY month', 'Revenue per month.') });
   await ask(page, 'Monthly revenue');
@@ -214,7 +215,7 @@ t.test('charts by rule: a monthly series is a line, category + measure a bar, a 
   await ask(page, 'Share of orders by channel');
   const pie = page.locator('.answer').first();
   await pie.locator('.chart canvas').waitFor();
-  t.equal(await pie.locator('.chart').getAttribute('data-type'), 'pie', 'a share with 3 parts → pie');
+  t.equal(await pie.locator('.chart').getAttribute('data-type'), 'doughnut', 'a share with 3 parts → doughnut');
   t.same(errors, [], 'no script errors');
   await page.context().close();
 });

@@ -4,7 +4,8 @@
  * (admin, database login made in the Tokens tab after the page loaded), and an anonymous widget
  * download that says why not without losing the answer.
  */
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import ExcelJS from 'exceljs';
 import t, { type Test } from 'tap';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
@@ -19,6 +20,15 @@ import { startStack } from '../helpers/stack.js';
 
 const ARTIFACTS = 'test-artifacts';
 mkdirSync(ARTIFACTS, { recursive: true });
+const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+/** axe-core on the page as it is: its serious and critical violations, one line each. */
+async function axeSerious(page: Page): Promise<string[]> {
+  if (!(await page.evaluate('typeof window.axe === "object"'))) await page.evaluate(AXE);
+  const found = await page.evaluate(`axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations)`) as Array<{ id: string; impact: string | null; help: string; nodes: Array<{ target: string[] }> }>;
+  return found.filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => `${v.impact} ${v.id}: ${v.help} (${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join('; ')})`);
+}
 const tag = `${process.pid}_${Date.now().toString(36)}`;
 const role = `biz_${tag}`;
 const PASSWORD = 'biz-pw-1';
@@ -161,4 +171,116 @@ t.test('the Assistant widget, anonymous: a CSV click says why not, and the answe
   t.equal(await widget.locator('form.ctd-login:visible').count(), 0, `no login form replaces the answer (${await widget.locator('form.ctd-login').allTextContents()})`);
   t.ok(await answer.locator('table').isVisible(), 'the answer\'s table is still shown');
   t.ok(await answer.locator('.downloads button[data-format="csv"]').isDisabled(), 'the buttons say they will not work');
+});
+
+// ---- charts and numbers (items 2 and 3) ------------------------------------------------------------
+
+await db.pool.query(`
+  CREATE TABLE orders (id integer, customer_id integer, channel text, city text, amount numeric(12,2), created_at timestamptz);
+  INSERT INTO orders SELECT g, 1000 + g % 7, (ARRAY['web', 'mobile', 'store'])[1 + g % 3], (ARRAY['Lyon', 'Nice'])[1 + g % 2], 10 + g * 1.5, timestamptz '2024-03-05 10:00:00+00' + (g || ' hours')::interval
+    FROM generate_series(1, 40) g;
+`);
+
+/** The dashboard, light or dark, at a size; asks one question with its scripted SQL; the answer once drawn. */
+async function answerOf(t: Test, sql: string, question: string, opts: { theme?: 'light' | 'dark'; width?: number; height?: number } = {}) {
+  const context = await browser.newContext({ viewport: { width: opts.width ?? 1440, height: opts.height ?? 900 }, colorScheme: opts.theme ?? 'light' });
+  t.teardown(() => context.close());
+  const page = await openPage(context, stack.url, t);
+  fake.script({ text: sqlAnswer(sql, 'Here it is.') });
+  await page.click('#tab-assistant');
+  await page.fill('#view-assistant textarea.question', question);
+  await page.click('#view-assistant button.go');
+  const answer = page.locator('#view-assistant .answer').first();
+  await answer.locator('table').waitFor();
+  await page.waitForFunction(() => !(globalThis as any).document.querySelector('#view-assistant .answer[aria-busy]'));
+  return { page, answer };
+}
+
+/** What Chart.js drew on the answer's canvas: type, series, legend, axis titles. */
+function drawn(page: Page) {
+  return page.waitForFunction(() => {
+    const g = globalThis as any;
+    const canvas = g.document.querySelector('#view-assistant .answer .chart canvas');
+    const c = canvas && g.Chart?.getChart(canvas);
+    if (!c) return undefined;
+    return {
+      type: c.config.type,
+      labels: c.data.labels,
+      series: c.data.datasets.map((d: any) => d.label),
+      data: c.data.datasets.map((d: any) => d.data),
+      legend: c.options.plugins.legend.display,
+      x: c.options.scales?.x?.title?.display ? c.options.scales.x.title.text : null,
+      y: c.options.scales?.y?.title?.display ? c.options.scales.y.title.text : null,
+    };
+  }).then((h) => h.jsonValue() as Promise<{ type: string; labels: string[]; series: string[]; data: number[][]; legend: boolean; x: string | null; y: string | null }>);
+}
+
+t.test('a (month, region, revenue) result: one line per region with a legend and axis titles; the insights speak of the same measure', async (t) => {
+  const { page, answer } = await answerOf(t, 'SELECT month, region, revenue FROM sales ORDER BY month, region', 'Revenue by month and region');
+  const c = await drawn(page);
+  t.equal(c.type, 'line');
+  t.same([...c.series].sort(), ['east', 'north', 'south'], 'a series per region');
+  t.equal(c.labels.length, 6, 'each month once');
+  t.ok(c.legend, 'a legend');
+  t.equal(c.x, 'Month');
+  t.equal(c.y, 'Revenue');
+  t.equal(await answer.locator('.chart').getAttribute('data-measure'), 'Revenue');
+  const insights = (await answer.locator('ul.insights li').allTextContents()).join(' ');
+  t.match(insights, /revenue/i, `the insights talk about revenue too (${insights})`);
+  // numbers and headers for people
+  t.same(await answer.locator('thead th').allTextContents(), ['Month', 'Region', 'Revenue']);
+  const first = await answer.locator('tbody tr').first().locator('td').allTextContents();
+  t.notMatch(first[0], /T00|\+00|00:00/, `a date in the browser's locale (${first[0]})`);
+  t.match(first[2], /^1,0\d\d\.\d\d$/, `money with two decimals (${first[2]})`);
+  await page.screenshot({ path: `${ARTIFACTS}/biz-series-1440-light.png`, fullPage: true });
+  t.equal(await answer.locator('.chart select.chart-series').inputValue(), '1', 'the series picker says region');
+  await answer.locator('.chart select.chart-series').selectOption('');
+  const flat = await drawn(page);
+  t.same(flat.series, ['Revenue'], 'no series picked: one line, summed per month');
+});
+
+t.test('one row, one value: a number card with its label', async (t) => {
+  const { page, answer } = await answerOf(t, 'SELECT sum(revenue) AS total_revenue FROM sales', 'Total revenue');
+  const card = answer.locator('.chart .kpi');
+  await card.waitFor();
+  t.equal(await card.locator('.kpi-label').textContent(), 'Total revenue');
+  t.match(await card.locator('.kpi-value').textContent(), /^\d{1,3}(,\d{3})*\.\d\d$/, 'the figure, with two decimals');
+  t.equal(await answer.locator('.chart canvas').count(), 0, 'no chart axes for one number');
+  await page.screenshot({ path: `${ARTIFACTS}/biz-kpi-1440-light.png` });
+  t.same(await axeSerious(page), [], 'axe: a number card, no serious or critical violation');
+});
+
+t.test('raw rows: the id and the customer id are never drawn; ids read as plain numbers; times without +00', async (t) => {
+  const { page, answer } = await answerOf(t, 'SELECT id, customer_id, city, amount, created_at FROM orders WHERE id <= 12 ORDER BY id', 'Orders');
+  const c = await drawn(page);
+  t.same(c.series.concat(c.y ?? []).filter((s) => /id/i.test(s)), [], `no id drawn (${c.series} / ${c.y})`);
+  t.equal(c.y, 'Amount');
+  t.same(await answer.locator('thead th').allTextContents(), ['ID', 'Customer ID', 'City', 'Amount', 'Created at']);
+  const row = await answer.locator('tbody tr').first().locator('td').allTextContents();
+  t.equal(row[1], '1001', 'a customer id without a thousands separator');
+  t.notMatch(row[4], /\+00|T\d\d:/, `a time in the browser's locale (${row[4]})`);
+});
+
+t.test('a share: a doughnut whose parts say their percentage', async (t) => {
+  const { page } = await answerOf(t, "SELECT channel, round(100.0 * count(*) / sum(count(*)) OVER (), 1) AS share FROM orders GROUP BY channel ORDER BY channel", 'Share of orders by channel', { theme: 'dark' });
+  const c = await drawn(page);
+  t.equal(c.type, 'doughnut');
+  t.ok(c.labels.every((l) => / \(\d+(\.\d)? %\)$/.test(l)), `each part with its percentage (${c.labels})`);
+  t.ok(c.legend);
+  await page.screenshot({ path: `${ARTIFACTS}/biz-share-1440-dark.png`, fullPage: true });
+  t.same(await axeSerious(page), [], 'axe: a doughnut and its pickers in the dark theme, no serious or critical violation');
+});
+
+t.test('two text columns: no chart by itself, and a way to make one (the number of rows)', async (t) => {
+  const { page, answer } = await answerOf(t, 'SELECT city, channel FROM orders ORDER BY id LIMIT 12', 'Cities and channels', { width: 390, height: 844 });
+  const summary = answer.locator('.chart details summary');
+  t.equal(await summary.textContent(), 'Make a chart');
+  await summary.click();
+  await answer.locator('.chart select.chart-measure').selectOption(String(-1));
+  const c = await drawn(page);
+  t.equal(c.y, 'Number of rows');
+  t.same([...c.labels].sort(), ['Lyon', 'Nice']);
+  t.equal(c.data[0]!.reduce((a, v) => a + (v ?? 0), 0), 12, 'every row counted');
+  await page.screenshot({ path: `${ARTIFACTS}/biz-pick-390-light.png`, fullPage: true });
+  t.same(await axeSerious(page), [], 'axe: "Make a chart" opened at 390 px, no serious or critical violation');
 });

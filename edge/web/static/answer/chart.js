@@ -1,52 +1,18 @@
-// The automatic chart of an answer, chosen by rules (docs/ui.md, "Answers"):
-//   1. a date/time column and a numeric measure            → line (x sorted by time)
-//   2. one category column and one measure, a share of a whole
-//      (the measure is named share/percent/pct/ratio, or its values are ≥ 0 and sum to 100 ± 1)
-//                                                         → pie with ≤ 8 parts, bar otherwise
-//   3. one category column and a measure, ≤ 30 categories → bar
-//   4. anything else (one row, no measure, several category columns, > 30 categories) → none
-// The user can switch between line, bar and pie, or hide the chart. Chart.js is served by
-// Cortado (/vendor/chart.umd.min.js) and loaded once per page: when a question is asked
-// (prepareChartJs), or else on the first chart. Once loaded while a question is answered, it is
-// warmed up in idle time (a tiny chart of each type drawn off screen and destroyed), so that the
-// page's first real chart is not drawn cold.
+// The chart of an answer: the model (lib/chart-model.js: which chart the result's shape suits,
+// pivoted, with its legend and axis titles) drawn with Chart.js, or a number card for a single
+// value, with pickers for the chart type, x, series and measure (docs/ui.md, "Charts"). Chart.js
+// is served by Cortado (/vendor/chart.umd.min.js) and loaded once per page: when a question is
+// asked (prepareChartJs), or else on the first chart. Once loaded while a question is answered,
+// it is warmed up in idle time (a tiny chart of each type drawn off screen and destroyed), so
+// that the page's first real chart is not drawn cold.
+import { chartModel, COUNT_ROWS, percentages } from '../lib/chart-model.js';
 import { el } from '../lib/dom.js';
-import { isNumericType, isTemporalType } from './table.js';
+import { formatNumber } from '../lib/format.js';
 
-export const MAX_BAR_CATEGORIES = 30;
-export const MAX_PIE_PARTS = 8;
-const DATE_TEXT = /^\d{4}-\d{2}(-\d{2})?([ T]\d{2}:\d{2}.*)?$/;
-const SHARE_NAME = /share|percent|pct|ratio|proportion|%/i;
-
-function columnKinds(columns, rows) {
-  return columns.map((c, i) => {
-    const values = rows.map((r) => r[i]).filter((v) => v !== null && v !== undefined);
-    if (!values.length) return 'empty';
-    if (isTemporalType(c.type) || values.every((v) => typeof v === 'string' && DATE_TEXT.test(v))) return 'time';
-    if (isNumericType(c.type) || values.every((v) => typeof v === 'number' || (typeof v === 'string' && v.trim() !== '' && !Number.isNaN(Number(v))))) return 'num';
-    return 'cat';
-  });
-}
-
-const num = (v) => (v === null || v === undefined ? null : typeof v === 'number' ? v : Number(v));
-
-/** {type: 'line'|'bar'|'pie', x, ys: [column index], rule} or null (no chart suits the shape). */
+/** The chart a result gets with no choice made: its kind ('line' | 'bar' | 'doughnut' | 'kpi' | 'none') and why. */
 export function chooseChart(columns, rows) {
-  if (!columns?.length || !rows || rows.length < 2) return null;
-  const kinds = columnKinds(columns, rows);
-  const time = kinds.indexOf('time');
-  const measures = kinds.map((k, i) => (k === 'num' ? i : -1)).filter((i) => i >= 0);
-  const cats = kinds.map((k, i) => (k === 'cat' ? i : -1)).filter((i) => i >= 0);
-  if (time >= 0 && measures.length) return { type: 'line', x: time, ys: measures.slice(0, 4), rule: 'time series' };
-  if (cats.length !== 1 || !measures.length) return null;
-  const x = cats[0];
-  const y = measures[0];
-  const values = rows.map((r) => num(r[y]));
-  const sum = values.reduce((a, v) => a + (v ?? 0), 0);
-  const share = SHARE_NAME.test(columns[y].name) || (values.every((v) => v !== null && v >= 0) && Math.abs(sum - 100) <= 1);
-  if (share) return { type: rows.length <= MAX_PIE_PARTS ? 'pie' : 'bar', x, ys: [y], rule: 'share' };
-  if (rows.length <= MAX_BAR_CATEGORIES) return { type: 'bar', x, ys: [y], rule: 'category and measure' };
-  return null;
+  const m = chartModel(columns, rows);
+  return { type: m.kind, why: m.why, x: m.x, series: m.series, measure: m.measure };
 }
 
 let loading;
@@ -80,7 +46,7 @@ export function prepareChartJs(base = '') {
   return loadChartJs(base).then((Chart) => {
     if (Chart[WARM]) return;
     Chart[WARM] = 'warming';
-    const types = ['line', 'bar', 'pie'];
+    const types = ['line', 'bar', 'doughnut'];
     const step = () => {
       if (Chart[WARM] === true) return; // a real chart came first: warm already
       const type = types.shift();
@@ -89,13 +55,10 @@ export function prepareChartJs(base = '') {
         const canvas = document.createElement('canvas');
         canvas.width = 240;
         canvas.height = 120;
-        const n = type === 'pie' ? 4 : 24;
-        const rows = Array.from({ length: n }, (_, i) => [`2023-01-${String(i + 1).padStart(2, '0')}`, 100 + ((i * 37) % 50), 50 + ((i * 11) % 40)]);
-        const columns = [{ name: 'day' }, { name: 'a' }, { name: 'b' }];
-        const spec = { type, x: 0, ys: type === 'pie' ? [1] : [1, 2], rule: type === 'line' ? 'time series' : 'category and measure' };
-        const data = datasets(spec, type, columns, rows);
-        if (type === 'line') Object.assign(data.datasets[1], { tension: 0, pointRadius: 0 }); // the long-series path too
-        const chart = new Chart(canvas, chartConfig(type, data, spec, '#6f6054', 'rgba(0,0,0,0.1)', { responsive: false, events: [] }));
+        const n = type === 'doughnut' ? 4 : 24;
+        const rows = Array.from({ length: n }, (_, i) => [`2023-01-${String(i + 1).padStart(2, '0')}`, i % 2 ? 'a' : 'b', 100 + ((i * 37) % 50)]);
+        const model = chartModel([{ name: 'day', type: 'date' }, { name: 'kind', type: 'text' }, { name: 'value', type: 'integer' }], rows, { kind: type, ...(type === 'doughnut' ? { x: 1, series: null } : {}) });
+        const chart = new Chart(canvas, chartConfig(model, '#6f6054', 'rgba(0,0,0,0.1)', { responsive: false, events: [] }));
         chart.destroy();
       } catch {
         // a warm-up only: a failure here shows nowhere (the real chart reports its own)
@@ -106,64 +69,130 @@ export function prepareChartJs(base = '') {
   }, () => undefined);
 }
 
-/** A Chart.js config for the answer view's chart (ink, grid: the theme's text and line colours). */
-function chartConfig(type, data, spec, ink, grid, extra = {}) {
-  const axis = { ticks: { color: ink }, grid: { color: grid }, border: { color: grid } };
+/** Ticks: 1,050 as it is, 12,345,678 → "12.3M" (the tooltips say the full value). */
+const compact = (v) => (typeof v !== 'number' ? v : Math.abs(v) < 10_000 ? v.toLocaleString(undefined, { maximumFractionDigits: 2 })
+  : v.toLocaleString(undefined, { notation: 'compact', maximumSignificantDigits: 3 }));
+const PALETTE = ['#a67c52', '#4e79a7', '#59a14f', '#e15759', '#76b7b2', '#edc948', '#b07aa1', '#ff9da7', '#9c755f', '#bab0ac'];
+const OTHER = '#9e9e9e';
+
+/**
+ * A Chart.js config for a chart model (ink, grid: the theme's text and line colours). A legend
+ * and axis titles always; a doughnut's parts and a share's bars say their percentage.
+ */
+function chartConfig(model, ink, grid, extra = {}) {
+  const type = model.kind;
+  const round = type === 'doughnut';
+  const long = model.labels.length;
+  const shares = model.percent ? percentages(model.datasets[0]?.data ?? []) : null;
+  const pct = (i) => (shares?.[i] === null || shares?.[i] === undefined ? '' : ` (${formatNumber(shares[i], 1)} %)`);
+  const datasets = model.datasets.map((d, k) => {
+    const color = d.other ? OTHER : PALETTE[k % PALETTE.length];
+    return {
+      label: d.label,
+      data: d.data,
+      borderColor: round ? 'rgba(255,255,255,0.8)' : color,
+      backgroundColor: round ? d.data.map((_, j) => PALETTE[j % PALETTE.length]) : type === 'line' ? color : `${color}cc`,
+      // a curve through every point of a long series costs more to draw than it shows
+      tension: long > 200 ? 0 : 0.2,
+      pointRadius: long > 60 ? 0 : 3,
+      spanGaps: true,
+    };
+  });
+  const axis = (title) => ({ title: { display: true, text: title, color: ink }, ticks: { color: ink }, grid: { color: grid }, border: { color: grid } });
   return {
     type,
-    data,
+    data: { labels: round ? model.labels.map((l, i) => `${l}${pct(i)}`) : model.labels, datasets: round ? datasets.slice(0, 1) : datasets },
     options: {
       responsive: true, maintainAspectRatio: false, animation: false, color: ink,
-      plugins: { legend: { display: type === 'pie' || spec.ys.length > 1, labels: { color: ink } } },
-      ...(type === 'pie' ? {} : { scales: { x: axis, y: { ...axis, beginAtZero: type === 'bar' } } }),
+      plugins: {
+        legend: { display: true, position: round ? 'right' : 'top', labels: { color: ink, boxWidth: 12 } },
+        tooltip: {
+          callbacks: {
+            label: (c) => `${round ? c.label : c.dataset.label}: ${model.format(c.raw)}${!round && model.percent ? pct(c.dataIndex) : ''}`,
+          },
+        },
+      },
+      ...(round ? {} : {
+        scales: {
+          x: axis(model.xTitle),
+          y: { ...axis(model.yTitle), beginAtZero: type === 'bar', ticks: { color: ink, callback: compact } },
+        },
+      }),
       ...extra,
     },
   };
 }
 
-const PALETTE = ['#a67c52', '#4e79a7', '#59a14f', '#e15759', '#76b7b2', '#edc948', '#b07aa1', '#ff9da7', '#9c755f', '#bab0ac'];
+/** "Revenue by month and region", "Share by channel (of the total)" */
+const captionOf = (m) => `${m.yTitle} by ${m.xTitle.toLowerCase()}${m.seriesTitle ? ` and ${m.seriesTitle.toLowerCase()}` : ''}${m.percent ? ' (each part\'s share of the total)' : ''}`;
 
-function datasets(spec, type, columns, rows) {
-  const order = rows.map((_, i) => i);
-  if (spec.rule === 'time series') order.sort((a, b) => Date.parse(rows[a][spec.x]) - Date.parse(rows[b][spec.x]));
-  const labels = order.map((i) => String(rows[i][spec.x] ?? 'null'));
-  const sets = spec.ys.map((y, k) => {
-    const color = PALETTE[k % PALETTE.length];
-    return {
-      label: columns[y].name,
-      data: order.map((i) => num(rows[i][y])),
-      borderColor: type === 'pie' ? '#fff' : color,
-      backgroundColor: type === 'pie' ? order.map((_, j) => PALETTE[j % PALETTE.length]) : type === 'line' ? color : `${color}cc`,
-      // a curve through every point of a long series costs more to draw than it shows
-      tension: rows.length > 200 ? 0 : 0.2,
-      pointRadius: rows.length > 60 ? 0 : 3,
-    };
-  });
-  return { labels, datasets: type === 'pie' ? sets.slice(0, 1) : sets };
+const KIND_LABEL = { line: 'Line chart', bar: 'Bar chart', doughnut: 'Doughnut', none: 'No chart' };
+
+/** The number cards of a single value: the figure, its label, and the row's category under it. */
+function renderKpis(model) {
+  return el('div', { class: 'kpis' }, ...model.cards.map((c) => el('div', { class: 'kpi', role: 'group', 'aria-label': `${c.label}: ${c.text}` },
+    el('span', { class: 'kpi-value', text: c.text }),
+    el('span', { class: 'kpi-label', text: c.label }),
+    c.caption ? el('span', { class: 'kpi-caption muted', text: c.caption }) : null)));
 }
 
 /**
- * The chart block of an answer, or null when no chart suits it. opts: {base}. The block holds a
- * type switch (line / bar / pie / hidden) and a canvas sized by its box.
+ * The chart block of an answer, or null when there is nothing to chart (no rows). opts: {base}.
+ * A single value is a number card; a shape no chart suits offers "Make a chart" (pickers only).
+ * The block holds pickers (type, x, series, measure) and a canvas sized by its box.
  */
 export function renderChart(columns, rows, opts = {}) {
-  const spec = chooseChart(columns, rows);
-  if (!spec) return null;
+  if (!columns?.length || !rows?.length) return null;
+  let model = chartModel(columns, rows);
+  if (model.kind === 'kpi') {
+    const wrap = el('figure', { class: 'chart kpi-chart', 'data-type': 'kpi', 'data-rule': model.why }, renderKpis(model));
+    wrap.drawChart = async () => {};
+    wrap.destroyChart = () => {};
+    return wrap;
+  }
+  if (model.kind === 'none' && rows.length < 2) return null;
+  const label = (i) => (i === COUNT_ROWS ? 'Number of rows' : model.roles[i].label);
+  const picker = (cls, text, values, names, selected) => {
+    const select = el('select', { class: cls, 'aria-label': text },
+      ...values.map((v, k) => el('option', { value: String(v), text: names[k], selected: String(v) === String(selected) })));
+    return { select, node: el('label', { class: 'pick' }, el('span', { class: 'muted', text: `${text} ` }), select) };
+  };
+  const kinds = ['line', 'bar', 'doughnut', 'none'];
+  const type = picker('chart-type', 'Chart type', kinds, kinds.map((k) => KIND_LABEL[k]), model.kind === 'none' ? 'bar' : model.kind);
+  const xs = model.choices.x;
+  const xPick = picker('chart-x', 'Along', xs, xs.map(label), model.x ?? xs[0]);
+  const ss = ['', ...model.choices.series];
+  const sPick = picker('chart-series', 'Series', ss, ['None', ...model.choices.series.map(label)], model.series ?? '');
+  const ms = model.choices.measures;
+  const mPick = picker('chart-measure', 'Measure', ms, ms.map(label), model.measure ?? ms[0]);
   const box = el('div', { class: 'chart-box' });
   const status = el('span', { class: 'muted chart-status', 'aria-live': 'polite' });
-  const select = el('select', { class: 'chart-type', 'aria-label': 'Chart type' },
-    ...['line', 'bar', 'pie', 'none'].map((t) => el('option', { value: t, text: t === 'none' ? 'Hide chart' : `${t[0].toUpperCase()}${t.slice(1)} chart`, selected: t === spec.type })));
-  const wrap = el('figure', { class: 'chart', 'data-type': spec.type, 'data-rule': spec.rule },
-    el('figcaption', { class: 'chart-bar' }, el('span', { class: 'muted', text: `Chart: ${spec.rule}` }), select, status), box);
+  const pickers = el('div', { class: 'chart-bar' }, type.node, mPick.node, xPick.node, sPick.node, status);
+  const wrap = el('figure', { class: 'chart', 'data-type': model.kind, 'data-rule': model.why, 'data-measure': model.measure === undefined ? '' : label(model.measure) });
+  if (model.kind === 'none') {
+    // no chart suits the shape by itself: the pickers, folded, for a person who wants one anyway
+    const details = el('details', { class: 'chart-pick' }, el('summary', { text: 'Make a chart' }), pickers, box);
+    wrap.append(details);
+    details.addEventListener('toggle', () => { if (details.open && !chart) void draw(); }, { once: false });
+  } else wrap.append(el('figcaption', { class: 'chart-caption muted', text: captionOf(model) }), pickers, box);
   let chart;
-  const draw = async (type) => {
+  const choice = () => ({
+    kind: type.select.value,
+    x: Number(xPick.select.value),
+    series: sPick.select.value === '' ? null : Number(sPick.select.value),
+    measure: Number(mPick.select.value),
+  });
+  const draw = async (picked) => {
+    if (picked) model = chartModel(columns, rows, choice());
     chart?.destroy();
     chart = undefined;
     box.replaceChildren();
-    wrap.dataset.type = type;
-    box.hidden = type === 'none';
-    if (type === 'none') return;
-    const canvas = el('canvas', { role: 'img', 'aria-label': `${type} chart of ${spec.ys.map((y) => columns[y].name).join(', ')} by ${columns[spec.x].name}` });
+    wrap.dataset.type = model.kind;
+    wrap.dataset.measure = model.measure === undefined ? '' : label(model.measure);
+    box.hidden = model.kind === 'none';
+    if (model.kind === 'none') return;
+    wrap.querySelector('figcaption')?.replaceChildren(captionOf(model));
+    const canvas = el('canvas', { role: 'img', 'aria-label': `${KIND_LABEL[model.kind]} of ${model.yTitle} by ${model.xTitle}${model.seriesTitle ? ` and ${model.seriesTitle}` : ''}` });
     box.append(canvas);
     try {
       const Chart = await loadChartJs(opts.base ?? '');
@@ -173,15 +202,15 @@ export function renderChart(columns, rows, opts = {}) {
       const ink = style.getPropertyValue('--ctd-muted').trim() || '#6f6054';
       const grid = style.getPropertyValue('--ctd-line').trim() || 'rgba(0,0,0,0.1)';
       Chart[WARM] = true; // a pending warm-up is not needed any more
-      chart = new Chart(canvas, chartConfig(type, datasets(spec, type, columns, rows), spec, ink, grid));
+      chart = new Chart(canvas, chartConfig(model, ink, grid));
       status.textContent = '';
     } catch (e) {
       status.textContent = `No chart: ${e.message}`;
     }
   };
-  select.addEventListener('change', () => void draw(select.value));
+  for (const p of [type, xPick, sPick, mPick]) p.select.addEventListener('change', () => void draw(true));
   wrap.destroyChart = () => chart?.destroy();
   // drawn once the block is in the page (Chart.js measures its box)
-  wrap.drawChart = () => draw(select.value);
+  wrap.drawChart = () => (model.kind === 'none' ? Promise.resolve() : draw());
   return wrap;
 }

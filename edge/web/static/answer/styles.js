@@ -67,6 +67,15 @@ export const ANSWER_CSS = `
 .ctd-ask .chart { margin: 12px 0 0; }
 .ctd-ask .chart-bar { display: flex; gap: 8px; align-items: center; flex-wrap: wrap; margin-bottom: 6px; }
 .ctd-ask .chart-box { position: relative; height: 260px; width: 100%; }
+.ctd-ask .chart-caption { font-size: 13px; margin-bottom: 4px; }
+.ctd-ask .chart-bar .pick { display: inline-flex; gap: 4px; align-items: center; font-size: 13px; }
+.ctd-ask .chart-pick summary { cursor: pointer; font-size: 13px; color: var(--ctd-accent, #8a5a2e); }
+.ctd-ask .chart-pick[open] summary { margin-bottom: 6px; }
+.ctd-ask .kpis { display: flex; flex-wrap: wrap; gap: 10px; }
+.ctd-ask .kpi { display: grid; gap: 2px; padding: 12px 16px; min-width: 140px; border-radius: 10px; background: var(--ctd-soft, #f6f1ea); border-left: 4px solid var(--ctd-accent, #8a5a2e); }
+.ctd-ask .kpi-value { font-size: 28px; font-weight: 700; line-height: 1.1; font-variant-numeric: tabular-nums; }
+.ctd-ask .kpi-label { font-size: 14px; font-weight: 600; }
+.ctd-ask .kpi-caption { font-size: 12px; }
 .ctd-ask select { font: inherit; font-size: 13px; padding: 3px 6px; border-radius: 6px; border: 1px solid var(--ctd-line, #d9c9b8); background: var(--ctd-input, #fff); color: inherit; }
 .ctd-ask .insights { list-style: none; padding: 0; margin: 12px 0 0; display: grid; gap: 6px; }
 .ctd-ask .insights li { display: flex; gap: 8px; align-items: flex-start; padding: 8px 10px; border-radius: 8px; font-size: 14px; background: var(--ctd-soft, #f6f1ea); border-left: 4px solid var(--ctd-info, #4e79a7); }

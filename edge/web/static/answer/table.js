@@ -1,27 +1,24 @@
 // The rows of an answer: a sortable, paged table. Only one page of rows is ever in the DOM, so
 // a result of query.max_limit rows draws as fast as a small one; sorting compares typed keys
 // computed once per column (numbers as numbers, dates as times, text with the locale's collator).
+// Cells are written for people (lib/format.js columnFormat: money with two decimals, a column's
+// decimals fixed, ids without grouping, times in the browser's locale) and headers are the
+// columns' display names; the title of a header keeps the SQL's own name.
 import { el, icon } from '../lib/dom.js';
+import { columnFormat, columnLabel, isNumericType, isTemporalType, parseTemporal } from '../lib/format.js';
 
 export const PAGE_SIZE = 50;
-const NUMERIC = /int|numeric|decimal|float|double|real|money|number|serial/i;
-const TEMPORAL = /date|time/i;
-
-export function isNumericType(type) { return NUMERIC.test(type ?? ''); }
-export function isTemporalType(type) { return TEMPORAL.test(type ?? '') && !/interval/i.test(type ?? ''); }
 
 function keyOf(v, kind) {
   if (v === null || v === undefined) return null;
   if (kind === 'num') { const n = typeof v === 'number' ? v : Number(v); return Number.isNaN(n) ? null : n; }
-  if (kind === 'time') { const t = Date.parse(String(v)); return Number.isNaN(t) ? null : t; }
+  if (kind === 'time') { const t = parseTemporal(v)?.time ?? Date.parse(String(v)); return Number.isNaN(t) ? null : t; }
   return typeof v === 'object' ? JSON.stringify(v) : String(v);
 }
 
-function display(v, numeric) {
+function display(v, fmt) {
   if (v === null || v === undefined) return 'null';
-  if (typeof v === 'number' && numeric) return v.toLocaleString();
-  if (typeof v === 'object') return JSON.stringify(v);
-  return String(v);
+  return fmt.format(v);
 }
 
 /**
@@ -30,7 +27,9 @@ function display(v, numeric) {
  * original order; nulls always last.
  */
 export function renderTable(columns, rows) {
-  const kinds = columns.map((c) => (isNumericType(c.type) ? 'num' : isTemporalType(c.type) ? 'time' : 'text'));
+  const formats = columns.map((c, i) => columnFormat(c, rows.map((r) => r[i])));
+  const kinds = columns.map((c, i) => (isNumericType(c.type) || ['id', 'calendar', 'currency', 'percent', 'integer', 'decimal'].includes(formats[i].kind) ? 'num'
+    : isTemporalType(c.type) || formats[i].kind === 'time' ? 'time' : 'text'));
   const collator = new Intl.Collator(undefined, { numeric: true, sensitivity: 'base' });
   let order = rows.map((_, i) => i);
   let sortCol = -1;
@@ -41,7 +40,7 @@ export function renderTable(columns, rows) {
 
   const tbody = el('tbody');
   const ths = columns.map((c, i) => {
-    const button = el('button', { type: 'button', class: 'sort', title: `Sort by ${c.name} (${c.type ?? 'value'})` }, c.name, icon('sort'));
+    const button = el('button', { type: 'button', class: 'sort', title: `Sort by ${columnLabel(c)} (${c.name}${c.type ? `, ${c.type}` : ''})` }, columnLabel(c), icon('sort'));
     button.addEventListener('click', () => sortBy(i));
     return el('th', { scope: 'col', class: kinds[i] === 'num' ? 'num' : '', 'aria-sort': 'none' }, button);
   });
@@ -81,7 +80,7 @@ export function renderTable(columns, rows) {
       for (let i = 0; i < columns.length; i++) {
         const td = document.createElement('td');
         const v = r[i];
-        td.textContent = display(v, kinds[i] === 'num');
+        td.textContent = display(v, formats[i]);
         if (v === null || v === undefined) td.className = 'null';
         else if (kinds[i] === 'num') td.className = 'num';
         tr.append(td);

@@ -95,3 +95,126 @@ export function formatZoned(iso) {
 export function plural(n, one, many = `${one}s`) {
   return `${n} ${n === 1 ? one : many}`;
 }
+
+// ---- a result's columns: names and values for people (docs/ui.md, "Numbers for people") ------------
+
+const NUMERIC_TYPE = /int|numeric|decimal|float|double|real|money|number|serial/i;
+const TEMPORAL_TYPE = /date|time/i;
+const DATE_TEXT = /^(\d{4})-(\d{2})(?:-(\d{2}))?(?:[ T](\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?\s*(Z|[+-]\d{2}(?::?\d{2})?)?)?$/;
+/** a key, not a quantity: never summed, charted or grouped in thousands */
+const ID_NAME = /^(id|pk|key|uuid|guid)$|[_\s-](id|pk|key|uuid|guid|code|no|nr)$|[a-z]Id$/i;
+/** a number that is a period, not a quantity (a year, a month's number) */
+const CALENDAR_NAME = /(^|_)(year|yr|quarter|qtr|month|mon|week|wk|day|dow|weekday|hour|hr|minute)s?$/i;
+const PERCENT_NAME = /(^|_)(pct|percent|percentage)(_|$)|%/i;
+const FRACTION_NAME = /(^|_)(share|ratio|rate|proportion|fraction)(_|$)/i;
+const CURRENCY_NAME = /(^|_)(revenue|sales|amount|price|prices|cost|costs|spend|spent|income|profit|gmv|aov|arpu|fee|fees|paid|payment|payments|budget|salary|wage|wages|turnover|usd|eur|gbp|chf|dollars|euros)(_|$)/i;
+
+const TEXT_TYPE = /char|text|string|uuid|bool|json|enum|citext|^name$/i;
+export const isTextType = (type) => TEXT_TYPE.test(type ?? '');
+export const isNumericType = (type) => NUMERIC_TYPE.test(type ?? '') && !/interval/i.test(type ?? '');
+export const isTemporalType = (type) => TEMPORAL_TYPE.test(type ?? '') && !/interval/i.test(type ?? '');
+export const isIdName = (name) => ID_NAME.test(String(name ?? ''));
+export const isCalendarName = (name) => CALENDAR_NAME.test(String(name ?? ''));
+const present = (v) => v !== null && v !== undefined && v !== '';
+const asNumber = (v) => (typeof v === 'number' ? v : typeof v === 'string' && v.trim() !== '' ? Number(v) : NaN);
+
+/** `total_revenue` → "Total revenue", `orderCount` → "Order count" (a column's name as a header) */
+export function humanizeName(name) {
+  const s = String(name ?? '').replace(/([a-z0-9])([A-Z])/g, '$1 $2').replace(/[_\s]+/g, ' ').trim();
+  if (!s) return String(name ?? '');
+  const words = s.split(' ').map((w) => (/^(id|url|sku|kpi|usd|eur|gbp|gmv|aov|arpu|vat|sql)$/i.test(w) ? w.toUpperCase() : w.toLowerCase()));
+  const out = words.join(' ');
+  return out.charAt(0).toUpperCase() + out.slice(1);
+}
+
+/** A column's name for people: the semantic layer's display name when the reply carries one, else humanised. */
+export const columnLabel = (column) => column?.label || humanizeName(column?.name);
+
+/**
+ * A date or time cell as a point in time: {time (ms), dateOnly} or null. A date, or a timestamp at
+ * midnight UTC (a truncated period: `date_trunc('month', …)` written as `2024-03-01 00:00:00+00`),
+ * is a calendar date, read in UTC so that no zone moves it to the day before.
+ */
+export function parseTemporal(v) {
+  if (v instanceof Date) return Number.isNaN(v.getTime()) ? null : { time: v.getTime(), dateOnly: false };
+  if (typeof v !== 'string') return null;
+  const m = DATE_TEXT.exec(v.trim());
+  if (!m) return null;
+  const [, y, mo, d = '01', h, mi, s = '00', zone] = m;
+  const midnight = h === undefined || (h === '00' && mi === '00' && s === '00');
+  const utc = !zone || zone === 'Z' || /^[+-]00(:?00)?$/.test(zone);
+  if (midnight && utc) {
+    const time = Date.UTC(Number(y), Number(mo) - 1, Number(d));
+    return Number.isNaN(time) ? null : { time, dateOnly: true, monthOnly: m[3] === undefined };
+  }
+  const iso = `${y}-${mo}-${d}T${h}:${mi}:${s}${zone ? (zone === 'Z' ? 'Z' : zone.length === 3 ? `${zone}:00` : zone.replace(/^([+-]\d{2})(\d{2})$/, '$1:$2')) : ''}`;
+  const time = Date.parse(iso);
+  return Number.isNaN(time) ? null : { time, dateOnly: false };
+}
+
+/** How fine a column of times is: 'year' | 'month' | 'day' | 'time' (for labels that say no more than the data). */
+export function temporalGrain(values) {
+  const ts = values.map(parseTemporal).filter(Boolean);
+  if (!ts.length) return 'day';
+  if (ts.some((t) => !t.dateOnly)) return 'time';
+  // one date on the 1st says nothing of a month: only several do
+  if (ts.length < 2 && !ts[0].monthOnly) return 'day';
+  const ds = ts.map((t) => new Date(t.time));
+  if (ds.every((d) => d.getUTCDate() === 1)) return ds.every((d) => d.getUTCMonth() === 0) && ts.length > 1 ? 'year' : 'month';
+  return 'day';
+}
+
+/** A time in the browser's locale, no finer than its grain: "Mar 2024", "3/14/2024", "3/14/2024, 9:05 AM". */
+export function formatTemporal(v, grain = 'day', locale = undefined) {
+  const t = parseTemporal(v);
+  if (!t) return v === null || v === undefined ? DASH : String(v);
+  const d = new Date(t.time);
+  if (t.dateOnly) {
+    const utc = { timeZone: 'UTC' };
+    if (grain === 'year') return d.toLocaleDateString(locale, { ...utc, year: 'numeric' });
+    if (grain === 'month') return d.toLocaleDateString(locale, { ...utc, year: 'numeric', month: 'short' });
+    return d.toLocaleDateString(locale, utc);
+  }
+  return d.toLocaleString(locale, { dateStyle: 'medium', timeStyle: 'short' });
+}
+
+/**
+ * How one column of a result is written, by its type and meaning: {kind, digits, format(v)}.
+ * kind: 'id' (a key: the digits as they are, no grouping), 'calendar' (a year or month number,
+ * as it is), 'currency' (two fixed decimals, grouped), 'percent' (one decimal and " %"; a
+ * share/ratio/rate whose values are within 0–1 is a fraction, × 100), 'integer' (grouped),
+ * 'decimal' (grouped, the same number of decimals on every row: the most any value has, at most
+ * 2), 'time' (the browser's locale, as fine as the column needs), 'text'. `column.format`
+ * ('currency' | 'percentage', the semantic layer's format_type) wins over the name.
+ */
+export function columnFormat(column, values, locale = undefined) {
+  const name = String(column?.name ?? '');
+  const type = column?.type ?? '';
+  const vals = values.filter(present);
+  const numeric = isNumericType(type) || (!isTextType(type) && vals.length > 0 && vals.every((v) => typeof v === 'number' || (typeof v === 'string' && !Number.isNaN(asNumber(v)))));
+  const temporal = isTemporalType(type) || (vals.length > 0 && vals.every((v) => typeof v === 'string' && parseTemporal(v)));
+  if (temporal && !numeric) {
+    const grain = temporalGrain(vals);
+    return { kind: 'time', grain, format: (v) => (present(v) ? formatTemporal(v, grain, locale) : DASH) };
+  }
+  if (!numeric || !vals.length) return { kind: 'text', format: (v) => (v === null || v === undefined ? DASH : typeof v === 'object' ? JSON.stringify(v) : String(v)) };
+  const nums = vals.map(asNumber);
+  const integers = nums.every((n) => Number.isInteger(n));
+  const plain = (v) => (present(v) ? String(v) : DASH);
+  if (isIdName(name) && integers) return { kind: 'id', format: plain };
+  if (isCalendarName(name) && integers) return { kind: 'calendar', format: plain };
+  const group = (digits) => (v) => (present(v) && !Number.isNaN(asNumber(v)) ? asNumber(v).toLocaleString(locale, { minimumFractionDigits: digits, maximumFractionDigits: digits }) : DASH);
+  const fmt = column?.format;
+  if (fmt === 'percentage' || (!fmt && (PERCENT_NAME.test(name) || FRACTION_NAME.test(name)))) {
+    const fraction = !PERCENT_NAME.test(name) && nums.every((n) => Math.abs(n) <= 1);
+    const f = group(1);
+    return { kind: 'percent', digits: 1, fraction, format: (v) => (present(v) ? `${f(fraction ? asNumber(v) * 100 : v)} %` : DASH) };
+  }
+  if (fmt === 'currency' || (!fmt && CURRENCY_NAME.test(name))) return { kind: 'currency', digits: 2, format: group(2) };
+  if (integers) return { kind: 'integer', digits: 0, format: group(0) };
+  const decimals = Math.min(2, Math.max(...vals.map((v) => {
+    const s = typeof v === 'number' ? String(v) : v.trim();
+    return /e/i.test(s) ? 2 : (s.split('.')[1] ?? '').length;
+  })));
+  return { kind: 'decimal', digits: decimals, format: group(decimals) };
+}
