@@ -1,8 +1,12 @@
 /**
  * What a business user sees (issue 27), in Chromium against a real stack (NATS, PostgreSQL, the
  * scripted model): downloads from the dashboard's Assistant for every kind of signed-in person
- * (admin, database login made in the Tokens tab after the page loaded), and an anonymous widget
- * download that says why not without losing the answer.
+ * (admin, database login made in the Tokens tab after the page loaded, admin of the Admin tab),
+ * and an anonymous widget download that says why not without losing the answer; charts by the
+ * result's shape (a pivoted series with a legend and axis titles, a number card, no id drawn, a
+ * share as a doughnut with percentages, "Make a chart" for two text columns) and numbers for
+ * people; phones at 390 × 844 (/demo, the tab strip's hint, the Schedules actions). Screenshots
+ * go to test-artifacts/biz-*.png; axe-core on the new views.
  */
 import { mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -283,4 +287,72 @@ t.test('two text columns: no chart by itself, and a way to make one (the number 
   t.equal(c.data[0]!.reduce((a, v) => a + (v ?? 0), 0), 12, 'every row counted');
   await page.screenshot({ path: `${ARTIFACTS}/biz-pick-390-light.png`, fullPage: true });
   t.same(await axeSerious(page), [], 'axe: "Make a chart" opened at 390 px, no serious or critical violation');
+});
+
+// ---- phones (item 8) ---------------------------------------------------------------------------------
+
+const PHONE = { width: 390, height: 844 };
+
+t.test('phones: /demo fits 390 px, its launchers on screen, the open panel within the screen', async (t) => {
+  for (const theme of ['light', 'dark'] as const) {
+    const context = await browser.newContext({ viewport: PHONE, colorScheme: theme });
+    t.teardown(() => context.close());
+    const page = await context.newPage();
+    await page.goto(`${stack.url}/demo`);
+    const launcher = page.locator('[data-cortado-widget="assistant"] .ctd-launch');
+    await launcher.waitFor();
+    const width = await page.evaluate('document.documentElement.scrollWidth') as number;
+    t.ok(width <= PHONE.width, `${theme}: /demo is ${width} px wide at ${PHONE.width}`);
+    for (const w of ['assistant', 'agent']) {
+      const box = await page.locator(`[data-cortado-widget="${w}"] .ctd-launch`).boundingBox();
+      t.ok(box && box.x >= 0 && box.x + box.width <= PHONE.width && box.y + box.height <= PHONE.height, `${theme}: the ${w} launcher is on screen (${JSON.stringify(box)})`);
+    }
+    await launcher.click();
+    const panel = page.locator('[data-cortado-widget="assistant"] .ctd-panel');
+    await panel.waitFor();
+    const p = await panel.boundingBox();
+    t.ok(p && p.x >= 0 && p.x + p.width <= PHONE.width + 0.5 && p.y >= 0 && p.y + p.height <= PHONE.height + 0.5, `${theme}: the open panel is within the screen (${JSON.stringify(p)})`);
+    await page.screenshot({ path: `${ARTIFACTS}/biz-demo-390-${theme}.png` });
+  }
+});
+
+t.test('phones: the tab strip says it scrolls; the Schedules actions are all reachable', async (t) => {
+  const made = await (await fetch(`${stack.url}/admin/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: ADMIN_PW }) }));
+  const cookie = (made.headers.get('set-cookie') ?? '').split(';')[0]!;
+  const csrf = ((await made.json()) as { csrf_token: string }).csrf_token;
+  const issued = await (await fetch(`${stack.url}/admin/tokens`, { method: 'POST', headers: { 'content-type': 'application/json', cookie, 'x-csrf-token': csrf }, body: JSON.stringify({ username: 'carol', label: 'carol' }) })).json() as { token: string };
+  const created = await fetch(`${stack.url}/api/schedules`, {
+    method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${issued.token}` },
+    body: JSON.stringify({ name: 'Weekly revenue by region for the leadership team', question: 'revenue by region', tables: ['sales'], cron: '0 9 * * 1', email_recipients: ['carol@example.com'], format: 'html' }),
+  });
+  t.equal(created.status, 201, `a schedule to list (${created.status})`);
+  for (const theme of ['light', 'dark'] as const) {
+    const context = await browser.newContext({ viewport: PHONE, colorScheme: theme });
+    t.teardown(() => context.close());
+    const page = await openPage(context, stack.url, t);
+    const strip = page.locator('#main-tabs');
+    const over = await strip.evaluate((s: any) => s.scrollWidth > s.clientWidth);
+    t.ok(over, `${theme}: the tabs do not fit at 390 px`);
+    t.match(await strip.getAttribute('data-overflow') ?? '', /end/, `${theme}: the strip says more tabs follow`);
+    await page.screenshot({ path: `${ARTIFACTS}/biz-tabs-390-${theme}.png` });
+    await page.click('#tab-schedules');
+    await page.fill('#sch-token', issued.token);
+    await page.click('#sch-token-form button[type=submit]');
+    await page.locator('#sch-main:not([hidden])').waitFor();
+    t.match(await strip.getAttribute('data-overflow') ?? '', /start/, `${theme}: scrolled to the selected tab, the strip says tabs precede`);
+    const actions = page.locator('#sch-main button:visible');
+    await actions.first().waitFor();
+    const n = await actions.count();
+    const cut: string[] = [];
+    for (let i = 0; i < n; i++) {
+      const b = actions.nth(i);
+      // only the page scrolls (down): a button past the right edge of a scrolled box is cut off
+      const box = await b.boundingBox();
+      if (!box || box.x < 0 || box.x + box.width > PHONE.width + 0.5) cut.push(`${(await b.textContent())?.trim()} ${JSON.stringify(box)}`);
+    }
+    t.same(cut, [], `${theme}: every Schedules button within the screen (${n} buttons)`);
+    const width = await page.evaluate('document.documentElement.scrollWidth') as number;
+    t.ok(width <= PHONE.width, `${theme}: the page is ${width} px wide`);
+    await page.screenshot({ path: `${ARTIFACTS}/biz-schedules-390-${theme}.png`, fullPage: true });
+  }
 });

@@ -185,7 +185,10 @@ async function showView(name, { focus = false } = {}) {
     b.setAttribute('aria-selected', String(on));
     b.tabIndex = on ? 0 : -1;
     if (on && focus) b.focus();
+    // the selected tab in sight on a narrow strip (the page itself does not scroll)
+    if (on) b.scrollIntoView?.({ block: 'nearest', inline: 'nearest' });
   }
+  markOverflow();
   for (const v of document.querySelectorAll('main > .view')) v.hidden = v.id !== `view-${name}`;
   const want = name === 'home' ? '' : `#${name}`;
   if (location.hash !== want) history.replaceState(null, '', want || location.pathname);
@@ -197,8 +200,20 @@ async function showView(name, { focus = false } = {}) {
   return view?.refresh?.();
 }
 
+/** data-overflow on the tab strip: "start", "end", both or none, where tabs are scrolled out of sight (the CSS fades that side). */
+function markOverflow() {
+  const list = $('#main-tabs');
+  const at = [];
+  if (list.scrollLeft > 1) at.push('start');
+  if (list.scrollLeft + list.clientWidth < list.scrollWidth - 1) at.push('end');
+  if (at.length) list.dataset.overflow = at.join(' ');
+  else delete list.dataset.overflow;
+}
+
 function setupTabs() {
   const list = $('#main-tabs');
+  list.addEventListener('scroll', markOverflow, { passive: true });
+  addEventListener('resize', markOverflow);
   list.addEventListener('click', (e) => {
     const b = e.target.closest('[role=tab]');
     if (b) void showView(b.dataset.view).catch((err) => console.error(err));
@@ -246,6 +261,7 @@ async function start() {
     chip.addEventListener('click', () => askNow(chip.textContent));
   }
   await showView(location.hash.slice(1) || 'home');
+  markOverflow(); // the tabs this server has are shown now
   document.body.dataset.ui = 'ready';
 }
 
