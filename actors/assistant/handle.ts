@@ -24,7 +24,7 @@ import {
 } from '../../protocol/subjects.js';
 import { ownedKey } from '../../protocol/scope.js';
 import type { AskConfirmRequest, AskReply, AskRequest } from '../../protocol/schemas/ask.js';
-import { addUsage, ZERO_USAGE, type Channel, type Dialect, type Usage } from '../../protocol/schemas/common.js';
+import { addUsage, ZERO_USAGE, type Channel, type Column, type ColumnLabel, type Dialect, type Usage } from '../../protocol/schemas/common.js';
 import type { ProgressEvent } from '../../protocol/schemas/progress.js';
 import type { ModelUse, QuestionCompleted } from '../../protocol/schemas/analytics.js';
 import type { LlmTask } from '../../protocol/schemas/llm.js';
@@ -339,6 +339,7 @@ export async function ask(input: AskRequest, deps: AssistantDeps, ctx: Ctx): Pro
     }
     return await deliver(run, deps, ctx, {
       result, attempt, question, dialect: context.dialect, tables: context.tables, stream: input.stream === true,
+      ...(context.column_labels?.length ? { labels: context.column_labels } : {}),
       ...(explanation ? { explanation } : {}),
       ...(conversation ? { conversation } : {}),
     });
@@ -373,7 +374,7 @@ async function deliver(
   run: Run,
   deps: AssistantDeps,
   ctx: Ctx,
-  p: { result: SqlExecuteReply; attempt: number; question: string; explanation?: string; conversation?: string; dialect: Dialect; tables: string[]; stream: boolean },
+  p: { result: SqlExecuteReply; attempt: number; question: string; explanation?: string; conversation?: string; dialect: Dialect; tables: string[]; stream: boolean; labels?: ColumnLabel[] },
 ): Promise<AskReply> {
   const { bus, config } = deps;
   const executed = p.result;
@@ -381,7 +382,9 @@ async function deliver(
   if (executed.tables?.length) run.read = executed.tables;
   // masking is part of execution (sql.execute masks before it replies): its time, as a step of its own
   run.note('mask', executed.mask_ms);
-  const result = executed;
+  // the columns the semantic layer names carry its display name and format (the pages show them; the SQL keeps its names)
+  const named = new Map((p.labels ?? []).map((l) => [l.name, l]));
+  const result = named.size ? { ...executed, columns: executed.columns.map((c) => labelled(c, named.get(c.name))) } : executed;
   const masked = executed.masked.map((m) => ({ column: m.column, strategy: m.strategy }));
   run.progress('rows', { sql: result.sql, columns: result.columns, rows: result.rows, row_count: result.row_count, truncated: result.truncated, ...(masked.length ? { masked } : {}) });
 
@@ -514,4 +517,10 @@ function routeName(config: Config, task: LlmTask): string {
 
 function round(ms: number): number {
   return Math.round(ms * 100) / 100;
+}
+
+/** A result column with what the semantic layer says of it (its label, its format), when it says anything. */
+function labelled(c: Column, l: ColumnLabel | undefined): Column {
+  if (!l) return c;
+  return { ...c, ...(l.label ? { label: l.label } : {}), ...(l.format ? { format: l.format } : {}) };
 }

@@ -27,7 +27,8 @@ import type {
   TableSummary,
 } from '../../protocol/schemas/catalog.js';
 import type { Logger } from '../../protocol/log.js';
-import type { ContextReply, ContextRequest, SemanticMetric } from '../../protocol/schemas/semantic.js';
+import type { ContextReply, ContextRequest, SemanticEntity, SemanticMetric } from '../../protocol/schemas/semantic.js';
+import type { ColumnLabel } from '../../protocol/schemas/common.js';
 import { SemanticContext, SqlIntrospect, SqlProfile, SqlValues } from '../../protocol/subjects.js';
 import type { Config } from '../../config/schema.js';
 import { createCatalogCache, type CatalogSource } from './cache.js';
@@ -308,7 +309,8 @@ export async function context(input: SchemaContextRequest, deps: CatalogDeps, ct
   const ambiguity = reply.ambiguity ?? opts.valueAmbiguity ?? metricAmbiguity(input.question, semantic.metrics, input.clarified);
   const how = linked ? { linking: picked?.linking ?? 'lexical' as const } : {};
   const spent = picked && picked.usage.llm_calls > 0 ? { usage: picked.usage } : {};
-  return { ...reply, business_context: semantic.block, ...(ambiguity ? { ambiguity } : {}), ...how, ...spent };
+  const labels = semantic.labels?.length ? { column_labels: semantic.labels } : {};
+  return { ...reply, business_context: semantic.block, ...labels, ...(ambiguity ? { ambiguity } : {}), ...how, ...spent };
 }
 
 /**
@@ -320,7 +322,28 @@ export async function businessContext(catalog: Catalog, input: SchemaContextRequ
 }
 
 /** The block, and the active metrics it shows (for metricAmbiguity): none when the block is not injected. */
-async function semanticPart(catalog: Catalog, input: SchemaContextRequest, tables: readonly string[], deps: CatalogDeps, ctx: Ctx): Promise<{ block: string; metrics: SemanticMetric[] }> {
+/**
+ * The names for people of the columns an answer may hold: each column of the layer's entities
+ * whose display name says more than its name, and each metric (display name, format_type), by
+ * column name. A name two entities label differently is left out (the page humanises it).
+ */
+export function columnLabels(entities: readonly SemanticEntity[], metrics: readonly SemanticMetric[]): ColumnLabel[] {
+  const out = new Map<string, ColumnLabel | null>();
+  const add = (l: ColumnLabel): void => {
+    const had = out.get(l.name);
+    if (had === undefined) out.set(l.name, l);
+    else if (had && (had.label !== l.label || had.format !== l.format)) out.set(l.name, null);
+  };
+  for (const e of entities) {
+    for (const c of e.columns) if (c.display_name && c.display_name !== c.name) add({ name: c.name, label: c.display_name });
+  }
+  for (const m of metrics) {
+    add({ name: m.name, ...(m.display_name && m.display_name !== m.name ? { label: m.display_name } : {}), ...(m.format_type ? { format: m.format_type } : {}) });
+  }
+  return [...out.values()].filter((l): l is ColumnLabel => l !== null && (l.label !== undefined || l.format !== undefined)).slice(0, 2000);
+}
+
+async function semanticPart(catalog: Catalog, input: SchemaContextRequest, tables: readonly string[], deps: CatalogDeps, ctx: Ctx): Promise<{ block: string; metrics: SemanticMetric[]; labels?: ColumnLabel[] }> {
   const none = { block: '', metrics: [] };
   const maxChars = deps.config.catalog.semantic_max_chars;
   if (!deps.semantic || maxChars === 0) return none;
@@ -336,7 +359,7 @@ async function semanticPart(catalog: Catalog, input: SchemaContextRequest, table
       dialect: catalog.dialect,
       max_chars: maxChars,
     }, ctx);
-    return reply.injected ? { block: reply.block, metrics: reply.metrics } : none;
+    return reply.injected ? { block: reply.block, metrics: reply.metrics, labels: columnLabels(reply.entities, reply.metrics) } : none;
   } catch (err) {
     deps.log?.warn({ rid: ctx.requestId, err: (err as Error).message }, 'the semantic layer did not answer: the question goes on without its business context');
     return none;

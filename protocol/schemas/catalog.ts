@@ -1,6 +1,6 @@
 import Type, { type Static } from 'typebox';
 import { DbColumn, DbTable } from './sql.js';
-import { ClarificationChoice, Dialect, Usage } from './common.js';
+import { ClarificationChoice, ColumnLabel, Dialect, Usage } from './common.js';
 
 export const TableSummary = Type.Object({
   /** the name to use in SQL (schema-qualified outside the default schema) */
@@ -63,6 +63,11 @@ export const SchemaContextReply = Type.Object({
   schema_text: Type.String(),
   /** the business-context block (semantic layer); empty when none is defined */
   business_context: Type.String(),
+  /**
+   * result columns the semantic layer names (an entity column's or a metric's display name, a
+   * metric's format), by column name: the answer's columns carry them for the pages
+   */
+  column_labels: Type.Optional(Type.Array(ColumnLabel, { maxItems: 2000 })),
   tables: Type.Array(Type.String()),
   /**
    * a word of the question that two tables or metrics tie for, or a literal that matches no

@@ -33,10 +33,26 @@ export function roundUsd(usd: number): number {
   return Math.round(usd * 1e6) / 1e6;
 }
 
+/** How a column's values read, from the semantic layer (its metrics' format_type). */
+export const ColumnFormat = Type.Enum(['currency', 'percentage']);
+export type ColumnFormat = Static<typeof ColumnFormat>;
+
+/** What the semantic layer says of a result column of this name: its name for people, its format. */
+export const ColumnLabel = Type.Object({
+  name: Type.String({ maxLength: 256 }),
+  label: Type.Optional(Type.String({ maxLength: 200 })),
+  format: Type.Optional(ColumnFormat),
+});
+export type ColumnLabel = Static<typeof ColumnLabel>;
+
 export const Column = Type.Object({
   name: Type.String(),
   /** the database's type name, e.g. integer, numeric, text, timestamp with time zone */
   type: Type.String(),
+  /** an answer's column the semantic layer names: its display name (the SQL keeps `name`) */
+  label: Type.Optional(Type.String({ maxLength: 200 })),
+  /** an answer's column a semantic metric formats (format_type) */
+  format: Type.Optional(ColumnFormat),
 });
 export type Column = Static<typeof Column>;
 

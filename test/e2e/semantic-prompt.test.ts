@@ -126,6 +126,15 @@ t.test('a defined metric\'s expression and a relationship\'s join condition reac
   t.notOk(alone.includes(JOIN));
 });
 
+t.test('an answer\'s columns carry the layer\'s display names and a metric\'s format; the SQL keeps its names', async (t) => {
+  fake.fallback(() => ({ text: sqlAnswer(`SELECT status, ${METRIC_SQL} AS net_revenue, count(*) AS orders FROM orders GROUP BY status`) }));
+  const res = await call(`${persistent.url}/api/query`, { body: { question: 'net revenue per order status' } });
+  t.equal(res.status, 200, res.text.slice(0, 300));
+  const columns = res.body.columns as Array<{ name: string; label?: string; format?: string }>;
+  t.same(columns.map((c) => [c.name, c.label, c.format]), [['status', 'Order status', undefined], ['net_revenue', 'Net revenue', 'currency'], ['orders', undefined, undefined]]);
+  t.match(res.body.sql, /AS net_revenue/, 'the SQL as written');
+});
+
 t.test('bad metric expressions are refused with the reason', async (t) => {
   const bus = persistent.running.bus;
   const orders = (await bus.request(SemanticContext, {}, ctx)).entities.find((e) => e.table_name === 'orders')!;
