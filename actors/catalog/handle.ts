@@ -43,11 +43,10 @@ import { buildThesaurus, defaultThesaurus, type Thesaurus } from './thesaurus.js
 import { createSemanticTerms, type SemanticTermsSource } from './semantic-terms.js';
 import {
   createValueIndex, createValueSource, literalMisses, lookupDates, lookupValues, matchLiterals, VALUE_TABLES,
-  type KnownValues, type ValueHit, type ValueIndex, type ValueIndexSource, type ValueMiss, type ValueSource, type WholeColumns,
+  type KnownValues, type ValueHit, type ValueIndex, type ValueIndexSource, type ValueSource, type WholeColumns,
 } from './values.js';
 import { lexicalIndex } from './lexical.js';
 import { stem } from './catalog.js';
-import type { ResultMaskReply, ResultMaskRequest } from '../../protocol/schemas/policy.js';
 import type { LlmCompleteReply, LlmCompleteRequest } from '../../protocol/schemas/llm.js';
 
 export { createCatalogCache, type CatalogCacheOptions, type CatalogSource } from './cache.js';
@@ -71,8 +70,6 @@ export interface CatalogDeps {
   values?: ValueSource;
   /** every table's low-cardinality values (sql.values), for any phrase of the question */
   valueIndex?: ValueIndexSource;
-  /** the masking actor (result.mask): profiled values a clarifying question offers pass it first */
-  mask?: (input: ResultMaskRequest, ctx: Ctx) => Promise<ResultMaskReply>;
   /** the LLM actor (llm.complete): catalog.linking: model asks it to pick the tables; absent, the ranking's choice stands */
   complete?: (input: LlmCompleteRequest, ctx: Ctx) => Promise<LlmCompleteReply>;
   log?: Logger;
@@ -252,7 +249,8 @@ export async function contextOptions(catalog: Catalog, input: SchemaContextReque
   const settled = (lit: string): boolean => clarified.has(lit.toLowerCase())
     || lit.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter((w) => w.length > 1).every((w) => clarified.has(w));
   const misses = literalMisses(first.literals, hits, known, whole, editDistance).filter((m) => !settled(m.literal));
-  const miss = misses.length ? await unmasked(catalog, misses[0]!, deps, ctx) : undefined;
+  // never a masked column's value: the executor leaves those out of what the catalog knows (values.ts)
+  const miss = misses[0];
   if (miss) {
     const shown = miss.near.map((n) => `'${n.value}'`).join(', ');
     opts.valueAmbiguity = {
@@ -262,30 +260,6 @@ export async function contextOptions(catalog: Catalog, input: SchemaContextReque
     };
   }
   return opts;
-}
-
-/**
- * The close values a clarifying question would show, less those of masked columns: they come
- * from the profile, not from the user, so the mask rules decide (a column the masking actor
- * masks, or cannot trace, offers nothing). No masking actor: no clarifying question.
- */
-async function unmasked(catalog: Catalog, miss: ValueMiss, deps: CatalogDeps, ctx: Ctx): Promise<ValueMiss | undefined> {
-  if (!deps.mask) return undefined;
-  const near: ValueMiss['near'] = [];
-  for (const n of miss.near) {
-    const entry = catalog.entries.find((e) => e.name === n.table);
-    const type = entry?.table.columns.find((c) => c.name === n.column)?.type ?? 'text';
-    const q = catalog.dialect === 'mysql' || catalog.dialect === 'bigquery' ? '`' : '"';
-    const column = `${q}${n.column.split(q).join(q + q)}${q}`;
-    try {
-      const r = await deps.mask({ sql: `SELECT ${column} FROM ${n.table}`, dialect: catalog.dialect, columns: [{ name: n.column, type }], rows: [[n.value]] }, ctx);
-      if (r.masked.length === 0) near.push(n);
-    } catch (err) {
-      deps.log?.warn({ rid: ctx.requestId, err: (err as Error).message }, 'masking did not answer: no clarifying question offers profiled values');
-      return undefined;
-    }
-  }
-  return near.length ? { literal: miss.literal, near } : undefined;
 }
 
 export async function context(input: SchemaContextRequest, deps: CatalogDeps, ctx: Ctx): Promise<SchemaContextReply> {

@@ -7,7 +7,10 @@
  *
  * The schema text then names, beside a matching column, the values that matched: the model
  * learns which column holds 'Berlin' and how it is spelt there. Only values the user typed are
- * shown (never the other sampled values, which no mask rule has seen).
+ * shown (never the other sampled values). The executor leaves out (sql.values) or masks
+ * (sql.profile, `masked`) the values of columns a mask rule covers, and such a column is never
+ * looked up here: a masked value is neither matched nor offered in a clarifying question. A mask
+ * rule change drops what is kept (`drop`, on evt.mask.changed).
  */
 import type { Ctx } from '../../protocol/bus.js';
 import type { SqlProfileReply, SqlProfileRequest, SqlValuesReply } from '../../protocol/schemas/profile.js';
@@ -74,6 +77,8 @@ export interface ValueSource {
   get(catalog: Catalog, tables: readonly string[], ctx: Ctx): Promise<KnownValues>;
   /** of what `get` answered for this scope, the columns known whole (WholeColumns) */
   whole(ctx: Ctx): WholeColumns;
+  /** forget every kept value (a mask rule changed) */
+  drop(): void;
 }
 
 /** A literal no known value holds, and the values of columns known whole that it is close to: what to ask. */
@@ -115,6 +120,9 @@ export function literalMisses(literals: readonly string[], hits: ReadonlyMap<str
 export function createValueSource(profile: (input: SqlProfileRequest, ctx: Ctx) => Promise<SqlProfileReply>, ttl: number | (() => number), now: () => number = Date.now): ValueSource {
   const kept = new Map<string, { at: number; columns: Map<string, string[]>; whole: Set<string> }>();
   return {
+    drop() {
+      kept.clear();
+    },
     whole(ctx) {
       const scope = `${ctx.scope ?? ''}\u0000`;
       const out: WholeColumns = new Set();
@@ -153,6 +161,7 @@ export function createValueSource(profile: (input: SqlProfileRequest, ctx: Ctx) 
             const columns = new Map<string, string[]>();
             const whole = new Set<string>();
             for (const c of t.columns) {
+              if (c.masked) continue; // its values are masked: nothing to match or offer
               const values = c.sample_values.filter((v): v is string => typeof v === 'string');
               if (values.length) columns.set(c.name, values);
               if (values.length && c.distinct_count !== undefined && c.distinct_count <= new Set(values).size) whole.add(c.name);
@@ -218,6 +227,8 @@ export interface DateRange {
 export interface ValueIndexSource {
   /** the index of this scope and catalog: built on first use (waiting VALUE_INDEX_WAIT_MS at most), refreshed after the TTL in the background */
   get(catalog: Catalog, ctx: Ctx): Promise<ValueIndex | undefined>;
+  /** forget every index (a mask rule changed): the next question builds it again */
+  drop(): void;
 }
 
 const phrase = (s: string): string => s.normalize('NFKC').toLowerCase().split(/[^\p{L}\p{N}#&]+/u).filter(Boolean).join(' ');
@@ -249,6 +260,7 @@ export function createValueIndex(ask: (ctx: Ctx) => Promise<SqlValuesReply>, ttl
           index.dates.set(table, list);
         }
         for (const c of reply.columns) {
+          if (c.masked) continue; // its values were left out by the executor
           const table = c.schema === catalog.defaultSchema ? c.table : `${c.schema}.${c.table}`;
           if (c.values.length) {
             const columns = index.known.get(table) ?? new Map<string, string[]>();
@@ -268,6 +280,9 @@ export function createValueIndex(ask: (ctx: Ctx) => Promise<SqlValuesReply>, ttl
       })
       .catch(() => undefined);
   return {
+    drop() {
+      kept.clear();
+    },
     async get(catalog, ctx) {
       const key = ctx.scope ?? '';
       let entry = kept.get(key);

@@ -92,7 +92,9 @@ export async function exportSql(input: SqlExportRequest, deps: ExportDeps, ctx: 
   }
   const filename = exportFilename(config.export.filename_template, { schedule_name: input.title, date: when.date, time: when.time, format: input.format });
 
-  const rulesAsked = input.rules ? Promise.resolve(input.rules) : rulesFor(deps, ctx);
+  // the store's rules always apply; a request may add rules, never take any away
+  const rulesAsked = rulesFor(deps, ctx).then((stored) => (input.rules?.length ? [...stored, ...input.rules] : stored));
+  rulesAsked.catch(() => undefined);
   const lease = await leaseFor(deps, ctx);
   const dir = await mkdtemp(path.join(tmpdir(), 'cortado-export-'));
   let ran: string | undefined;

@@ -69,7 +69,7 @@ function guardFor(sql: string, lease: Lease, limits: GuardLimits, aggregate = fa
  * The active mask rules, asked for as the request starts (kept by the rule cache, so usually at
  * once). A failure is the caller's when it awaits: none is left unhandled meanwhile.
  */
-export function rulesFor(deps: ExecutorDeps, ctx: Ctx): Promise<MaskRuleLite[]> {
+export function rulesFor(deps: Pick<ExecutorDeps, 'masking'>, ctx: Ctx): Promise<MaskRuleLite[]> {
   const p = deps.masking.rules.get(ctx);
   p.catch(() => undefined);
   return p;

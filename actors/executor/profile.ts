@@ -35,6 +35,7 @@ import { leaseFor, type ExecutorDeps } from './handle.js';
 import { distinctValues, less, sampleFigures, shorten } from './profile-sample.js';
 import { overlapSql, sampleSql, selectSql, valueLiteral, type TableRef } from './profile-sql.js';
 import { sanitizeDbError } from './sanitize.js';
+import { maskProfiles } from './mask-values.js';
 
 /** Tables one profile reads when none are named. */
 export const PROFILE_MAX_TABLES = 100;
@@ -154,7 +155,8 @@ export async function profile(input: SqlProfileRequest, deps: ExecutorDeps, ctx:
       truncated = true;
     }
 
-    const tables = await profileTables(run, wanted);
+    // the values masked before they leave (mask-values.ts)
+    const tables = await maskProfiles(await profileTables(run, wanted), lease.engine.dialect, deps, ctx);
     const overlaps = await checkOverlaps(run, inSchema, input.overlaps ?? []);
     const reply: SqlProfileReply = {
       dialect: lease.engine.dialect,

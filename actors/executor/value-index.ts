@@ -8,12 +8,14 @@
  * From the engine's own statistics only (PostgreSQL's pg_stats: two queries, no table read), on a
  * connection of the engine's own that no question waits for; an engine without value statistics
  * (MySQL, Trino, BigQuery) answers `source: none` and the catalog keeps looking literals up among
- * its best tables through `sql.profile`. The scope's visibility applies, as to introspection.
+ * its best tables through `sql.profile`. The scope's visibility applies, as to introspection; the
+ * values and dates of a column a mask rule covers are left out (mask-values.ts).
  */
 import type { Ctx } from '../../protocol/bus.js';
 import type { SqlValuesReply, SqlValuesRequest } from '../../protocol/schemas/profile.js';
 import type { DbTable } from '../../protocol/schemas/sql.js';
 import { leaseFor, type ExecutorDeps } from './handle.js';
+import { maskIndex } from './mask-values.js';
 
 export async function values(_input: SqlValuesRequest, deps: ExecutorDeps, ctx: Ctx): Promise<SqlValuesReply> {
   const started = performance.now();
@@ -26,7 +28,9 @@ export async function values(_input: SqlValuesRequest, deps: ExecutorDeps, ctx: 
       ? columns.filter((c) => visible({ schema: c.schema, name: c.table, kind: 'table', columns: [] } satisfies DbTable))
       : columns;
     const seen = visible ? (dates ?? []).filter((c) => visible({ schema: c.schema, name: c.table, kind: 'table', columns: [] } satisfies DbTable)) : (dates ?? []);
-    return { source: 'statistics', columns: shown, ...(dates ? { dates: seen } : {}), truncated, duration_ms: performance.now() - started };
+    // masked columns' values and dates are left out before they leave (mask-values.ts)
+    const masked = await maskIndex(lease.engine.dialect, shown, seen, deps, ctx);
+    return { source: 'statistics', columns: masked.columns, ...(dates ? { dates: masked.dates } : {}), truncated, duration_ms: performance.now() - started };
   } finally {
     lease.release();
   }

@@ -11,8 +11,8 @@
  * 3. value overlap alone: a key-like column (`…_id`, `…_ref`, `…_code`, `…_no`, …) whose
  *    sampled values are found in another table's key (confidence: that share, kept from 0.8).
  *
- * Sample values and min/max pass the mask rules first (the masking actor, `result.mask`, with
- * the table's SELECT for the lineage): a masked column is `masked: true` with masked values.
+ * Sample values and min/max come masked from sql.profile (the executor masks them with the
+ * table's SELECT for the lineage): a masked column is `masked: true` with masked values.
  * Nothing is stored here: the suggestions say which tables already have an entity.
  */
 import type { Bus, Ctx } from '../../protocol/bus.js';
@@ -24,7 +24,7 @@ import type { ColumnStats, OverlapPair, SqlProfileReply, TableProfile } from '..
 import type {
   Aggregation, ColumnProfile, DiscoverReply, DiscoverRequest, SemanticEntity, SuggestedEntity, SuggestedRelationship,
 } from '../../protocol/schemas/semantic.js';
-import { ResultMask, SemanticDiscover, SqlProfile } from '../../protocol/subjects.js';
+import { SemanticDiscover, SqlProfile } from '../../protocol/subjects.js';
 import type { SemanticRepository } from '../../store/semantic.js';
 
 export interface DiscoverDeps {
@@ -35,15 +35,13 @@ export interface DiscoverDeps {
 
 /** Overlap checks asked of the executor in one discovery, at most (its contract's limit). */
 const MAX_OVERLAP_PAIRS = 100;
-/** Of the profile's share of the time: the rest is for the overlap checks and masking. */
+/** Of the profile's share of the time: the rest is for the overlap checks. */
 const PROFILE_SHARE = 0.7;
 /** An overlap-only suggestion needs this share of the sampled values found, and this many values. */
 const OVERLAP_MIN_SHARE = 0.8;
 const OVERLAP_MIN_VALUES = 3;
 /** A name match whose sampled values are mostly not found is dropped. */
 const NAME_MIN_SHARE = 0.5;
-/** Tables masked at once. */
-const MASK_CONCURRENCY = 4;
 
 export async function discover(input: DiscoverRequest, deps: DiscoverDeps, ctx: Ctx): Promise<DiscoverReply> {
   const started = performance.now();
@@ -59,8 +57,7 @@ export async function discover(input: DiscoverRequest, deps: DiscoverDeps, ctx: 
 
   const existing = await deps.store.semantic.listEntities({ schema_name: input.schema });
   const relationships = await suggestRelationships(profiled, input, deps, { ...ctx, deadline });
-  const masked = await maskAll(profiled, deps, { ...ctx, deadline });
-  const entities = profiled.tables.map((t, i) => suggestEntity(t, masked[i]!, input, existing));
+  const entities = profiled.tables.map((t) => suggestEntity(t, columnProfiles(t, valuesOf(t)), input, existing));
   const reply: DiscoverReply = {
     entities,
     relationships,
@@ -211,57 +208,14 @@ interface MaskedValues {
   masked: boolean;
 }
 
-/**
- * Each table's values through the mask rules: one result per table (row 0 the minimums, row 1
- * the maximums, then the sample values), its SELECT for the lineage. Fails closed: when the
- * masking actor cannot answer, discovery fails rather than show unmasked values.
- */
-async function maskAll(p: SqlProfileReply, deps: DiscoverDeps, ctx: Ctx): Promise<ColumnProfile[][]> {
-  const out: ColumnProfile[][] = new Array(p.tables.length);
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < p.tables.length) {
-      const i = next++;
-      const t = p.tables[i]!;
-      out[i] = columnProfiles(t, await maskTable(t, p.dialect, deps, ctx));
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(MASK_CONCURRENCY, p.tables.length) }, worker));
-  return out;
-}
-
-async function maskTable(t: TableProfile, dialect: SqlProfileReply['dialect'], deps: DiscoverDeps, ctx: Ctx): Promise<MaskedValues[]> {
-  const cols = t.columns;
-  const depth = Math.max(0, ...cols.map((c) => c.sample_values.length));
-  const plain: MaskedValues[] = cols.map((c) => ({
+/** Each table's values as sql.profile answered them: masked by the executor already (`masked` on a column a rule covers). */
+function valuesOf(t: TableProfile): MaskedValues[] {
+  return t.columns.map((c) => ({
     ...(c.min !== undefined ? { min: c.min } : {}),
     ...(c.max !== undefined ? { max: c.max } : {}),
     sample_values: c.sample_values,
-    masked: false,
+    masked: c.masked === true,
   }));
-  if (!cols.length || (depth === 0 && cols.every((c) => c.min === undefined && c.max === undefined))) return plain;
-  const rows: Cell[][] = [
-    cols.map((c) => c.min ?? null),
-    cols.map((c) => c.max ?? null),
-    ...Array.from({ length: depth }, (_, k) => cols.map((c) => c.sample_values[k] ?? null)),
-  ];
-  const reply = await deps.bus.request(ResultMask, {
-    sql: t.select_sql,
-    dialect,
-    columns: cols.map((c) => ({ name: c.name, type: c.data_type })),
-    rows,
-  }, ctx);
-  for (const m of reply.masked) {
-    const c = cols[m.index];
-    const v = plain[m.index];
-    if (!c || !v) continue;
-    const cell = (row: number): Cell => reply.rows[row]?.[m.index] ?? null;
-    v.masked = true;
-    if (c.min !== undefined) v.min = cell(0);
-    if (c.max !== undefined) v.max = cell(1);
-    v.sample_values = c.sample_values.map((_, k) => cell(2 + k));
-  }
-  return plain;
 }
 
 // ---- relationships ----------------------------------------------------------------------------

@@ -24,7 +24,7 @@ export const SqlExportRequest = Type.Object({
   at: Type.Optional(Type.String({ maxLength: 40 })),
   /** the zone {{date}} and {{time}} are read in (default UTC) */
   timezone: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
-  /** the mask rules to apply; absent: the active rules of the rule store (as result.mask) */
+  /** mask rules to apply besides the rule store's active ones (never instead: no request gets rows the store's rules do not mask) */
   rules: Type.Optional(Type.Array(MaskRuleLite)),
   /** fewer rows than export.max_rows (never more) */
   max_rows: Type.Optional(Type.Integer({ minimum: 1 })),

@@ -5,8 +5,9 @@
  * else a sample of at most PROFILE_SAMPLE_ROWS rows; declared keys from the catalog; and, for
  * the column pairs asked for, how many sampled values of one column the other holds.
  *
- * Values (sample values, min, max) are the database's, unmasked: whoever shows them passes them
- * through the mask rules first (ResultMask). Long text values are cut at PROFILE_VALUE_CHARS.
+ * Values (sample values, min, max) come back masked: the executor passes each table's values
+ * through the mask rules before it replies (`masked: true` on a column they cover), as it does
+ * the rows of sql.execute. Long text values are cut at PROFILE_VALUE_CHARS.
  */
 import Type, { type Static } from 'typebox';
 import { Cell, Dialect } from './common.js';
@@ -57,6 +58,8 @@ export const ColumnStats = Type.Object({
   max: Type.Optional(Cell),
   /** a few values: the most common ones (statistics) or the first distinct ones sampled */
   sample_values: Type.Array(Cell),
+  /** a mask rule covers the column: min, max and sample_values hold masked values */
+  masked: Type.Optional(Type.Boolean()),
   /** average length of the sampled text values, in characters */
   avg_length: Type.Optional(Type.Number({ minimum: 0 })),
   /** where the figures come from; absent when there are none (the table could not be sampled) */
@@ -144,7 +147,9 @@ export const IndexedColumn = Type.Object({
   column: Type.String(),
   /** the column's distinct values (the statistics' estimate) */
   distinct: Type.Number({ minimum: 0 }),
+  /** empty when a mask rule covers the column (`masked`): a masked value is neither matched nor offered */
   values: Type.Array(Type.String()),
+  masked: Type.Optional(Type.Boolean()),
 });
 export type IndexedColumn = Static<typeof IndexedColumn>;
 

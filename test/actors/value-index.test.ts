@@ -14,8 +14,6 @@ import { createEngine } from '../../actors/executor/engines/index.js';
 import type { ExecutorDeps } from '../../actors/executor/handle.js';
 import { profile } from '../../actors/executor/profile.js';
 import { values } from '../../actors/executor/value-index.js';
-import { mask } from '../../actors/lib/masking/mask.js';
-import { createHasher } from '../../actors/lib/masking/strategies.js';
 import { createLogger } from '../../protocol/log.js';
 import { testConfig } from '../helpers/config.js';
 import { createTestDb } from '../helpers/pg.js';
@@ -102,7 +100,6 @@ t.test('with value statistics the literals are looked up in the index, not profi
   const introspection = { dialect: engine.dialect, provider: engine.provider, default_schema: schema.default_schema, tables: schema.tables };
   const log = createLogger({ svc: 'test', level: 'silent' });
   const executor: ExecutorDeps = { config, engine, log, masking: fixedMasking([], log), bus: { publish: async () => undefined } as unknown as ExecutorDeps['bus'] };
-  const masking = { rules: { get: async () => [] }, hasher: createHasher(undefined), log };
   // a catalog larger than the prompt: the value index is asked
   const catalogConfig = testConfig({ natsUrl: 'nats://127.0.0.1:1', extra: { catalog: { max_tables_in_prompt: 4 } } });
   const setup = (source: 'statistics' | 'none') => {
@@ -115,7 +112,6 @@ t.test('with value statistics the literals are looked up in the index, not profi
         return profile(input, executor, ctx);
       }, 60),
       valueIndex: createValueIndex(async (ctx) => (source === 'statistics' ? values({}, executor, ctx) : { source: 'none', columns: [], truncated: false, duration_ms: 0 }), 60),
-      mask: (input, ctx) => mask(input, masking, ctx),
     };
     return { deps, profiled };
   };

@@ -9,7 +9,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
-import { ALL_ACTORS, AuditQuery, MaskRuleCreate, ResultMask } from '../../protocol/subjects.js';
+import { ALL_ACTORS, AuditQuery, Bucket, MaskRuleCreate, ResultMask, SemanticDiscover, SqlExecute, SqlExport, SqlProfile, SqlValues } from '../../protocol/subjects.js';
+import { runEval } from '../../edge/eval/golden.js';
 import { testConfig } from '../helpers/config.js';
 import { sqlAnswer, startFakeLlm, type RecordedRequest } from '../helpers/fake-llm.js';
 import { closeClient, connectClient, issueToken, until } from '../helpers/mcp.js';
@@ -248,6 +249,60 @@ t.test('every channel: SSE, legacy /query, MCP ask_database, insights and a foll
   const followUp = fake.requests.at(-1)!;
   t.ok(JSON.stringify(followUp.messages).includes('string_agg(email'), 'the follow-up request carries the first turn');
   t.same(leaks(followUp), [], 'no raw value in the follow-up request to the model');
+});
+
+/**
+ * No route and no actor gets rows that skipped masking (issue 26): every request that answers
+ * values of the database is tried with the masked columns, as an actor on the bus would ask it
+ * and as a person would through the edge, and none answers a raw value. Masking is part of the
+ * executor's replies, so there is no request left that could.
+ */
+t.test('no route and no actor gets rows that skipped masking', async (t) => {
+  const rctx = { requestId: 'e2e-every-route' };
+  const SQL = 'SELECT id, name, email, ssn, email AS contact FROM customers ORDER BY id';
+  // sql.execute, asked directly (any actor can): masked in the executor's reply
+  const executed = await bus.request(SqlExecute, { sql: SQL }, rctx);
+  t.equal(executed.row_count, 3);
+  t.same(executed.masked.map((m) => [m.column, m.strategy]), [['email', 'partial'], ['ssn', 'hash'], ['contact', 'partial']], 'the reply says what was masked');
+  assertNoRawValues(t, executed, 'sql.execute\'s reply');
+
+  // sql.export, asked directly, even with an empty rule list: the store's rules still apply
+  const exported = await bus.request(SqlExport, { sql: SQL, format: 'csv', title: 'Customers', rules: [] }, rctx);
+  t.ok(exported.object, 'stored');
+  const file = await (await bus.objects(Bucket.Exports)).get(exported.object!);
+  const chunks: Buffer[] = [];
+  for await (const chunk of file!.stream) chunks.push(Buffer.from(chunk as Uint8Array));
+  const csv = Buffer.concat(chunks).toString('utf8');
+  t.match(csv, /a\*\*\*@example\.com/, 'the file holds the masked values');
+  t.same(leaks(csv), [], 'no raw value in the exported file');
+  // and through the edge (the download)
+  const { token: exportToken } = await issueToken(bus, 'mask-export');
+  const download = await call(`${stack.url}/api/export`, { body: { sql: SQL, format: 'csv' }, headers: { authorization: `Bearer ${exportToken}` } });
+  t.equal(download.status, 200, download.text.slice(0, 200));
+  t.same(leaks(download.text), [], 'no raw value in the download');
+
+  // sql.profile (semantic discovery's and the catalog's samples): masked values, said so
+  await db.pool.query('ANALYZE customers');
+  const profiled = await bus.request(SqlProfile, { schema: 'public', tables: ['customers'] }, rctx);
+  const cols = new Map(profiled.tables[0]!.columns.map((c) => [c.name, c]));
+  t.ok(cols.get('email')?.masked && cols.get('ssn')?.masked, 'email and ssn are said to be masked');
+  t.notOk(cols.get('country')?.masked, 'a column no rule covers is not');
+  assertNoRawValues(t, profiled, 'sql.profile\'s reply');
+  // sql.values (the catalog's value index, from which clarifying questions offer values)
+  const indexed = await bus.request(SqlValues, {}, rctx);
+  for (const c of indexed.columns.filter((x) => x.table === 'customers' && (x.column === 'email' || x.column === 'ssn'))) {
+    t.same(c.values, [], `${c.column}: no values in the index`);
+  }
+  assertNoRawValues(t, indexed, 'sql.values\'s reply');
+  // semantic discovery
+  const discovered = await bus.request(SemanticDiscover, { schema: 'public', tables: ['customers'] }, { ...rctx, user: 'admin' });
+  assertNoRawValues(t, discovered, 'semantic discovery\'s reply');
+
+  // the accuracy harness: the expected rows are masked as the answer's are (else a right answer would score wrong)
+  fake.script({ text: sqlAnswer(SQL) });
+  const report = await runEval(bus, [{ question: 'every customer', expected_sql: SQL, ordered: true }], { requestId: 'e2e-every-route-eval' });
+  t.equal(report.results[0]?.verdict, 'correct', JSON.stringify(report.results[0]));
+  assertNoRawValues(t, report, 'the evaluation report');
 });
 
 t.test('what the model received, the events on the bus and the audit rows hold no raw value', async (t) => {

@@ -4,9 +4,8 @@
  * engine introspects from the benchmark's PostgreSQL database (load.ts), with known values from
  * the executor's own `sql.values` handler (actors/executor/value-index.ts: the value index from
  * PostgreSQL's statistics) and `sql.profile` handler (actors/executor/profile.ts, asked only
- * where the index has no statistics) against that database and
- * the masking actor's handler (no rules) vetting the values a clarifying question would offer, as
- * the running service wires them over the bus. No semantic layer.
+ * where the index has no statistics) against that database, with no mask rules (the executor
+ * masks their values itself), as the running service wires them over the bus. No semantic layer.
  *
  * Per question: the answer tables sent (against the best of its minimal sets), whether a
  * clarifying question came back, the SQL prompt's tokens, the handler's time. Summaries for dev,
@@ -20,8 +19,6 @@ import { values } from '../../../actors/executor/value-index.js';
 import { createEngine } from '../../../actors/executor/engines/index.js';
 import type { ExecutorDeps } from '../../../actors/executor/handle.js';
 import { profile } from '../../../actors/executor/profile.js';
-import { mask } from '../../../actors/lib/masking/mask.js';
-import { createHasher } from '../../../actors/lib/masking/strategies.js';
 import type { Config } from '../../../config/schema.js';
 import { createLogger } from '../../../protocol/log.js';
 import type { SqlIntrospectReply } from '../../../protocol/schemas/sql.js';
@@ -171,7 +168,6 @@ export async function runRealLinking(opts: RealRunOptions): Promise<RealRun> {
     const tables = foreignKeys ? schema.tables : schema.tables.map((t) => withoutForeignKeys(t));
     const introspection: SqlIntrospectReply = { dialect: engine.dialect, provider: engine.provider, default_schema: schema.default_schema, tables };
     const executor: ExecutorDeps = { config: engineConfig, engine, log, masking: fixedMasking([], log), bus: { publish: async () => undefined } as unknown as ExecutorDeps['bus'] };
-    const masking = { rules: { get: async () => [] }, hasher: createHasher(undefined), log };
     const deps: CatalogDeps = {
       config: catalogConfig,
       catalog: createCatalogCache({ load: async () => introspection, ttlSeconds: 3600 }),
@@ -179,7 +175,6 @@ export async function runRealLinking(opts: RealRunOptions): Promise<RealRun> {
       values: createValueSource((input, ctx) => profile(input, executor, ctx), Math.max(60, catalogConfig.catalog.cache_ttl_seconds)),
       // as busValueIndex keeps it; built once before the questions (a running service builds it on the first question and keeps it)
       valueIndex: createValueIndex((ctx) => values({}, executor, ctx), Math.max(60, catalogConfig.catalog.cache_ttl_seconds)),
-      mask: (input, ctx) => mask(input, masking, ctx),
       ...(opts.complete ? { complete: opts.complete } : {}),
       log,
     };
