@@ -175,6 +175,8 @@ t.test('the Assistant widget, anonymous: a CSV click says why not, and the answe
   t.equal(await widget.locator('form.ctd-login:visible').count(), 0, `no login form replaces the answer (${await widget.locator('form.ctd-login').allTextContents()})`);
   t.ok(await answer.locator('table').isVisible(), 'the answer\'s table is still shown');
   t.ok(await answer.locator('.downloads button[data-format="csv"]').isDisabled(), 'the buttons say they will not work');
+  await answer.locator('.dl-status').scrollIntoViewIfNeeded();
+  await page.screenshot({ path: `${ARTIFACTS}/biz-widget-download-anon.png` });
 });
 
 // ---- charts and numbers (items 2 and 3) ------------------------------------------------------------
@@ -184,6 +186,8 @@ await db.pool.query(`
   INSERT INTO orders SELECT g, 1000 + g % 7, (ARRAY['web', 'mobile', 'store'])[1 + g % 3], (ARRAY['Lyon', 'Nice'])[1 + g % 2], 10 + g * 1.5, timestamptz '2024-03-05 10:00:00+00' + (g || ' hours')::interval
     FROM generate_series(1, 40) g;
 `);
+
+const PHONE = { width: 390, height: 844 };
 
 /** The dashboard, light or dark, at a size; asks one question with its scripted SQL; the answer once drawn. */
 async function answerOf(t: Test, sql: string, question: string, opts: { theme?: 'light' | 'dark'; width?: number; height?: number } = {}) {
@@ -243,6 +247,19 @@ t.test('a (month, region, revenue) result: one line per region with a legend and
   t.same(flat.series, ['Revenue'], 'no series picked: one line, summed per month');
 });
 
+t.test('a phone in the dark: the pivoted series, its pickers and legend fit 390 px', async (t) => {
+  const { page, answer } = await answerOf(t, 'SELECT month, region, revenue FROM sales ORDER BY month, region', 'Revenue by month and region', { theme: 'dark', ...PHONE });
+  const c = await drawn(page);
+  t.equal(c.series.length, 3);
+  const width = await page.evaluate('document.documentElement.scrollWidth') as number;
+  t.ok(width <= PHONE.width, `the page is ${width} px wide`);
+  const box = await answer.locator('.chart canvas').boundingBox();
+  t.ok(box && box.x >= 0 && box.x + box.width <= PHONE.width, `the chart within the screen (${JSON.stringify(box)})`);
+  await answer.locator('.chart').scrollIntoViewIfNeeded();
+  await page.screenshot({ path: `${ARTIFACTS}/biz-series-390-dark.png` });
+  t.same(await axeSerious(page), [], 'axe: a chart with its pickers at 390 px in the dark, no serious or critical violation');
+});
+
 t.test('one row, one value: a number card with its label', async (t) => {
   const { page, answer } = await answerOf(t, 'SELECT sum(revenue) AS total_revenue FROM sales', 'Total revenue');
   const card = answer.locator('.chart .kpi');
@@ -290,8 +307,6 @@ t.test('two text columns: no chart by itself, and a way to make one (the number 
 });
 
 // ---- phones (item 8) ---------------------------------------------------------------------------------
-
-const PHONE = { width: 390, height: 844 };
 
 t.test('phones: /demo fits 390 px, its launchers on screen, the open panel within the screen', async (t) => {
   for (const theme of ['light', 'dark'] as const) {
