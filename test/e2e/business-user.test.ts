@@ -157,6 +157,26 @@ t.test('downloads from the dashboard: an admin who signed in in the Admin tab af
   await downloadAll(t, page, answer, 'the admin of the Admin tab');
 });
 
+t.test('the Agent widget, signed in with a database account: csv, xlsx and html downloads', async (t) => {
+  const context = await browser.newContext({ acceptDownloads: true, viewport: { width: 1200, height: 900 } });
+  t.teardown(() => context.close());
+  const page = await context.newPage();
+  page.on('pageerror', (e) => t.fail(`page error: ${e.message}`));
+  await page.goto(`${stack.url}/demo`);
+  const widget = page.locator('[data-cortado-widget="agent"]');
+  await widget.locator('.ctd-launch').click();
+  const form = widget.locator('form.ctd-login');
+  await form.waitFor();
+  await form.locator('input[name=username]').fill(role);
+  await form.locator('input[name=password]').fill(PASSWORD);
+  await form.locator('button[type=submit]').click();
+  await widget.locator('textarea.question').fill('Revenue by region, in the agent');
+  await widget.locator('button.go').click();
+  const answer = widget.locator('.answer').first();
+  await answer.locator('.downloads').waitFor();
+  await downloadAll(t, page, answer, 'the agent\'s database user');
+});
+
 t.test('the Assistant widget, anonymous: a CSV click says why not, and the answer stays', async (t) => {
   const context = await browser.newContext({ acceptDownloads: true, viewport: { width: 1200, height: 900 } });
   t.teardown(() => context.close());
