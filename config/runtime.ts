@@ -72,6 +72,7 @@ export const START_ONLY: ReadonlyArray<readonly [key: string, why: string]> = [
   ['alarms.storage_path', 'the alarms actor opens its store at start'],
   ['scheduler.enabled', 'the scheduler starts its leader (cron firing) at start'],
   ['scheduler.max_concurrent_jobs', 'the scheduler sizes its work queue\'s consumer at start'],
+  ['scheduler.redelivery_seconds', 'the scheduler sets its work queue\'s consumer at start'],
 ];
 
 function covers(pattern: string, key: string): boolean {

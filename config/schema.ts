@@ -340,6 +340,8 @@ export const ConfigSchema = Type.Object({
     timezone: Str('UTC'),
     max_concurrent_jobs: Int(10, { minimum: 1 }),
     job_timeout_seconds: Int(300, { minimum: 1 }),
+    /** (Cortado) a run whose worker died (no "still working" this long) goes to another worker after this many seconds */
+    redelivery_seconds: Int(30, { minimum: 3, maximum: 3600 }),
     keep_history_days: Int(30, { minimum: 1 }),
     max_executions_per_schedule: Int(100, { minimum: 1 }),
   }),

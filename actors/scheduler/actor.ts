@@ -51,7 +51,7 @@ export async function startScheduler(deps: ActorDeps, opts: SchedulerOptions = {
       queue = localQueue(log, max);
     } else {
       try {
-        queue = await jetstreamQueue(bus, log, max);
+        queue = await jetstreamQueue(bus, log, max, config.scheduler.redelivery_seconds * 1000);
         lease = await openLease(bus);
       } catch (err) {
         log.warn({ err: (err as Error).message }, 'no JetStream: scheduled runs are fired and run in each scheduler process (each tick still runs once)');

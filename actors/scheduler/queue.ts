@@ -29,11 +29,12 @@ export interface JobQueue {
   stop(deadlineMs: number): Promise<void>;
 }
 
-/** A run not acknowledged (nor said to be still running) this long goes to another worker. */
-const ACK_WAIT_MS = 30_000;
-
-export async function jetstreamQueue(bus: Bus, log: Logger, maxConcurrent: number): Promise<JobQueue> {
-  const q: WorkQueue<typeof ScheduleRunQueue> = await bus.workQueue(ScheduleRunQueue, { maxInFlight: maxConcurrent, ackWaitMs: ACK_WAIT_MS });
+/**
+ * `redeliveryMs`: a run not acknowledged (nor said to be still running) this long goes to another
+ * worker (scheduler.redelivery_seconds, 30 s by default).
+ */
+export async function jetstreamQueue(bus: Bus, log: Logger, maxConcurrent: number, redeliveryMs = 30_000): Promise<JobQueue> {
+  const q: WorkQueue<typeof ScheduleRunQueue> = await bus.workQueue(ScheduleRunQueue, { maxInFlight: maxConcurrent, ackWaitMs: redeliveryMs });
   let worker: { stop(deadlineMs?: number): Promise<void> } | undefined;
   return {
     kind: 'jetstream',

@@ -39,7 +39,8 @@ const log = createLogger({ svc: 'test', level: 'silent' });
 
 const extra = {
   config_db: { enabled: true, encryption_key: generateFernetKey(), postgresql: { host: cfgDb.host, port: cfgDb.port, database: cfgDb.name, user: cfgDb.user } },
-  scheduler: { enabled: false, job_timeout_seconds: 8 },
+  // a run whose process was killed goes to the next one after 6 s, not the default 30
+  scheduler: { enabled: false, job_timeout_seconds: 8, redelivery_seconds: 6 },
   email: { enabled: true, smtp: { host: smtp.host, port: smtp.port, from_email: 'reports@example.org', use_tls: false, use_ssl: false } },
 };
 const dbRef = { host: db.host, port: db.port, name: db.name, user: db.user };

@@ -67,7 +67,8 @@ const config = testConfigObject({
   natsUrl: nats.url, db: { host: db.host, port: db.port, name: db.name, user: db.user }, llmUrl: fake.url,
   extra: {
     config_db: { enabled: true, encryption_key: generateFernetKey(), postgresql: { host: cfgDb.host, port: cfgDb.port, database: cfgDb.name, user: cfgDb.user } },
-    scheduler: { enabled: true, timezone: 'UTC', max_concurrent_jobs: 2, job_timeout_seconds: 8 },
+    // a run whose process was killed goes to the other after 6 s, not the default 30
+    scheduler: { enabled: true, timezone: 'UTC', max_concurrent_jobs: 2, job_timeout_seconds: 8, redelivery_seconds: 6 },
     email: { enabled: true, smtp: { host: smtp.host, port: smtp.port, from_email: 'reports@example.org', use_tls: false, use_ssl: false } },
     export: { max_rows: 1000 },
     catalog: { cache_ttl_seconds: 300 },
