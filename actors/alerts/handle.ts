@@ -349,6 +349,8 @@ export async function onEvent(event: QueryEvent, deps: AlertsDeps, ctx: Ctx): Pr
     ...(schema ? { table: (parts: string[]) => schema.lookup(parts) } : {}),
     ...(kind === 'rejected' ? { rejection: { code: e.code, reason: e.reason, ...(e.kind ? { kind: e.kind } : {}) } } : {}),
     ...(kind === 'executed' ? { rows: { count: e.row_count, truncated: e.truncated, maxLimit: deps.config.query.max_limit } } : {}),
+    // the relations the guard read (query.executed carries them): not lexed again
+    ...(kind === 'executed' && e.tables ? { relations: e.tables.map((t) => t.toLowerCase().split('.')) } : {}),
     recentQuestions: recent,
   });
   const reasons: string[] = [];

@@ -285,6 +285,12 @@ export interface ScoreInput {
   maskPatterns?: readonly string[];
   /** what the schema knows of a relation (its parts as written, lower-cased) */
   table?: (parts: string[]) => TableInfo | undefined;
+  /**
+   * The relations the statement read as the executor's guard parsed them (query.executed's
+   * `tables`, each as lower-cased parts): used instead of the ones the lexer finds after FROM and
+   * JOIN, which cannot tell a CTE from a table. Absent (generated and rejected SQL, older events): the lexer's.
+   */
+  relations?: string[][];
   /** questions by the same user in the current burst window, this one included */
   recentQuestions?: number;
 }
@@ -350,7 +356,8 @@ export function score(input: ScoreInput): ScoreResult {
 
   // the columns it reads: named ones, and what a * expands to where the schema is known
   const columns = new Set(shape.columns);
-  const known = shape.tables.map((parts) => ({ parts, info: input.table?.(parts) }));
+  const relations = input.relations ?? shape.tables;
+  const known = relations.map((parts) => ({ parts, info: input.table?.(parts) }));
   if (shape.star) for (const k of known) for (const c of k.info?.columns ?? []) columns.add(c.toLowerCase());
 
   const secret: string[] = [];
@@ -372,7 +379,7 @@ export function score(input: ScoreInput): ScoreResult {
   if (masked.length) add('masked_column', FACTORS.masked_column, masked.join(', '));
 
   if (shape.star) add('select_star', FACTORS.select_star);
-  const readsTable = shape.tables.length > 0;
+  const readsTable = relations.length > 0;
   if (readsTable && !shape.filtered) {
     add('no_filter', FACTORS.no_filter);
     if (secret.length || personal.length || masked.length) add('unfiltered_sensitive', FACTORS.unfiltered_sensitive);
@@ -380,9 +387,9 @@ export function score(input: ScoreInput): ScoreResult {
     if (large) add('large_table', FACTORS.large_table, `${large.parts.join('.')} (~${Math.round(large.info!.row_estimate!)} rows)`);
   }
 
-  const system = shape.tables.filter(isSystemRelation);
+  const system = relations.filter(isSystemRelation);
   if (system.length) add('system_catalog', FACTORS.system_catalog, system.map((p) => p.join('.')).join(', '));
-  const credential = shape.tables.filter(isCredentialRelation);
+  const credential = relations.filter(isCredentialRelation);
   if (credential.length) add('credential_catalog', FACTORS.credential_catalog, credential.map((p) => p.join('.')).join(', '));
 
   if (shape.write) add('write_statement', FACTORS.write_statement, shape.write.toUpperCase());

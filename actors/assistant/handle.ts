@@ -416,6 +416,8 @@ async function deliver(
 
   bus.publish(QueryExecutedEvt, {
     ...run.event(), sql: result.sql, duration_ms: result.duration_ms, row_count: result.row_count, truncated: result.truncated, usage: run.usage, attempt: p.attempt,
+    // the guard's relations (none read: an empty list), so the alerts need not lex the SQL for them
+    tables: result.tables ?? [],
   }, ctx);
   await deps.conversations.append(p.conversation, { question: p.question, sql: result.sql, ...(p.explanation ? { answer: p.explanation } : {}) });
   return run.finish({

@@ -34,6 +34,11 @@ export const QueryExecuted = Type.Object({
   usage: Usage,
   /** attempt that succeeded */
   attempt: Type.Integer({ minimum: 0 }),
+  /**
+   * The relations the statement read, as the executor's guard parsed them (`public.orders`; CTE
+   * names left out): names, never values. The alerts score these instead of lexing the SQL again.
+   */
+  tables: Type.Optional(Type.Array(Type.String())),
 });
 export type QueryExecuted = Static<typeof QueryExecuted>;
 

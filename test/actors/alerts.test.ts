@@ -134,6 +134,17 @@ t.test('the default threshold (70) is reached by realistic bad queries, and not 
   t.ok(Object.values(FACTORS).every((v) => typeof v === 'object' || v > 0));
 });
 
+t.test('query.executed: the relations the guard read are scored, not the ones the lexer guesses', async (t) => {
+  const catalogFactors = (r: ReturnType<typeof score>): string[] => r.factors.map((f) => f.name).filter((n) => n === 'credential_catalog' || n === 'system_catalog');
+  // a CTE named like a credential catalog: the lexer takes it for the relation, the guard knows better
+  const sql = 'WITH pg_authid AS (SELECT 1 AS x) SELECT x FROM pg_authid';
+  t.same(catalogFactors(score({ sql })).sort(), ['credential_catalog', 'system_catalog'], 'lexed: the CTE counts as the catalog');
+  t.same(catalogFactors(score({ sql, relations: [] })), [], 'the guard read no relation: nothing to score');
+  t.notOk(score({ sql, relations: [] }).factors.some((f) => f.name === 'no_filter'), 'and no unfiltered table read');
+  // and a relation the guard read counts even where the text hides it from the lexer
+  t.same(catalogFactors(score({ sql: 'SELECT 1', relations: [['pg_catalog', 'pg_authid']] })).sort(), ['credential_catalog', 'system_catalog']);
+});
+
 t.test('sensitive names', async (t) => {
   for (const n of ['password', 'PasswordHash', 'user_pwd', 'ssn', 'credit_card_number', 'cardNumber', 'api_key', 'iban', 'access_token', 'cvv']) t.equal(sensitivity(n), 'secret', n);
   for (const n of ['email', 'e_mail', 'customer_emails', 'phone_number', 'mobile', 'home_address', 'addresses', 'date_of_birth', 'dob', 'salary', 'salaries', 'zip_code']) t.equal(sensitivity(n), 'personal', n);
