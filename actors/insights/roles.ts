@@ -60,6 +60,21 @@ function columnKind(column: Column, values: readonly Cell[]): Kind {
   return 'other';
 }
 
+/** words of a column name that name no particular quantity */
+const GENERIC_WORDS = new Set(['total', 'sum', 'avg', 'average', 'mean', 'count', 'cnt', 'num', 'number', 'of', 'the', 'per', 'by', 'amt', 'value']);
+
+/**
+ * Whether the question names a column: every word of its name but the generic ones (total, sum,
+ * count…) begins a word of the question ("revenue" in "Monthly revenues…"). The same rule as the
+ * answer view's chart (edge/web/static/lib/chart-model.js namedIn).
+ */
+export function namedIn(question: string, name: string): boolean {
+  const words = name.replace(/([a-z0-9])([A-Z])/g, '$1 $2').toLowerCase().split(/[^a-z0-9]+/).filter((w) => w && !GENERIC_WORDS.has(w));
+  if (!words.length) return false;
+  const q = ` ${question.toLowerCase().replace(/[^a-z0-9]+/g, ' ')} `;
+  return words.every((w) => q.includes(` ${w}`));
+}
+
 /** whole numbers only (a year column), judged on the values present */
 function wholeNumbers(values: readonly Cell[]): boolean {
   const present = values.filter((v) => v !== null && v !== undefined);
@@ -67,10 +82,11 @@ function wholeNumbers(values: readonly Cell[]): boolean {
 }
 
 /**
- * The measure (last numeric column that is neither an id nor a whole-numbered period such as a
- * year), label (first text column) and date column.
+ * The measure (the last numeric column that is neither an id nor a whole-numbered period such as
+ * a year — of those the question names, when it names any), label (first text column) and date
+ * column.
  */
-export function pickRoles(columns: readonly Column[], rows: readonly Cell[][]): ColumnRoles {
+export function pickRoles(columns: readonly Column[], rows: readonly Cell[][], question = ''): ColumnRoles {
   const roles: ColumnRoles = { measures: [], dates: [] };
   columns.forEach((column, index) => {
     const values = rows.map((r) => r[index] ?? null);
@@ -85,6 +101,8 @@ export function pickRoles(columns: readonly Column[], rows: readonly Cell[][]): 
       roles.dates.push(ref);
     }
   });
+  const named = question ? roles.measures.filter((m) => namedIn(question, m.name)).at(-1) : undefined;
+  if (named) roles.measure = named;
   return roles;
 }
 

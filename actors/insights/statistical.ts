@@ -79,7 +79,7 @@ export function statisticalInsights(input: InsightsGenerateRequest, options: Sta
     return [insight('empty', 'info', 'No rows matched.', '🔍')];
   }
   const summary = summaryInsight(input);
-  const roles = pickRoles(columns, rows);
+  const roles = pickRoles(columns, rows, input.question);
   const found: Insight[] = [];
   if (roles.measure) {
     const m = roles.measure;

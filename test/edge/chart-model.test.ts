@@ -109,6 +109,21 @@ t.test('the chart\'s measure is the insights\' measure', async (t) => {
     const chart = cm.chartModel(columns, rows);
     t.equal(columns[chart.measure]?.name, insights, `${columns.map((c) => c.name).join(', ')}: both use ${insights}`);
   }
+  // the question names the measure: both take it; else both take the last
+  const monthly: Column[] = [col('month', 'text'), col('total_revenue', 'numeric'), col('orders', 'bigint')];
+  const rows: Cell[][] = [['2024-01', '100.5', 3], ['2024-02', '120.25', 4]];
+  for (const [question, want] of [
+    ['Monthly revenue for the last 12 months', 'total_revenue'],
+    ['How many orders did we get per month?', 'orders'],
+    ['', 'orders'],
+    ['Umsatz pro Monat', 'orders'],
+    ['Total per month', 'orders'],
+  ] as const) {
+    const insights = pickRoles(monthly, rows, question).measure?.name;
+    const chart = cm.chartModel(monthly, rows, {}, { question });
+    t.equal(insights, want, `insights for "${question}": ${want}`);
+    t.equal(monthly[chart.measure]?.name, want, `the chart for "${question}": ${want}`);
+  }
 });
 
 t.test('numbers for people: by type and meaning', async (t) => {

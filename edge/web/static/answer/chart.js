@@ -137,13 +137,15 @@ function renderKpis(model) {
 }
 
 /**
- * The chart block of an answer, or null when there is nothing to chart (no rows). opts: {base}.
+ * The chart block of an answer, or null when there is nothing to chart (no rows). opts: {base,
+ * question} (the question picks the measure it names).
  * A single value is a number card; a shape no chart suits offers "Make a chart" (pickers only).
  * The block holds pickers (type, x, series, measure) and a canvas sized by its box.
  */
 export function renderChart(columns, rows, opts = {}) {
   if (!columns?.length || !rows?.length) return null;
-  let model = chartModel(columns, rows);
+  const context = { question: opts.question ?? '' };
+  let model = chartModel(columns, rows, {}, context);
   if (model.kind === 'kpi') {
     const wrap = el('figure', { class: 'chart kpi-chart', 'data-type': 'kpi', 'data-rule': model.why }, renderKpis(model));
     wrap.drawChart = async () => {};
@@ -183,7 +185,7 @@ export function renderChart(columns, rows, opts = {}) {
     measure: Number(mPick.select.value),
   });
   const draw = async (picked) => {
-    if (picked) model = chartModel(columns, rows, choice());
+    if (picked) model = chartModel(columns, rows, choice(), context);
     chart?.destroy();
     chart = undefined;
     box.replaceChildren();

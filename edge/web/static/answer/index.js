@@ -179,7 +179,7 @@ export function renderAnswer(container, reply, opts = {}) {
     if (r.columns && r.executed !== false) {
       const rows = r.rows ?? [];
       if (rows.length) {
-        const chart = renderChart(r.columns, rows, { base: opts.base });
+        const chart = renderChart(r.columns, rows, { base: opts.base, question: opts.question });
         if (chart) { parts.push(chart); charts.push(chart); }
         parts.push(renderTable(r.columns, rows));
       } else parts.push(el('p', { class: 'muted', text: 'No rows.' }));

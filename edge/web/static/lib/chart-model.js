@@ -4,8 +4,9 @@
 // Each column gets a role: time (a date/time type, or ISO dates as text), measure (a number that
 // is a quantity), id (a number named like a key: id, *_id, *_key, customerId…), calendar (a
 // number named like a period: year, month, quarter… with whole values), category (text), empty.
-// The measure is the LAST measure column, the rule the insights use (actors/insights/roles.ts),
-// so the chart and the insight cards talk about the same figure. Then, in order:
+// The measure is the last measure column the question names (revenue in "Monthly revenue…"), else
+// the last measure column: the rule the insights use (actors/insights/roles.ts), so the chart and
+// the insight cards talk about the same figure. Then, in order:
 //
 //   one row with a measure                        → number cards (KPI), each with its label
 //   time (or a calendar number) + category + measure → one line per category (pivoted; at most
@@ -50,9 +51,27 @@ export function columnRoles(columns, rows) {
   });
 }
 
-/** The measure the chart and the insights talk about: the last measure column, or undefined. */
-export function pickMeasure(roles) {
-  return roles.filter((r) => r.role === 'measure').at(-1)?.index;
+const GENERIC_WORDS = new Set(['total', 'sum', 'avg', 'average', 'mean', 'count', 'cnt', 'num', 'number', 'of', 'the', 'per', 'by', 'amt', 'value']);
+
+/**
+ * Whether the question names a column: every word of its name but the generic ones (total, sum,
+ * count…) begins a word of the question. The insights' rule (actors/insights/roles.ts namedIn).
+ */
+export function namedIn(question, name) {
+  const words = String(name).replace(/([a-z0-9])([A-Z])/g, '$1 $2').toLowerCase().split(/[^a-z0-9]+/).filter((w) => w && !GENERIC_WORDS.has(w));
+  if (!words.length) return false;
+  const q = ` ${String(question).toLowerCase().replace(/[^a-z0-9]+/g, ' ')} `;
+  return words.every((w) => q.includes(` ${w}`));
+}
+
+/**
+ * The measure the chart and the insights talk about: the last measure column the question names
+ * when it names any, else the last measure column; undefined when there is none.
+ */
+export function pickMeasure(roles, question = '') {
+  const measures = roles.filter((r) => r.role === 'measure');
+  const named = question ? measures.filter((r) => namedIn(question, r.name)).at(-1) : undefined;
+  return (named ?? measures.at(-1))?.index;
 }
 
 /** The columns a person may choose from: x (any but empty), series (categories, calendars), measures. */
@@ -65,8 +84,8 @@ function choicesOf(roles) {
 }
 
 /** The default x, series and measure of a result, and the kind of chart its shape suits. */
-function defaults(roles, rows, columns) {
-  const measure = pickMeasure(roles);
+function defaults(roles, rows, columns, question) {
+  const measure = pickMeasure(roles, question);
   const of = (role) => roles.filter((r) => r.role === role).map((r) => r.index);
   const [time] = of('time');
   // no text to group by: a key (a customer's id) names the bars
@@ -113,7 +132,7 @@ function axisOf(roles, columns, rows, index) {
 const keyOf = (v) => (present(v) ? String(v) : null);
 
 /**
- * The chart of a result: chartModel(columns, rows, choice?) where choice = {x, series, measure,
+ * The chart of a result: chartModel(columns, rows, choice?, {question}?) where choice = {x, series, measure,
  * kind} overrides the defaults (a person's picks; series null for none, measure COUNT_ROWS for
  * the number of rows; kind 'line' | 'bar' | 'doughnut' | 'none'). Returns
  *   {kind: 'none', why, choices, roles}
@@ -121,15 +140,15 @@ const keyOf = (v) => (present(v) ? String(v) : null);
  *   {kind: 'line'|'bar'|'doughnut', x, series, measure, labels, datasets: [{label, data, other?}],
  *    xTitle, yTitle, percent (a share: what each value is of the total), format(v), why, choices, roles}
  */
-export function chartModel(columns, rows, choice = {}) {
+export function chartModel(columns, rows, choice = {}, { question = '' } = {}) {
   const roles = columnRoles(columns ?? [], rows ?? []);
   const choices = choicesOf(roles);
   const base = { roles, choices };
   if (!columns?.length || !rows?.length) return { ...base, kind: 'none', why: 'no rows' };
-  const d = defaults(roles, rows, columns);
+  const d = defaults(roles, rows, columns, question);
   const picked = choice.x !== undefined || choice.series !== undefined || choice.measure !== undefined;
   if (!picked && choice.kind === undefined) {
-    if (d.kind === 'none') return { ...base, kind: 'none', why: d.why, measure: pickMeasure(roles) };
+    if (d.kind === 'none') return { ...base, kind: 'none', why: d.why, measure: pickMeasure(roles, question) };
     if (d.kind === 'kpi') return { ...base, ...kpi(columns, rows, roles, d.measure), why: d.why };
   }
   const x = choice.x ?? d.x ?? choices.x.find((i) => i !== (choice.measure ?? d.measure));
