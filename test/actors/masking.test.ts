@@ -13,6 +13,9 @@ import { applyMasks, globMatch, mask, planMasks, RuleCache, UNKNOWN_LINEAGE_RULE
 import { opaqueFunctions } from '../../actors/lib/masking/functions.js';
 import { createHasher, partial, REDACTED } from '../../actors/lib/masking/strategies.js';
 import { createFastHmac } from '../../actors/lib/masking/hmac.js';
+import { prepareGuard } from '../../actors/executor/guard/index.js';
+import { runGuardJob } from '../../actors/executor/guard/job.js';
+import { parseForLineage } from '../../actors/lib/masking/dialects.js';
 import { createHmac, randomBytes } from 'node:crypto';
 import { testConfig } from '../helpers/config.js';
 import { startNats } from '../helpers/nats.js';
@@ -514,6 +517,29 @@ t.test('mask(): request rules, store rules, and the reply', async (t) => {
   const own = await mask({ ...input, rules: [{ field_pattern: 'name', strategy: 'partial' }] }, deps, { requestId: 'r2' });
   t.same(own.rows, [['****', '123-45-6789']], 'the request\'s rules replace the store\'s');
   t.equal(asked, 1, 'the store is not asked when the request brings rules');
+});
+
+t.test('the executor\'s PostgreSQL lineage comes from the guard\'s own parse, and masks as a parse of its own does', async (t) => {
+  await prepareGuard('postgresql');
+  const rules: MaskRuleLite[] = [{ field_pattern: 'customers.email', strategy: 'partial' }, { field_pattern: 'ssn', strategy: 'hash' }, { field_pattern: '*token*', strategy: 'redact' }];
+  const limits = { defaultLimit: 100, maxLimit: 1000 };
+  const cases = [
+    'SELECT name, email AS contact, ssn FROM customers',
+    'WITH c AS (SELECT id, email, ssn FROM customers) SELECT s.who, s.tax FROM (SELECT id, upper(email) AS who, ssn || \'\' AS tax FROM c) s',
+    'SELECT c.row_to_json AS doc, o.id FROM customers c JOIN orders o ON o.customer_id = c.id',
+    'SELECT string_agg(email, \',\') AS everyone, count(DISTINCT ssn) AS n FROM customers',
+    'SELECT payload->\'contact\'->>\'email\' AS e, api_token FROM customers LIMIT 5000',
+  ];
+  for (const sql of cases) {
+    const answer = runGuardJob({ sql, dialect: 'postgresql', limits, lineage: true });
+    t.ok(answer.lineage, `${sql}: the guard job gives the lineage`);
+    const columns = [{ name: 'a', type: 'text' }, { name: 'b', type: 'text' }, { name: 'c', type: 'text' }];
+    const own = planMasks(answer.guarded.sql, 'postgresql', columns, rules);
+    const fromGuard = await mask({ sql: answer.guarded.sql, dialect: 'postgresql', columns, rows: [], rules }, { rules: { get: async () => rules }, hasher: createHasher('k'), log }, { requestId: 'g' }, answer.lineage);
+    t.same(fromGuard.masked, own, `${sql}: the same columns masked, the same way`);
+    t.same(answer.lineage, parseForLineage(answer.guarded.sql, 'postgresql'), `${sql}: the same model as a parse of the guarded text`);
+  }
+  t.equal(runGuardJob({ sql: cases[0]!, dialect: 'postgresql', limits }).lineage, undefined, 'not asked: not read');
 });
 
 t.test('rule cache: one question per TTL, stale answers on failure, then an error', async (t) => {
