@@ -143,6 +143,14 @@ export interface CallerResolver {
    * user stay its own: this names an owner only.
    */
   owner(req: HttpRequest, rid: string): Promise<Owner>;
+  /**
+   * Who is signed in on this request, to name what it asks (analytics, audit, the engine's
+   * end user) where its route resolved nobody (an open route, an anonymous widget): the first
+   * credential `signed_in` takes that holds. Names only — no access follows from it, the
+   * route's scope and owner stay its own — and nothing is refused (a credential that does not
+   * hold, or a cookie write without its CSRF token, names nobody).
+   */
+  user(req: HttpRequest, rid: string): Promise<string | undefined>;
 }
 
 /** The bus context of a caller's requests: request id, user and database scope. */
@@ -420,6 +428,14 @@ export function createCallerResolver(deps: { bus: Bus; config: Config }): Caller
   }
 
   return {
+    async user(req, rid) {
+      try {
+        return (await signedIn(req, rid)).user;
+      } catch (err) {
+        if (err instanceof CortadoError && (err.code === 'UNAUTHORIZED' || err.code === 'FORBIDDEN' || err.code === 'NOT_FOUND')) return undefined;
+        throw err;
+      }
+    },
     async owner(req, rid) {
       try {
         return (await legacy(req, rid, {})).owner;

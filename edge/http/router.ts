@@ -29,6 +29,8 @@ export interface RouteContext<A extends RouteAuth = RouteAuth> extends RequestCo
   caller(hint?: CallerHint): Promise<CallerFor<A>>;
   /** whose what an open route starts is (CallerResolver.owner); resolved once per request */
   owner(): Promise<Owner>;
+  /** who is signed in, to name what the request asks where its caller is nobody (CallerResolver.user); resolved once per request */
+  user(): Promise<string | undefined>;
 }
 
 export type RouteHandler<A extends RouteAuth = RouteAuth> = (req: HttpRequest, res: HttpResponse, ctx: RouteContext<A>) => Promise<void> | void;
@@ -129,11 +131,13 @@ export class Router {
     return async (req, res, base) => {
       let resolved: Promise<CallerFor<RouteAuth>> | undefined;
       let owned: Promise<Owner> | undefined;
+      let named: Promise<string | undefined> | undefined;
       const ctx: RouteContext = {
         rid: base.rid,
         get log() { return base.log; },
         caller: (hint) => (resolved ??= callers.resolve(auth, req, base.rid, hint)),
         owner: () => (owned ??= callers.owner(req, base.rid)),
+        user: () => (named ??= callers.user(req, base.rid)),
       };
       if (upFront) await ctx.caller();
       await handler(req, res, ctx);

@@ -16,10 +16,10 @@ import type { ProgressEvent } from '../../../protocol/schemas/progress.js';
 import { INSIGHTS_FOLLOW_UP_TTL_MS, InsightsFollowUp } from '../../../protocol/schemas/insights.js';
 import { ASK_LIMITS, AskReply, type AskRequest } from '../../../protocol/schemas/ask.js';
 import { ApiQueryBody, BODY_TEXT, LegacyConfirmBody, LegacyQueryBody } from '../../../protocol/schemas/http.js';
-import { callerCtx } from '../../caller.js';
+import { callerCtx, type Caller } from '../../caller.js';
 import { openSse } from '../../sse/stream.js';
 import { errorBody, readJson, sendJson } from '../reply.js';
-import type { RequestContext, Router } from '../router.js';
+import type { RequestContext, RouteContext, Router } from '../router.js';
 import type { HttpRequest, HttpResponse } from '../server.js';
 import type { Config } from '../../../config/schema.js';
 
@@ -52,6 +52,19 @@ function apiWidget(req: HttpRequest, said: string | undefined): string {
 
 function wantsStream(req: HttpRequest): boolean {
   return (req.headers.accept ?? '').toLowerCase().includes('text/event-stream');
+}
+
+/**
+ * The bus context of a question: its caller's, and where the route resolved nobody (an open
+ * route, an anonymous widget) the name of whoever is signed in all the same — an admin or
+ * database login asking on the dashboard — so analytics, the audit log and the engine know who
+ * asked. The name grants nothing: the scope stays the caller's.
+ */
+async function askCtx(ctx: RouteContext, caller: Caller): Promise<Ctx> {
+  const c = callerCtx(ctx.rid, caller);
+  if (c.user) return c;
+  const user = await ctx.user();
+  return user ? { ...c, user } : c;
 }
 
 /** Run one question, as JSON or as an SSE stream of its steps. */
@@ -176,7 +189,7 @@ export function queryRoutes(router: Router, deps: QueryRouteDeps): void {
     const ask: AskRequest = { question: body.question.trim() || body.question, channel: 'api', owner: await ctx.owner(), widget: apiWidget(req, body.widget) };
     if (body.tables?.length) ask.tables = body.tables;
     if (body.conversation_id) ask.conversation_id = body.conversation_id;
-    await runAsk(bus, req, res, ctx, ask, (r) => r, callerCtx(ctx.rid, caller));
+    await runAsk(bus, req, res, ctx, ask, (r) => r, await askCtx(ctx, caller));
   });
 
   router.post('/query', { auth: 'any', summary: 'Ask one question, SQLatte-compatible (the legacy widget\'s shape)', body: LegacyQueryBody, sse: true }, async (req, res, ctx) => {
@@ -187,7 +200,7 @@ export function queryRoutes(router: Router, deps: QueryRouteDeps): void {
     const ask: AskRequest = { question: body.question, channel: 'legacy', owner: caller.owner, widget: 'assistant' };
     if (tables.length) ask.tables = tables;
     if (sessionId) ask.conversation_id = sessionId;
-    await runAsk(bus, req, res, ctx, ask, (r) => legacyShape(r, sessionId), callerCtx(ctx.rid, caller));
+    await runAsk(bus, req, res, ctx, ask, (r) => legacyShape(r, sessionId), await askCtx(ctx, caller));
   });
 
   // run exactly the SQL a /query answer held for confirmation (query.confirm_before_execute)
@@ -195,7 +208,7 @@ export function queryRoutes(router: Router, deps: QueryRouteDeps): void {
     const body = await readJson(req, checkConfirm, { fields: 'strip' });
     const sessionId = body.session_id ?? undefined;
     const caller = await ctx.caller({ widgetSession: sessionId });
-    const reply = await bus.request(AskConfirm, { confirmation_id: body.confirmation_id, owner: caller.owner, channel: 'legacy', widget: 'assistant' }, callerCtx(ctx.rid, caller));
+    const reply = await bus.request(AskConfirm, { confirmation_id: body.confirmation_id, owner: caller.owner, channel: 'legacy', widget: 'assistant' }, await askCtx(ctx, caller));
     sendJson(res, 200, legacyShape(reply, sessionId), ctx.rid);
   });
 
