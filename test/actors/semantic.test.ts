@@ -240,7 +240,7 @@ const config = testConfig({
     config_db: { enabled: true, postgresql: { host: cfgDb.host, port: cfgDb.port, database: cfgDb.name, user: cfgDb.user } },
   },
 });
-const stack = await startStack(config, { edge: false, actors: [Actor.Executor, Actor.Catalog, Actor.Semantic] });
+const stack = await startStack(config, { edge: false, actors: [Actor.Executor, Actor.Settings, Actor.Catalog, Actor.Semantic] });
 const bus = stack.running.bus;
 const ctx = { requestId: 'semantic-test', user: 'ann' };
 t.teardown(async () => {
