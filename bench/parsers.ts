@@ -1,6 +1,6 @@
 /**
  * The parsers section of `npm run bench`: what running the SQL parsers in worker threads costs
- * per question (issue 24, class E; actors/lib/sql-parsers/pool.ts).
+ * per question (issue 24, class E; actors/lib/sql/parsers/pool.ts).
  *
  *   guard    the accepted queries of the four guard corpora (test/fixtures/guard-cases*): the
  *            guard in this thread (guard/index.ts guardSql), through its worker (the guard's
@@ -24,7 +24,7 @@
 import type { Dialect } from '../protocol/schemas/common.js';
 import { guardSql, prepareGuard } from '../actors/executor/guard/index.js';
 import { guardIsolated, startGuardWorkers, stopGuardWorkers } from '../actors/executor/guard/isolated.js';
-import { ParserPool } from '../actors/lib/sql-parsers/pool.js';
+import { ParserPool } from '../actors/lib/sql/parsers/pool.js';
 import { parseForLineage, prepareParsers } from '../actors/lib/masking/dialects.js';
 import { lineageQuery, startLineageWorkers, stopLineageWorkers } from '../actors/lib/masking/isolated.js';
 import { ACCEPTED_POSTGRESQL, LIMITS } from '../test/fixtures/guard-cases.js';

@@ -9,7 +9,7 @@ import type { Logger } from '../protocol/log.js';
 import { ConfigChangedEvt, ConfigStored } from '../protocol/subjects.js';
 import { applyOverride, checkOverride, supersededHere } from '../config/runtime.js';
 import type { Config } from '../config/schema.js';
-import { createSecretBox } from '../actors/lib/secrets.js';
+import { createSecretBox } from '../actors/lib/crypto/secrets.js';
 
 export function startConfigSync(bus: Bus, config: Config, log: Logger): () => void {
   const box = createSecretBox(config);

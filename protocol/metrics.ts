@@ -450,7 +450,7 @@ export function countMaskingHit(strategy: string, n = 1): void {
 }
 
 const parserRestarts = new client.Counter({
-  name: 'cortado_sql_parser_restarts_total', help: 'SQL parser workers replaced (actors/lib/sql-parsers/pool.ts), by parser (guard, lineage) and reason (timeout, crash, memory, exit; inline: the guard parser on the event loop broke, and the event loop stops checking)',
+  name: 'cortado_sql_parser_restarts_total', help: 'SQL parser workers replaced (actors/lib/sql/parsers/pool.ts), by parser (guard, lineage) and reason (timeout, crash, memory, exit; inline: the guard parser on the event loop broke, and the event loop stops checking)',
   labelNames: ['parser', 'reason'] as const, registers: reg,
 });
 

@@ -19,7 +19,7 @@
  *
  * config_db.enabled: PostgreSQL (one small pool per Storage, postgres.ts; the tables created or
  * migrated before openStorage returns); otherwise memory (lost on restart). Values are kept as
- * given: callers seal secrets before they reach a repository (actors/lib/secrets.ts) and hash
+ * given: callers seal secrets before they reach a repository (actors/lib/crypto/secrets.ts) and hash
  * tokens (only the SHA-256 of an API token is stored).
  *
  * Adding a repository (semantic layer, schedules, executions, analytics, alarms …):

@@ -1,6 +1,6 @@
 /**
  * API tokens (owner: the identity actor). Only the SHA-256 of a token is ever stored; the
- * db_config's secrets arrive sealed (actors/lib/secrets.ts) and are kept as given.
+ * db_config's secrets arrive sealed (actors/lib/crypto/secrets.ts) and are kept as given.
  */
 import { CortadoError } from '../protocol/errors.js';
 import { iso, json, type PgDatabase } from './postgres.js';

@@ -23,7 +23,7 @@ import { Actor, AlarmCreate, AlarmDelete, AlarmGet, AlarmHistory, AlarmList, Ala
 import { FileAlarms, openStorage, type AlarmsRepository, type Storage } from '../../store/index.js';
 import type { ActorDeps, RunningActor } from '../runtime/actor.js';
 import { Evaluator } from './evaluator.js';
-import { openLeaseBucket, type LeaseValue } from '../lib/lease.js';
+import { openLeaseBucket, type LeaseValue } from '../lib/jobs/lease.js';
 import * as h from './handle.js';
 import { jiraTracker, type Tracker } from './tracker.js';
 

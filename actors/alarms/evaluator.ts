@@ -1,7 +1,7 @@
 /**
  * Evaluating alarms on their crons, by one leader among every alarms process.
  *
- * The lease is actors/lib/lease.ts's (the scheduler's too), in the JetStream KV bucket
+ * The lease is actors/lib/jobs/lease.ts's (the scheduler's too), in the JetStream KV bucket
  * Bucket.AlarmsLease. Without JetStream every process evaluates (said in the log).
  *
  * Leading or not, a tick is evaluated once: handle.ts's `evaluate` claims it on the alarm in the
@@ -16,12 +16,11 @@
  */
 import type { Kv } from '../../protocol/kv.js';
 import { toCortadoError } from '../../protocol/errors.js';
-import { newestRun, parseCron } from '../lib/cron.js';
-import { LeaderLease, type LeaseValue } from '../lib/lease.js';
+import { newestRun, parseCron } from '../lib/jobs/cron.js';
+import { LeaderLease, type LeaseValue } from '../lib/jobs/lease.js';
 import type { AlarmRecord } from '../../store/index.js';
 import { evaluate, type AlarmsDeps } from './handle.js';
 
-export { LEASE_TTL_MS, type LeaseValue } from '../lib/lease.js';
 const TICK_MS = 1_000;
 const MAX_PARALLEL = 4;
 

@@ -26,7 +26,7 @@ import type { OpsRunReply, OpsRunRequest } from '../../protocol/schemas/ops.js';
 import { AlarmFiredEvt, AlarmResolvedEvt, MailSend, OpsRun, OpsStatus } from '../../protocol/subjects.js';
 import type { Config } from '../../config/schema.js';
 import type { AlarmRecord, AlarmsRepository } from '../../store/index.js';
-import { canonicalZone, parseCron, validZone } from '../lib/cron.js';
+import { canonicalZone, parseCron, validZone } from '../lib/jobs/cron.js';
 import { checkCondition, DEFAULT_SATURATION_MINUTES, describeThreshold, describeValue, measure, OPERATION, opsRequest, type Measurement } from './conditions.js';
 import type { Tracker } from './tracker.js';
 import { alarmsProblems, isEmailAddress } from '../../config/ops-checks.js';

@@ -11,7 +11,7 @@
  * Every factor, with its points (docs/configuration.md "Security alerts and e-mail" shows the same table):
  */
 import type { RiskFactor } from '../../protocol/schemas/policy.js';
-import { scan, type ScanToken as Token } from '../lib/sql-lexer/scan.js';
+import { scan, type ScanToken as Token } from '../lib/sql/lexer/scan.js';
 
 export const FACTORS = {
   /** columns named like secrets (password, ssn, card, token, iban, ...: 30 for the first, 15 each further) or personal data

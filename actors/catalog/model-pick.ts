@@ -18,8 +18,8 @@ import type { Logger } from '../../protocol/log.js';
 import { countTableLinking } from '../../protocol/metrics.js';
 import { ZERO_USAGE, type Usage } from '../../protocol/schemas/common.js';
 import type { LlmCompleteReply, LlmCompleteRequest, LlmMessage } from '../../protocol/schemas/llm.js';
-import { fence, withDataRule } from '../lib/prompting.js';
-import { parseTableListReply } from '../lib/reply-parse.js';
+import { fence, withDataRule } from '../lib/model-io/prompting.js';
+import { parseTableListReply } from '../lib/model-io/reply-parse.js';
 import { type Catalog, type CatalogEntry, compareNames, displayName } from './catalog.js';
 import { neighbours } from './retrieval.js';
 
@@ -173,7 +173,7 @@ Choose every table the query needs: the tables holding what the question asks ab
 Reply with JSON only, no prose, in this form:
 {"tables": ["<name>", "<name>"]}`;
   const earlier = history.filter((h) => h.trim()).slice(-3);
-  // the user's words are fenced as data like every prompt's (lib/prompting.ts), and the system prompt says so
+  // the user's words are fenced as data like every prompt's (lib/model-io/prompting.ts), and the system prompt says so
   const context = earlier.length ? `Earlier questions of this conversation (the question may follow up on them):\n${earlier.map((h) => fence('question', h.slice(0, 500))).join('\n')}\n\n` : '';
   return { system: withDataRule(system), messages: [{ role: 'user', content: `${context}Question: ${fence('question', question.slice(0, 4000))}` }] };
 }

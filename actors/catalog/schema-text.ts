@@ -1,11 +1,11 @@
 /**
  * The schema text the model reads: one block per table, its columns, comments and foreign keys.
- * All of it comes from the database, so it is fenced as data (lib/prompting.ts fence), and each
+ * All of it comes from the database, so it is fenced as data (lib/model-io/prompting.ts fence), and each
  * name, type, comment and value is kept on its line (inline: no line break, control character
  * or fence marker; comments and values capped).
  */
 import type { DbTable } from '../../protocol/schemas/sql.js';
-import { DIALECT_NAMES, fence, inline } from '../lib/prompting.js';
+import { DIALECT_NAMES, fence, inline } from '../lib/model-io/prompting.js';
 import { type Catalog, type CatalogEntry, displayName } from './catalog.js';
 
 /** Characters of a table or column comment shown, at most. */

@@ -11,7 +11,7 @@ import { checkPostgresAllowList } from './guard/allow-postgresql.js';
 import { checkMysqlAllowList, hasStoredFunctions } from './guard/allow-mysql.js';
 import { PostgresEngine } from './engines/postgresql.js';
 import { check, connectTest, estimate, execute, introspect, ping, type ExecutorDeps } from './handle.js';
-import { createSecretBox } from '../lib/secrets.js';
+import { createSecretBox } from '../lib/crypto/secrets.js';
 import { ScopeRegistry } from './scopes.js';
 import { checkRoleAtStart } from './privilege.js';
 import { profile } from './profile.js';

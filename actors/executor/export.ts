@@ -32,7 +32,7 @@ import type { Cell, Column } from '../../protocol/schemas/common.js';
 import type { SqlExportReply, SqlExportRequest } from '../../protocol/schemas/export.js';
 import { Bucket, SqlExport } from '../../protocol/subjects.js';
 import { CONTENT_TYPE, EXPORT_TTL_MS, exportFilename, writeExport, type Page } from '../lib/export/index.js';
-import { localParts } from '../lib/mail-template.js';
+import { localParts } from '../lib/mail/template.js';
 import type { EngineResult, ExecuteOptions } from './engines/engine.js';
 import { capsFromConfig } from './engines/wire-cap.js';
 import { guardIsolated } from './guard/isolated.js';

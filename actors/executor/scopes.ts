@@ -29,7 +29,7 @@ import type { ScopeInfo } from '../../protocol/schemas/scope.js';
 import type { DbTable } from '../../protocol/schemas/sql.js';
 import { ScopeResolve } from '../../protocol/subjects.js';
 import type { Config, DbProviderName } from '../../config/schema.js';
-import type { SecretBox } from '../lib/secrets.js';
+import type { SecretBox } from '../lib/crypto/secrets.js';
 import type { DbEngine } from './engines/engine.js';
 import { createEngine as defaultCreateEngine } from './engines/index.js';
 import { catalogLockFor, type CatalogLock } from './guard/catalog-lock.js';

@@ -10,7 +10,7 @@ import {
 } from '../../protocol/subjects.js';
 import { CortadoError } from '../../protocol/errors.js';
 import { openStorage } from '../../store/index.js';
-import { createSecretBox } from '../lib/secrets.js';
+import { createSecretBox } from '../lib/crypto/secrets.js';
 import type { ActorDeps, RunningActor } from '../runtime/actor.js';
 import { authLogin, authLogout, authToken, autoSession, scopeResolve, type AuthDeps } from './auth.js';
 import * as h from './handle.js';

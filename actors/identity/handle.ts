@@ -13,8 +13,8 @@ import { LoginEvt, ScopeEndedEvt, TokenEvt } from '../../protocol/subjects.js';
 import { maskSecrets } from '../../config/runtime.js';
 import type { Config } from '../../config/schema.js';
 import type { ApiTokenRecord, Storage } from '../../store/index.js';
-import { ldapLogin, normalizeDn, type LdapSettings } from '../lib/ldap.js';
-import { sealForRequest, type SecretBox } from '../lib/secrets.js';
+import { ldapLogin, normalizeDn, type LdapSettings } from '../lib/ldap/client.js';
+import { sealForRequest, type SecretBox } from '../lib/crypto/secrets.js';
 import { lockedOut, newSecret, publicSession, sha256, type Lockouts, type SessionStore } from './sessions.js';
 
 export interface IdentityDeps {
@@ -53,7 +53,7 @@ const WRONG = 'wrong username or password';
 
 /**
  * A login whose password was checked and failed answers no sooner than this after it began. The
- * directory does the same work for unknown names as for known ones (actors/lib/ldap.ts); this
+ * directory does the same work for unknown names as for known ones (actors/lib/ldap/client.ts); this
  * floor also hides what the authority itself spends on a known user (hashing the password) and
  * the local-account fallback, as long as those take less.
  */

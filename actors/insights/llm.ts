@@ -5,7 +5,7 @@
  * and at most SAMPLE_ROWS rows with every value cut to SAMPLE_CELL_CHARS. The rows reaching
  * this actor are masked already (the assistant masks before anything else sees them); masked
  * columns are named to the model and never profiled. The question, the SQL, the summary and the
- * columns are fenced as data, and the system prompt says so (lib/prompting.ts): values, column
+ * columns are fenced as data, and the system prompt says so (lib/model-io/prompting.ts): values, column
  * names and the statistical findings (which quote labels) come from the database.
  *
  * The reply is read strictly: every non-blank line must be
@@ -22,7 +22,7 @@ import type { Insight, InsightsGenerateRequest, ModelInsightsStatus } from '../.
 import type { LlmMessage } from '../../protocol/schemas/llm.js';
 import type { Config } from '../../config/schema.js';
 import { promptText, splitPrompt } from '../../config/prompts.js';
-import { fence, inline, withDataRule } from '../lib/prompting.js';
+import { fence, inline, withDataRule } from '../lib/model-io/prompting.js';
 
 /** Rows of the result shown to the model, at most. */
 export const SAMPLE_ROWS = 10;

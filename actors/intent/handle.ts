@@ -2,7 +2,7 @@
  * Intent detection and the chat reply, as separate model calls: used when model routing
  * puts intent detection (or chat) on another model than SQL generation. In the default
  * configuration sqlgen decides the intent in the same call as the SQL. The question is fenced
- * as data and the system prompt says so (lib/prompting.ts), as in sqlgen.
+ * as data and the system prompt says so (lib/model-io/prompting.ts), as in sqlgen.
  */
 import type { Bus, Ctx } from '../../protocol/bus.js';
 import { LlmComplete } from '../../protocol/subjects.js';
@@ -11,8 +11,8 @@ import { CortadoError } from '../../protocol/errors.js';
 import type { Config } from '../../config/schema.js';
 import { promptText, splitPrompt } from '../../config/prompts.js';
 import type { LlmMessage } from '../../protocol/schemas/llm.js';
-import { fence, historyMessages, withDataRule } from '../lib/prompting.js';
-import { parseIntentReply } from '../lib/reply-parse.js';
+import { fence, historyMessages, withDataRule } from '../lib/model-io/prompting.js';
+import { parseIntentReply } from '../lib/model-io/reply-parse.js';
 
 export interface IntentDeps {
   bus: Pick<Bus, 'request'>;

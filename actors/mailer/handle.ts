@@ -43,7 +43,7 @@ import type { MailFailReason, MailOutcomeReply, MailOutcomeRequest, MailSendRepl
 import { MailFailedEvt, MailSentEvt } from '../../protocol/subjects.js';
 import type { Config } from '../../config/schema.js';
 import type { ObjectBucket } from '../../protocol/bus-objects.js';
-import { embedHtml } from '../lib/mail-template.js';
+import { embedHtml } from '../lib/mail/template.js';
 
 type MailSent = PayloadOf<typeof MailSentEvt>;
 type MailFailed = PayloadOf<typeof MailFailedEvt>;

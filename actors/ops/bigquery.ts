@@ -2,7 +2,7 @@
  * A BigQuery project in a region (ops_agent.config.projects): the four operations through the
  * real client, read-only, each a query on the region's INFORMATION_SCHEMA views or the dataset
  * API. One client per project entry, with its own credentials_path (a service account key:
- * its token request goes to the key's token_uri, signed in by actors/lib/bigquery-auth.ts as the
+ * its token request goes to the key's token_uri, signed in by actors/lib/warehouse/bigquery-auth.ts as the
  * executor's engine is; an empty path: * Application Default Credentials) and the API endpoint of database.bigquery.base_url when set.
  *
  * - expensive queries: JOBS (= JOBS_BY_PROJECT), query jobs created in the window, scripts'
@@ -18,7 +18,7 @@
 import { BigQuery } from '@google-cloud/bigquery';
 import { gaxios, type AnyAuthClient } from 'google-auth-library';
 import { CortadoError } from '../../protocol/errors.js';
-import { clientAuth, loadKey } from '../lib/bigquery-auth.js';
+import { clientAuth, loadKey } from '../lib/warehouse/bigquery-auth.js';
 import type { OpsOperation, OpsResult, OpsTarget, PublicDataset } from '../../protocol/schemas/ops.js';
 import { costUsd, cutQuery, forecast, forecastSince, QUERY_TEXT_CHARS, saturation, saturationWindow, timestampLiteral } from './compute.js';
 import { isoTime, normalRegion, num, text, type OpsParams, type OpsTargetRunner } from './target.js';

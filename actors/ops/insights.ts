@@ -11,7 +11,7 @@
  *
  * The aggregates name users as the warehouse reports them (BigQuery's user_email): the block is
  * fenced as data, each name kept on its line and capped, and the system prompt says fenced text
- * is data (lib/prompting.ts).
+ * is data (lib/model-io/prompting.ts).
  */
 import type { Bus, Ctx } from '../../protocol/bus.js';
 import { toCortadoError } from '../../protocol/errors.js';
@@ -21,7 +21,7 @@ import type { Insight } from '../../protocol/schemas/insights.js';
 import type { OpsOperation, OpsProjectResult, OpsRunReply } from '../../protocol/schemas/ops.js';
 import type { Config } from '../../config/schema.js';
 import { promptText, splitPrompt } from '../../config/prompts.js';
-import { fence, inline, withDataRule } from '../lib/prompting.js';
+import { fence, inline, withDataRule } from '../lib/model-io/prompting.js';
 import { round2 } from './compute.js';
 
 export const MESSAGE_MAX_CHARS = 400;

@@ -20,7 +20,8 @@ import {
 import type { Kv } from '../../protocol/kv.js';
 import { openStorage } from '../../store/index.js';
 import type { ActorDeps, RunningActor } from '../runtime/actor.js';
-import { Leader, openLease, type LeaseValue } from './leader.js';
+import type { LeaseValue } from '../lib/jobs/lease.js';
+import { Leader, openLease } from './leader.js';
 import { jetstreamQueue, localQueue, type JobQueue } from './queue.js';
 import { Retention } from './retention.js';
 import { runJob, runNow, type RunDeps } from './run.js';

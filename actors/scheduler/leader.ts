@@ -1,7 +1,7 @@
 /**
  * Firing, by one leader among every scheduler process.
  *
- * The lease is actors/lib/lease.ts's, in the JetStream KV bucket Bucket.SchedulerLease: one
+ * The lease is actors/lib/jobs/lease.ts's, in the JetStream KV bucket Bucket.SchedulerLease: one
  * leader at a time, the broker's TTL ending a dead leader's lease, a clean stop giving it back.
  *
  * While leader, every TICK_MS: for each enabled schedule, the newest cron tick in
@@ -29,8 +29,8 @@ import type { Logger } from '../../protocol/log.js';
 import { Bucket } from '../../protocol/subjects.js';
 import type { Config } from '../../config/schema.js';
 import type { Execution, ExecutionsRepository, ScheduleRecord, SchedulesRepository } from '../../store/schedules.js';
-import { newestRun, parseCron, type ParsedCron } from '../lib/cron.js';
-import { LeaderLease, openLeaseBucket, type LeaseValue } from '../lib/lease.js';
+import { newestRun, parseCron, type ParsedCron } from '../lib/jobs/cron.js';
+import { LeaderLease, openLeaseBucket, type LeaseValue } from '../lib/jobs/lease.js';
 import type { JobQueue } from './queue.js';
 
 /** how often the leader looks for due ticks */
@@ -38,7 +38,6 @@ const TICK_MS = 1_000;
 /** a tick older than this when found was missed (every scheduler was down) */
 export const MISSED_AFTER_MS = 60_000;
 
-export { LEASE_TTL_MS, type LeaseValue } from '../lib/lease.js';
 
 export interface LeaderDeps {
   bus: Bus;

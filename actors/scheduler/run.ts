@@ -31,7 +31,7 @@ import type { ScheduleIdRequest, ScheduleJob } from '../../protocol/schemas/sche
 import { MailOutcome, MailSend, ScheduleRanEvt, SchemaDescribe, SchemaTables, SqlCheck, SqlExport } from '../../protocol/subjects.js';
 import type { Config } from '../../config/schema.js';
 import type { Execution, ExecutionOutcome, ExecutionsRepository, ScheduleRecord, SchedulesRepository } from '../../store/schedules.js';
-import { reportMail, type ReportFile } from '../lib/mail-template.js';
+import { reportMail, type ReportFile } from '../lib/mail/template.js';
 import type { JobQueue } from './queue.js';
 import { ownedSchedule, scheduleCtx } from './schedules.js';
 import { observeScheduledRun } from '../../protocol/metrics.js';

@@ -42,7 +42,7 @@ import { parseScope } from '../../protocol/scope.js';
 import { SchemaContext, SqlCheck, SqlGenerate } from '../../protocol/subjects.js';
 import type { Config } from '../../config/schema.js';
 import type { ScheduleChange, ScheduleRecord, Storage } from '../../store/index.js';
-import { canonicalZone, describeCron, isoInZone, nextRuns, parseCron, validZone } from './cron.js';
+import { canonicalZone, describeCron, isoInZone, nextRuns, parseCron, validZone } from '../lib/jobs/cron.js';
 
 export interface SchedulesDeps {
   bus: Pick<Bus, 'request'>;

@@ -11,7 +11,7 @@
  * 4. Injected only when the layer lives in PostgreSQL (config_db) and an entity is defined.
  *
  * The header (our instructions) stands before a fence; what admins and the auto-discovery wrote
- * (names, descriptions, synonyms, expressions) is inside it, as data (lib/prompting.ts).
+ * (names, descriptions, synonyms, expressions) is inside it, as data (lib/model-io/prompting.ts).
  *
  * Relevance: with `tables` (the tables of the question's prompt, named as the catalog names
  * them: unqualified in the default schema, `schema.table` elsewhere) only the entities of those
@@ -20,7 +20,7 @@
  * are taken most relevant first; what does not fit is left out.
  */
 import type { Dialect } from '../../protocol/schemas/common.js';
-import { fence, neutralize } from '../lib/prompting.js';
+import { fence, neutralize } from '../lib/model-io/prompting.js';
 import type {
   ContextReply, ContextRequest, SemanticEntity, SemanticMetric, SemanticRelationship,
 } from '../../protocol/schemas/semantic.js';

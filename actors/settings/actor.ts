@@ -16,7 +16,7 @@ import {
   MaskRuleDelete, MaskRuleUpdate, MaskRulesList, PromptsList,
 } from '../../protocol/subjects.js';
 import { openStorage } from '../../store/index.js';
-import { createSecretBox } from '../lib/secrets.js';
+import { createSecretBox } from '../lib/crypto/secrets.js';
 import type { ActorDeps, RunningActor } from '../runtime/actor.js';
 import * as h from './handle.js';
 

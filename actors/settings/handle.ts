@@ -19,8 +19,8 @@ import { DEFAULT_PROMPTS, PROMPT_KEYS } from '../../config/prompts.js';
 import { applyOverride, checkOverride, configValue, isSecretKey, maskSecrets, noteLocalChange } from '../../config/runtime.js';
 import type { Config } from '../../config/schema.js';
 import type { MaskRule, Storage } from '../../store/index.js';
-import { testLdapConnection, type LdapConnectionTest, type LdapSettings } from '../lib/ldap.js';
-import { sealForRequest, type SecretBox } from '../lib/secrets.js';
+import { testLdapConnection, type LdapConnectionTest, type LdapSettings } from '../lib/ldap/client.js';
+import { sealForRequest, type SecretBox } from '../lib/crypto/secrets.js';
 
 export interface SettingsDeps {
   bus: Pick<Bus, 'publish'>;

@@ -4,7 +4,7 @@
  * intent detection onto another model). A previous attempt the database rejected is shown
  * to the model with the database's error, so it can correct itself.
  *
- * What the database and the user wrote reaches the model fenced as data (lib/prompting.ts):
+ * What the database and the user wrote reaches the model fenced as data (lib/model-io/prompting.ts):
  * the schema text and the business context arrive fenced from the catalog and the semantic
  * layer; the question, the earlier turns and the database's error are fenced here; the system
  * prompt ends with the rule that fenced text is data, never instructions.
@@ -15,8 +15,8 @@ import type { SqlGenerateReply, SqlGenerateRequest } from '../../protocol/schema
 import type { LlmMessage } from '../../protocol/schemas/llm.js';
 import type { Config } from '../../config/schema.js';
 import { promptText, splitPrompt } from '../../config/prompts.js';
-import { DIALECT_NAMES, fence, formatAnswer, historyMessages, today, withDataRule } from '../lib/prompting.js';
-import { parseSqlReply } from '../lib/reply-parse.js';
+import { DIALECT_NAMES, fence, formatAnswer, historyMessages, today, withDataRule } from '../lib/model-io/prompting.js';
+import { parseSqlReply } from '../lib/model-io/reply-parse.js';
 
 export interface SqlGenDeps {
   bus: Pick<Bus, 'request'>;

@@ -20,7 +20,7 @@ import { Bus } from '../../protocol/bus.js';
 import { createLogger } from '../../protocol/log.js';
 import { AlarmCreate, AlarmGet } from '../../protocol/subjects.js';
 import { ROOT } from '../../config/load.js';
-import { LEASE_TTL_MS } from '../../actors/alarms/evaluator.js';
+import { LEASE_TTL_MS } from '../../actors/lib/jobs/lease.js';
 import { testConfig } from '../helpers/config.js';
 import { startFakeBigQuery } from '../helpers/fake-bigquery.js';
 import { startFakeJira } from '../helpers/fake-jira.js';

@@ -16,7 +16,7 @@ import { MailSend, QueryExecutedEvt, ScheduleRanEvt } from '../../protocol/subje
 import { startMailer } from '../../actors/mailer/actor.js';
 import { ROOT } from '../../config/load.js';
 import { toEntry } from '../../actors/audit/handle.js';
-import { generateFernetKey } from '../../actors/identity/fernet.js';
+import { generateFernetKey } from '../../actors/lib/crypto/fernet.js';
 import { testConfig, testConfigObject, setConfig } from '../helpers/config.js';
 import { endWithProcess } from '../helpers/leftovers.js';
 import { startNats } from '../helpers/nats.js';

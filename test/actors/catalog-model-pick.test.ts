@@ -20,7 +20,7 @@ import {
   type PickSettings,
 } from '../../actors/catalog/handle.js';
 import { CLOSE_MARK, OPEN_MARK } from '../../actors/catalog/model-pick.js';
-import { parseTableListReply } from '../../actors/lib/reply-parse.js';
+import { parseTableListReply } from '../../actors/lib/model-io/reply-parse.js';
 import { CortadoError } from '../../protocol/errors.js';
 import type { Ctx } from '../../protocol/bus.js';
 import type { LlmCompleteReply, LlmCompleteRequest } from '../../protocol/schemas/llm.js';

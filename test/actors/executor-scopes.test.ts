@@ -11,8 +11,8 @@ import type { ScopeInfo } from '../../protocol/schemas/scope.js';
 import { ScopeResolve } from '../../protocol/subjects.js';
 import type { DbEngine } from '../../actors/executor/engines/engine.js';
 import { ScopeRegistry, Workers } from '../../actors/executor/scopes.js';
-import { generateFernetKey } from '../../actors/lib/fernet.js';
-import { createSecretBox } from '../../actors/lib/secrets.js';
+import { generateFernetKey } from '../../actors/lib/crypto/fernet.js';
+import { createSecretBox } from '../../actors/lib/crypto/secrets.js';
 import { testConfig } from '../helpers/config.js';
 
 const log = createLogger({ svc: 'test', level: 'silent' });

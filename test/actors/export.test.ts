@@ -1,5 +1,5 @@
 /**
- * The export writers (actors/lib/export) and the report e-mails (actors/lib/mail-template.ts):
+ * The export writers (actors/lib/export) and the report e-mails (actors/lib/mail/template.ts):
  * each file parsed back by an independent reader equals the rows (csv with fast-csv, xlsx with
  * exceljs, html with htmlparser2); formula-safe cells; the row and size caps; file names.
  */
@@ -12,7 +12,7 @@ import { parseDocument, DomUtils } from 'htmlparser2';
 import t from 'tap';
 import type { Cell, Column } from '../../protocol/schemas/common.js';
 import { exportFilename, formulaSafe, safeFileStem, writeExport, type Page } from '../../actors/lib/export/index.js';
-import { embedHtml, localParts, renderTemplate, reportMail } from '../../actors/lib/mail-template.js';
+import { embedHtml, localParts, renderTemplate, reportMail } from '../../actors/lib/mail/template.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'cortado-export-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));

@@ -7,8 +7,8 @@
 import { spawnSync } from 'node:child_process';
 import t from 'tap';
 import { CortadoError } from '../../protocol/errors.js';
-import { Fernet, generateFernetKey, InvalidFernetToken } from '../../actors/identity/fernet.js';
-import { createSecretBox, isSealed, isSecretKey } from '../../actors/identity/secrets.js';
+import { Fernet, generateFernetKey, InvalidFernetToken } from '../../actors/lib/crypto/fernet.js';
+import { createSecretBox, isSealed, isSecretKey } from '../../actors/lib/crypto/secrets.js';
 
 // ---- the spec's vectors (version 0x80) ------------------------------------------------------
 

@@ -1,5 +1,5 @@
 /**
- * User enumeration by timing, at the directory (actors/lib/ldap.ts against a real slapd): in
+ * User enumeration by timing, at the directory (actors/lib/ldap/client.ts against a real slapd): in
  * search-and-bind mode a name the directory does not know used to stop after the search, while a
  * known one went on to the group read and its own bind — two round trips more, 6–15 ms on a
  * directory across a network. Now an unknown name does the same operations (the group read and a
@@ -12,7 +12,7 @@
  * It measures what a caller could see, without failing on a busy machine.
  */
 import t from 'tap';
-import { ldapLogin, type LdapSettings } from '../../actors/lib/ldap.js';
+import { ldapLogin, type LdapSettings } from '../../actors/lib/ldap/client.js';
 import { ADMINS_DN, ANALYSTS_DN, BASE_DN, PEOPLE_DN, POSIX_ANALYSTS_DN, startSlapd, SVC_DN, SVC_PASSWORD, USERS } from '../helpers/slapd.js';
 import { startTcpCounter } from '../helpers/tcp-counter.js';
 

@@ -1,5 +1,5 @@
 /**
- * Directory login (actors/lib/ldap.ts) against a real OpenLDAP slapd: direct bind,
+ * Directory login (actors/lib/ldap/client.ts) against a real OpenLDAP slapd: direct bind,
  * search-and-bind, the group requirement through member / memberOf / memberUid, the empty
  * password hole, filter injection, an unreachable directory, and the connection test.
  */
@@ -8,7 +8,7 @@ import t from 'tap';
 import { Client } from 'ldapts';
 import {
   escapeDnValue, escapeFilterValue, ldapLogin, normalizeDn, testLdapConnection, type LdapResult, type LdapSettings,
-} from '../../actors/lib/ldap.js';
+} from '../../actors/lib/ldap/client.js';
 import {
   ADMINS_DN, ANALYSTS_DN, BASE_DN, PEOPLE_DN, POSIX_ADMINS_DN, POSIX_ANALYSTS_DN, SVC_DN, SVC_PASSWORD, USERS, startSlapd,
 } from '../helpers/slapd.js';

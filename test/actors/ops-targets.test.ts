@@ -7,7 +7,7 @@
  * - ops_agent.project_timeout_seconds: a project whose sign-in hangs answers TIMEOUT after the
  *   configured time while the other project answers its rows (real BigQuery client, BigQuery
  *   REST stand-in).
- * - the shared BigQuery sign-in (actors/lib/bigquery-auth.ts): an unreadable key names the
+ * - the shared BigQuery sign-in (actors/lib/warehouse/bigquery-auth.ts): an unreadable key names the
  *   project's configuration key.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';

@@ -1,6 +1,6 @@
 /**
  * Parsers cannot be taken down (issue 24, class E): the guard and the lineage parse run in
- * worker threads (actors/lib/sql-parsers/pool.ts, executor/guard/isolated.ts,
+ * worker threads (actors/lib/sql/parsers/pool.ts, executor/guard/isolated.ts,
  * lib/masking/isolated.ts), bounded in size, time and memory, and a SQL that breaks a parser refuses
  * one question, never the next.
  *
@@ -27,7 +27,7 @@ import { CortadoError } from '../../protocol/errors.js';
 import { GUARD_TIMEOUT_MS, MAX_SQL_CHARS, guardIsolated, guardPlaces, guardWorkerRestarts, startGuardWorkers, stopGuardWorkers } from '../../actors/executor/guard/isolated.js';
 import { INLINE_MAX_CHARS, INLINE_MAX_DEPTH, INLINE_MAX_OPERATOR_CHARS, boundedForInline } from '../../actors/executor/guard/inline.js';
 import { ACCEPTED_POSTGRESQL } from '../fixtures/guard-cases.js';
-import { ParserFailure, ParserPool } from '../../actors/lib/sql-parsers/pool.js';
+import { ParserFailure, ParserPool } from '../../actors/lib/sql/parsers/pool.js';
 import { lineageQuery, lineageWorkerRestarts, stopLineageWorkers } from '../../actors/lib/masking/isolated.js';
 import { mask, UNKNOWN_LINEAGE_RULE } from '../../actors/lib/masking/mask.js';
 import { createHasher } from '../../actors/lib/masking/strategies.js';

@@ -25,7 +25,7 @@ import { CortadoError } from '../../protocol/errors.js';
 import { createLogger } from '../../protocol/log.js';
 import { SqlExecute } from '../../protocol/subjects.js';
 import { runCortado } from '../../cli/run.js';
-import { generateFernetKey } from '../../actors/lib/fernet.js';
+import { generateFernetKey } from '../../actors/lib/crypto/fernet.js';
 import type { RolePrivileges } from '../../actors/executor/engines/engine.js';
 import { MysqlEngine } from '../../actors/executor/engines/mysql.js';
 import { privilegesFromGrants, rolesNotShown } from '../../actors/executor/engines/mysql-grants.js';

@@ -17,7 +17,7 @@ import { buildCatalog, pickPrompt, renderSchemaText } from '../../actors/catalog
 import { buildInsightsPrompt } from '../../actors/insights/llm.js';
 import { statisticalInsights } from '../../actors/insights/statistical.js';
 import { buildChatPrompt, buildIntentPrompt } from '../../actors/intent/handle.js';
-import { DATA_RULE, fence, inline, neutralize } from '../../actors/lib/prompting.js';
+import { DATA_RULE, fence, inline, neutralize } from '../../actors/lib/model-io/prompting.js';
 import { buildOpsPrompt } from '../../actors/ops/insights.js';
 import { buildContext as semanticContext } from '../../actors/semantic/block.js';
 import { buildSqlPrompt } from '../../actors/sqlgen/handle.js';

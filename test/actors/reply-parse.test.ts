@@ -1,5 +1,5 @@
 import t from 'tap';
-import { parseIntentReply, parseSqlReply } from '../../actors/lib/reply-parse.js';
+import { parseIntentReply, parseSqlReply } from '../../actors/lib/model-io/reply-parse.js';
 import { fillPrompt, splitPrompt, promptText, DEFAULT_PROMPTS } from '../../config/prompts.js';
 import { buildSqlPrompt } from '../../actors/sqlgen/handle.js';
 import { testConfig } from '../helpers/config.js';

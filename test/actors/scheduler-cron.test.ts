@@ -1,5 +1,5 @@
 /**
- * Five-field cron (actors/scheduler/cron.ts): ranges, steps, lists, names, 0 and 7 both Sunday,
+ * Five-field cron (actors/lib/jobs/cron.ts): ranges, steps, lists, names, 0 and 7 both Sunday,
  * day-of-month OR day-of-week; every kind of bad input refused with a message naming the field;
  * IANA zones checked; and daylight-saving transitions: a time in the spring-forward gap runs
  * once at the first valid time after it, a time in the repeated fall-back hour runs once (its
@@ -7,7 +7,7 @@
  */
 import t from 'tap';
 import { CortadoError } from '../../protocol/errors.js';
-import { describeCron, isoInZone, nextRuns, parseCron, runsBetween, validZone } from '../../actors/scheduler/cron.js';
+import { describeCron, isoInZone, nextRuns, parseCron, runsBetween, validZone } from '../../actors/lib/jobs/cron.js';
 
 const utc = (cron: string, from: string, n = 5): string[] => nextRuns(parseCron(cron, 'UTC'), new Date(from), n).map((d) => d.toISOString());
 const local = (cron: string, zone: string, from: string, n = 5): string[] => nextRuns(parseCron(cron, zone), new Date(from), n).map((d) => isoInZone(d, zone));

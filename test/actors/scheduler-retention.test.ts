@@ -7,7 +7,7 @@
  * clock the actor reads is moved forward by the test (SchedulerOptions.now).
  */
 import t from 'tap';
-import { generateFernetKey } from '../../actors/lib/fernet.js';
+import { generateFernetKey } from '../../actors/lib/crypto/fernet.js';
 import { startScheduler } from '../../actors/scheduler/actor.js';
 import { RETENTION_MS, STALE_QUEUED_MS } from '../../actors/scheduler/retention.js';
 import { Bus } from '../../protocol/bus.js';

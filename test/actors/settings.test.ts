@@ -12,7 +12,7 @@ import {
   Actor, ConfigChangedEvt, ConfigHistory, ConfigReset, ConfigUpdate, ConfigView, IdentityLogin, LdapUpdate, LdapView, MaskRuleCreate,
   FORMER_NAMES, MaskRuleDelete, MaskRulesList, MaskRuleUpdate, PromptsList, REQUESTS,
 } from '../../protocol/subjects.js';
-import { generateFernetKey } from '../../actors/lib/fernet.js';
+import { generateFernetKey } from '../../actors/lib/crypto/fernet.js';
 import { start as startSettings } from '../../actors/settings/actor.js';
 import { testConfig } from '../helpers/config.js';
 import { startNats } from '../helpers/nats.js';

@@ -9,7 +9,7 @@
 import net from 'node:net';
 import t from 'tap';
 import type { Page } from 'playwright-core';
-import { generateFernetKey } from '../../actors/identity/fernet.js';
+import { generateFernetKey } from '../../actors/lib/crypto/fernet.js';
 import { launchBrowser } from '../helpers/browser.js';
 import { testConfig } from '../helpers/config.js';
 import { startNats } from '../helpers/nats.js';

@@ -6,7 +6,7 @@
  * makes the next test e-mail fail with the login refusal shown.
  */
 import t from 'tap';
-import { generateFernetKey } from '../../actors/lib/fernet.js';
+import { generateFernetKey } from '../../actors/lib/crypto/fernet.js';
 import { GUARD_SCHEMA_SQL } from '../fixtures/guard-cases.js';
 import { launchBrowser } from '../helpers/browser.js';
 import { testConfig } from '../helpers/config.js';

@@ -8,7 +8,7 @@ import t from 'tap';
 import { createLogger } from '../../protocol/log.js';
 import { TokenCheck } from '../../protocol/subjects.js';
 import { runCortado } from '../../cli/run.js';
-import { generateFernetKey } from '../../actors/identity/fernet.js';
+import { generateFernetKey } from '../../actors/lib/crypto/fernet.js';
 import { GUARD_SCHEMA_SQL } from '../fixtures/guard-cases.js';
 import { testConfig } from '../helpers/config.js';
 import { sqlAnswer, startFakeLlm } from '../helpers/fake-llm.js';

@@ -9,7 +9,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import t from 'tap';
 import type { Page } from 'playwright-core';
-import { generateFernetKey } from '../../actors/lib/fernet.js';
+import { generateFernetKey } from '../../actors/lib/crypto/fernet.js';
 import { Bus } from '../../protocol/bus.js';
 import { createLogger } from '../../protocol/log.js';
 import { QueryGeneratedEvt } from '../../protocol/subjects.js';

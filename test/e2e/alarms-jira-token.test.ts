@@ -12,7 +12,7 @@ import { Writable } from 'node:stream';
 import t from 'tap';
 import { Bus } from '../../protocol/bus.js';
 import { createLogger } from '../../protocol/log.js';
-import { generateFernetKey } from '../../actors/identity/fernet.js';
+import { generateFernetKey } from '../../actors/lib/crypto/fernet.js';
 import { startAlarms, type RunningAlarms } from '../../actors/alarms/actor.js';
 import { testConfig } from '../helpers/config.js';
 import { startFakeBigQuery } from '../helpers/fake-bigquery.js';

@@ -8,7 +8,7 @@
  */
 import t from 'tap';
 import WebSocket from 'ws';
-import { generateFernetKey } from '../../actors/identity/fernet.js';
+import { generateFernetKey } from '../../actors/lib/crypto/fernet.js';
 import type { AnalyticsReport } from '../../protocol/schemas/analytics.js';
 import { testConfig } from '../helpers/config.js';
 import { sqlAnswer, startFakeLlm } from '../helpers/fake-llm.js';

@@ -7,7 +7,7 @@
  * caller was told. Feedback is stored; with analytics off nothing is.
  */
 import t from 'tap';
-import { generateFernetKey } from '../../actors/identity/fernet.js';
+import { generateFernetKey } from '../../actors/lib/crypto/fernet.js';
 import { AnalyticsFeedback, AnalyticsReportGet } from '../../protocol/subjects.js';
 import { GUARD_SCHEMA_SQL } from '../fixtures/guard-cases.js';
 import { testConfig } from '../helpers/config.js';

@@ -11,7 +11,7 @@
 import { mkdirSync } from 'node:fs';
 import t from 'tap';
 import type { Page } from 'playwright-core';
-import { generateFernetKey } from '../../actors/identity/fernet.js';
+import { generateFernetKey } from '../../actors/lib/crypto/fernet.js';
 import { SemanticEntityCreate, SemanticMetricCreate } from '../../protocol/subjects.js';
 import { launchBrowser } from '../helpers/browser.js';
 import { testConfig } from '../helpers/config.js';

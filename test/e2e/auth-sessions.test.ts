@@ -10,7 +10,7 @@ import t from 'tap';
 import { Bus } from '../../protocol/bus.js';
 import { createLogger } from '../../protocol/log.js';
 import { ConfigReset, ConfigUpdate, SqlExecute, TokenRevoke } from '../../protocol/subjects.js';
-import { generateFernetKey } from '../../actors/lib/fernet.js';
+import { generateFernetKey } from '../../actors/lib/crypto/fernet.js';
 import { testConfig } from '../helpers/config.js';
 import { sqlAnswer, startFakeLlm } from '../helpers/fake-llm.js';
 import { startNats } from '../helpers/nats.js';

@@ -7,7 +7,7 @@
  * thumbs on an answer are refused, a legacy widget rates with the session_id it asked with.
  */
 import t from 'tap';
-import { generateFernetKey } from '../../actors/lib/fernet.js';
+import { generateFernetKey } from '../../actors/lib/crypto/fernet.js';
 import { uwsAvailable } from '../../edge/http/server.js';
 import { testConfig } from '../helpers/config.js';
 import { sqlAnswer, startFakeLlm } from '../helpers/fake-llm.js';

@@ -9,7 +9,7 @@
  */
 import t from 'tap';
 import WebSocket from 'ws';
-import { generateFernetKey } from '../../actors/lib/fernet.js';
+import { generateFernetKey } from '../../actors/lib/crypto/fernet.js';
 import { uwsAvailable } from '../../edge/http/server.js';
 import { MCP_MAX_BATCH } from '../../edge/mcp/routes.js';
 import { testConfig } from '../helpers/config.js';

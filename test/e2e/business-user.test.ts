@@ -13,7 +13,7 @@ import { createRequire } from 'node:module';
 import ExcelJS from 'exceljs';
 import t, { type Test } from 'tap';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { generateFernetKey } from '../../actors/lib/fernet.js';
+import { generateFernetKey } from '../../actors/lib/crypto/fernet.js';
 import { downloaded, launchBrowser } from '../helpers/browser.js';
 import { guardPage } from '../helpers/page-guard.js';
 import { testConfig } from '../helpers/config.js';

@@ -7,7 +7,7 @@
  */
 import t from 'tap';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
-import { generateFernetKey } from '../../actors/lib/fernet.js';
+import { generateFernetKey } from '../../actors/lib/crypto/fernet.js';
 import { testConfig } from '../helpers/config.js';
 import { sqlAnswer, startFakeLlm } from '../helpers/fake-llm.js';
 import { closeClient, connectClient, issueToken } from '../helpers/mcp.js';

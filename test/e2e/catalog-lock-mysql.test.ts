@@ -8,7 +8,7 @@
  * same account without the lock does read the secret: the lock, not the grants, stops it.
  */
 import t from 'tap';
-import { generateFernetKey } from '../../actors/lib/fernet.js';
+import { generateFernetKey } from '../../actors/lib/crypto/fernet.js';
 import { testConfig } from '../helpers/config.js';
 import { sqlAnswer, startFakeLlm } from '../helpers/fake-llm.js';
 import { createMysqlUser, createTestMysqlDb } from '../helpers/mysql.js';

@@ -6,7 +6,7 @@
  * over MCP, and never reaches the coordinator. SQL the lock cannot read is refused too.
  */
 import t from 'tap';
-import { generateFernetKey } from '../../actors/lib/fernet.js';
+import { generateFernetKey } from '../../actors/lib/crypto/fernet.js';
 import { testConfig } from '../helpers/config.js';
 import { sqlAnswer, startFakeLlm } from '../helpers/fake-llm.js';
 import { startFakeTrino } from '../helpers/fake-trino.js';

@@ -8,7 +8,7 @@
  * question again with that meaning pinned, and the word is never asked about twice.
  */
 import t from 'tap';
-import { generateFernetKey } from '../../actors/lib/fernet.js';
+import { generateFernetKey } from '../../actors/lib/crypto/fernet.js';
 import { meaningOf, pickChoice, pinQuestion } from '../../actors/assistant/clarify.js';
 import { metricAmbiguity } from '../../actors/catalog/metric-ambiguity.js';
 import type { SemanticMetric } from '../../protocol/schemas/semantic.js';

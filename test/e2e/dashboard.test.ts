@@ -10,7 +10,7 @@
 import { mkdirSync } from 'node:fs';
 import t, { type Test } from 'tap';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { generateFernetKey } from '../../actors/lib/fernet.js';
+import { generateFernetKey } from '../../actors/lib/crypto/fernet.js';
 import { launchBrowser } from '../helpers/browser.js';
 import { guardPage } from '../helpers/page-guard.js';
 import { testConfig } from '../helpers/config.js';

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import YAML from 'yaml';
-import { generateFernetKey } from '../../actors/lib/fernet.js';
+import { generateFernetKey } from '../../actors/lib/crypto/fernet.js';
 import { DEFAULT_PROMPTS } from '../../config/prompts.js';
 import { parseGolden, sameRows } from '../../edge/eval/golden.js';
 import { parseMinAccuracy } from '../../cli/eval.js';

@@ -7,7 +7,7 @@
  * so) and does not run; once the lock goes, both finish.
  */
 import t from 'tap';
-import { generateFernetKey } from '../../actors/lib/fernet.js';
+import { generateFernetKey } from '../../actors/lib/crypto/fernet.js';
 import { testConfig } from '../helpers/config.js';
 import { startNats } from '../helpers/nats.js';
 import { createTestDb, dropRoles } from '../helpers/pg.js';

@@ -20,7 +20,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import YAML from 'yaml';
-import { generateFernetKey } from '../../actors/identity/fernet.js';
+import { generateFernetKey } from '../../actors/lib/crypto/fernet.js';
 import { GUARD_SCHEMA_SQL } from '../fixtures/guard-cases.js';
 import { freePort, startBroker } from '../helpers/broker.js';
 import { testConfigObject } from '../helpers/config.js';

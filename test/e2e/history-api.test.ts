@@ -6,7 +6,7 @@
  * stack) or memory.
  */
 import t from 'tap';
-import { generateFernetKey } from '../../actors/lib/fernet.js';
+import { generateFernetKey } from '../../actors/lib/crypto/fernet.js';
 import { testConfig } from '../helpers/config.js';
 import { sqlAnswer, startFakeLlm } from '../helpers/fake-llm.js';
 import { startNats } from '../helpers/nats.js';

@@ -11,7 +11,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import t from 'tap';
-import { generateFernetKey } from '../../actors/lib/fernet.js';
+import { generateFernetKey } from '../../actors/lib/crypto/fernet.js';
 import { uwsAvailable } from '../../edge/http/server.js';
 import { launchBrowser } from '../helpers/browser.js';
 import { testConfig } from '../helpers/config.js';

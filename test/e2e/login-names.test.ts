@@ -14,7 +14,7 @@ import { createLogger } from '../../protocol/log.js';
 import { loginKey, loginNameProblem } from '../../protocol/schemas/text.js';
 import { AuthLogin, IdentityLogin } from '../../protocol/subjects.js';
 import { LOCKOUT } from '../../actors/identity/sessions.js';
-import { generateFernetKey } from '../../actors/lib/fernet.js';
+import { generateFernetKey } from '../../actors/lib/crypto/fernet.js';
 import { testConfig } from '../helpers/config.js';
 import { startNats } from '../helpers/nats.js';
 import { createTestDb } from '../helpers/pg.js';

@@ -19,7 +19,7 @@ import type { CortadoError } from '../../protocol/errors.js';
 import { createLogger } from '../../protocol/log.js';
 import { ALL_ACTORS, MailSend, SqlExport } from '../../protocol/subjects.js';
 import { startMailer } from '../../actors/mailer/actor.js';
-import { reportMail } from '../../actors/lib/mail-template.js';
+import { reportMail } from '../../actors/lib/mail/template.js';
 import { testConfig, setConfig } from '../helpers/config.js';
 import { startNats } from '../helpers/nats.js';
 import { createTestDb } from '../helpers/pg.js';

@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import t from 'tap';
-import { generateFernetKey } from '../../actors/identity/fernet.js';
+import { generateFernetKey } from '../../actors/lib/crypto/fernet.js';
 import { runCortado } from '../../cli/run.js';
 import { mcpSessionRegistry, type McpSession } from '../../edge/mcp/session.js';
 import { createLogger } from '../../protocol/log.js';

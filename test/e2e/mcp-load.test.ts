@@ -3,7 +3,7 @@
  * stream, then disconnecting: every one is served, and the registry is back to zero.
  */
 import t from 'tap';
-import { generateFernetKey } from '../../actors/identity/fernet.js';
+import { generateFernetKey } from '../../actors/lib/crypto/fernet.js';
 import { mcpSessionRegistry } from '../../edge/mcp/session.js';
 import { GUARD_SCHEMA_SQL } from '../fixtures/guard-cases.js';
 import { testConfig } from '../helpers/config.js';

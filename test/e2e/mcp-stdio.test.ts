@@ -9,7 +9,7 @@ import t from 'tap';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
-import { generateFernetKey } from '../../actors/identity/fernet.js';
+import { generateFernetKey } from '../../actors/lib/crypto/fernet.js';
 import { ROOT } from '../../config/load.js';
 import { mcpSessionRegistry } from '../../edge/mcp/session.js';
 import { GUARD_SCHEMA_SQL } from '../fixtures/guard-cases.js';

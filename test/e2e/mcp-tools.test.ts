@@ -9,7 +9,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import t from 'tap';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
-import { generateFernetKey } from '../../actors/identity/fernet.js';
+import { generateFernetKey } from '../../actors/lib/crypto/fernet.js';
 import { ROOT } from '../../config/load.js';
 import { mcpSessionRegistry } from '../../edge/mcp/session.js';
 import { ConfigReset, ConfigUpdate, MaskRuleCreate } from '../../protocol/subjects.js';

@@ -12,7 +12,7 @@
  * back). Switched at run time through the admin API, so every process applies it.
  */
 import t from 'tap';
-import { generateFernetKey } from '../../actors/lib/fernet.js';
+import { generateFernetKey } from '../../actors/lib/crypto/fernet.js';
 import { advice, parseConfig } from '../../config/load.js';
 import { uwsAvailable } from '../../edge/http/server.js';
 import { testConfig, testConfigObject } from '../helpers/config.js';

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import YAML from 'yaml';
-import { generateFernetKey } from '../../actors/identity/fernet.js';
+import { generateFernetKey } from '../../actors/lib/crypto/fernet.js';
 import { startMailer } from '../../actors/mailer/actor.js';
 import { Bus } from '../../protocol/bus.js';
 import { createLogger } from '../../protocol/log.js';

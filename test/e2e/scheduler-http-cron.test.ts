@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import YAML from 'yaml';
-import { generateFernetKey } from '../../actors/lib/fernet.js';
+import { generateFernetKey } from '../../actors/lib/crypto/fernet.js';
 import { ROOT } from '../../config/load.js';
 import { testConfigObject } from '../helpers/config.js';
 import { startFakeLlm } from '../helpers/fake-llm.js';

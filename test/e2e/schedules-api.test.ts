@@ -18,7 +18,7 @@
  *   from the session may, and its runs use the session's database login (no more rights).
  */
 import t from 'tap';
-import { generateFernetKey } from '../../actors/lib/fernet.js';
+import { generateFernetKey } from '../../actors/lib/crypto/fernet.js';
 import { testConfig } from '../helpers/config.js';
 import { sqlAnswer, startFakeLlm } from '../helpers/fake-llm.js';
 import { issueToken } from '../helpers/mcp.js';

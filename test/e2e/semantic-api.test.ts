@@ -9,7 +9,7 @@
  * nobody — unless query.require_session, where they need a session or a token.
  */
 import t from 'tap';
-import { generateFernetKey } from '../../actors/identity/fernet.js';
+import { generateFernetKey } from '../../actors/lib/crypto/fernet.js';
 import type { SemanticChanged } from '../../protocol/schemas/semantic.js';
 import { SemanticChangedEvt } from '../../protocol/subjects.js';
 import { testConfig } from '../helpers/config.js';

@@ -6,7 +6,7 @@
  * layer is empty, nor with config_db off (memory mode), even with entities defined.
  */
 import t from 'tap';
-import { generateFernetKey } from '../../actors/lib/fernet.js';
+import { generateFernetKey } from '../../actors/lib/crypto/fernet.js';
 import type { Bus } from '../../protocol/bus.js';
 import { CortadoError } from '../../protocol/errors.js';
 import {

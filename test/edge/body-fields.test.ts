@@ -8,7 +8,7 @@
  */
 import t from 'tap';
 import Type from 'typebox';
-import { generateFernetKey } from '../../actors/lib/fernet.js';
+import { generateFernetKey } from '../../actors/lib/crypto/fernet.js';
 import { stripUndeclared, undeclaredFields } from '../../edge/http/fields.js';
 import { uwsAvailable } from '../../edge/http/server.js';
 import { testConfig } from '../helpers/config.js';

@@ -21,7 +21,7 @@ import t from 'tap';
 import { Agent, request } from 'undici';
 import { ERRORS, isErrorCode } from '../../protocol/errors.js';
 import { PROMPT_KEYS } from '../../config/prompts.js';
-import { generateFernetKey } from '../../actors/lib/fernet.js';
+import { generateFernetKey } from '../../actors/lib/crypto/fernet.js';
 import { testConfig } from '../helpers/config.js';
 import { chatAnswer, sqlAnswer, startFakeLlm } from '../helpers/fake-llm.js';
 import { INITIALIZE, openRawSse } from '../helpers/mcp.js';

@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import YAML from 'yaml';
-import { generateFernetKey } from '../../actors/lib/fernet.js';
+import { generateFernetKey } from '../../actors/lib/crypto/fernet.js';
 import { startScheduler } from '../../actors/scheduler/actor.js';
 import { ROOT } from '../../config/load.js';
 import { createLogger } from '../../protocol/log.js';

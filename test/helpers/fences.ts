@@ -3,11 +3,11 @@
  * of its own, `</data>` on a line of its own), and anything else that looks like a tag once
  * look-alike characters are folded (NFKC, invisible characters dropped, a few homoglyphs). A
  * prompt is well fenced when the real tags pair up in order, never nest, and nothing else in it
- * reads as a tag. Written apart from actors/lib/prompting.ts so that it checks its output rather
+ * reads as a tag. Written apart from actors/lib/model-io/prompting.ts so that it checks its output rather
  * than repeating it. The one place outside a fence where the tag may be named is the rule that
  * says what fenced text is (DATA_RULE, appended to system prompts): it is left out of the scan.
  */
-import { DATA_RULE } from '../../actors/lib/prompting.js';
+import { DATA_RULE } from '../../actors/lib/model-io/prompting.js';
 
 export interface Fences {
   /** [start, end) of each fence's content */

@@ -14,7 +14,7 @@
  * - each SDK only in the actor it serves: LLM SDKs in actors/llm/, database drivers in
  *   actors/executor/ (and `pg` in store/ for config_db; pg, trino-client and the BigQuery client
  *   in actors/ops/ for the operations console's own read-only clients), `ldapts` in identity, settings and
- *   actors/lib/ldap.ts (the directory client both use), `nodemailer` in actors/mailer/;
+ *   actors/lib/ldap/client.ts (the directory client both use), `nodemailer` in actors/mailer/;
  * - an import whose module is computed (`import(name)`) cannot be checked, so it is refused.
  *
  * The rules are plain functions over (path, source text), so the cases below feed them files
@@ -101,7 +101,7 @@ const SDKS: ReadonlyArray<{ pkg: (name: string) => boolean; name: string; allowe
   ...['trino-client', '@google-cloud/bigquery'].map((name) => ({ pkg: (p: string) => p === name, name, allowed: ['actors/executor/', 'actors/ops/'], home: 'the executor and the ops actor' })),
   { pkg: (p) => p === 'mysql2', name: 'mysql2', allowed: ['actors/executor/'], home: 'the executor' },
   { pkg: (p) => p.startsWith('@electric-sql/'), name: '@electric-sql/*', allowed: ['actors/executor/'], home: 'the executor' },
-  { pkg: (p) => p === 'ldapts', name: 'ldapts', allowed: ['actors/identity/', 'actors/settings/', 'actors/lib/ldap.ts'], home: 'identity and settings (through actors/lib/ldap.ts)' },
+  { pkg: (p) => p === 'ldapts', name: 'ldapts', allowed: ['actors/identity/', 'actors/settings/', 'actors/lib/ldap/client.ts'], home: 'identity and settings (through actors/lib/ldap/client.ts)' },
   { pkg: (p) => p === 'nodemailer', name: 'nodemailer', allowed: ['actors/mailer/'], home: 'the mailer' },
 ];
 
@@ -208,9 +208,9 @@ t.test('each rule fails on a file that breaks it, and passes what it allows', as
     ['actors/masking/handle.ts', "const m = await import('../executor/guard/index.js');", 'actors-talk-over-the-bus'],
     ['actors/alerts/score.ts', "type R = import('../masking/strategies.js').Rule;", 'actors-talk-over-the-bus'],
     ['actors/mailer/actor.ts', "import { ACTOR_MODULES } from '../index.js';", 'actors-talk-over-the-bus'],
-    ['actors/lib/ldap.ts', "import { SessionStore } from '../identity/sessions.js';", 'actors-talk-over-the-bus'],
+    ['actors/lib/ldap/client.ts', "import { SessionStore } from '../../identity/sessions.js';", 'actors-talk-over-the-bus'],
     ['actors/runtime/host.ts', "import { start } from '../executor/actor.js';", 'actors-talk-over-the-bus'],
-    ['actors/settings/handle.ts', "import { sealForRequest } from '../lib/secrets.js';", undefined],
+    ['actors/settings/handle.ts', "import { sealForRequest } from '../lib/crypto/secrets.js';", undefined],
     ['actors/settings/actor.ts', "import type { ActorDeps } from '../runtime/actor.js';", undefined],
     ['actors/settings/actor.ts', "import { openStorage } from '../../store/index.js';", undefined],
     ['actors/identity/auth.ts', "import { tokenIssue } from './handle.js';", undefined],
@@ -248,7 +248,7 @@ t.test('each rule fails on a file that breaks it, and passes what it allows', as
     ['actors/executor/engines/postgresql.ts', "import pg from 'pg';", undefined],
     ['store/postgres.ts', "import pg from 'pg';", undefined],
     ['actors/executor/embedded/server.ts', "import { PGLiteSocketServer } from '@electric-sql/pglite-socket';", undefined],
-    ['actors/lib/ldap.ts', "import { Client } from 'ldapts';", undefined],
+    ['actors/lib/ldap/client.ts', "import { Client } from 'ldapts';", undefined],
     ['actors/settings/handle.ts', "import { Client } from 'ldapts';", undefined],
     ['actors/mailer/handle.ts', "import nodemailer from 'nodemailer/lib/smtp-transport/index.js';", undefined],
     ['actors/executor/engines/index.ts', 'const name = pick(); const m = await import(name);', 'computed-import'],

@@ -19,9 +19,9 @@ import { createRequire } from 'node:module';
 import { parseSync } from 'libpg-query';
 import type { Parser as ParserType } from 'node-sql-parser';
 import type { Dialect } from '../../../protocol/schemas/common.js';
-import { parserBroke } from '../../lib/sql-parsers/failure.js';
-import { lexBigQuery } from '../../lib/sql-lexer/bigquery.js';
-import { lexTrino } from '../../lib/sql-lexer/trino.js';
+import { parserBroke } from '../../lib/sql/parsers/failure.js';
+import { lexBigQuery } from '../../lib/sql/lexer/bigquery.js';
+import { lexTrino } from '../../lib/sql/lexer/trino.js';
 
 export interface AggregateVerdict {
   aggregate: boolean;

@@ -52,8 +52,8 @@
  * `tables` is best effort: paths after FROM, JOIN and commas of a FROM list, without CTE
  * names, table functions, UNNEST and array paths that start with an alias.
  */
-import { lexBigQuery, type BigQueryLexed, type BigQueryToken } from '../../lib/sql-lexer/bigquery.js';
-import { charPosition, splitStatements, SqlLexError } from '../../lib/sql-lexer/index.js';
+import { lexBigQuery, type BigQueryLexed, type BigQueryToken } from '../../lib/sql/lexer/bigquery.js';
+import { charPosition, splitStatements, SqlLexError } from '../../lib/sql/lexer/index.js';
 import { deniedFunction } from './deny.js';
 import {
   ALLOWED_FUNCTIONS, ALLOWED_INFORMATION_SCHEMA, ALLOWED_TYPES, BIGQUERY_INFORMATION_SCHEMA, BIGQUERY_NAMESPACES, BIGQUERY_NOT_ALLOWED,

@@ -29,7 +29,8 @@
  * checkCatalogLock hands it.
  */
 import { CortadoError } from '../../../protocol/errors.js';
-import { chainAt, isName, isPunct, isWord, tokenize, type Token } from './trino.js';
+import type { TrinoToken as Token } from '../../lib/sql/lexer/trino.js';
+import { chainAt, isName, isPunct, isWord, tokenize } from './trino.js';
 import { checkMysqlCatalogLock } from './catalog-lock-mysql.js';
 
 export interface CatalogLock {

@@ -1,5 +1,5 @@
 /**
- * The guard as the executor runs it: in worker threads (worker.ts, on actors/lib/sql-parsers/
+ * The guard as the executor runs it: in worker threads (worker.ts, on actors/lib/sql/parsers/
  * pool.ts), never on the event loop, bounded in size, time and memory (issue 24, class E; see
  * docs/security.md "Parsers cannot be taken down").
  *
@@ -33,7 +33,7 @@ import { CortadoError } from '../../../protocol/errors.js';
 import type { Logger } from '../../../protocol/log.js';
 import type { Dialect } from '../../../protocol/schemas/common.js';
 import { countParserRestart } from '../../../protocol/metrics.js';
-import { ParserFailure, ParserPool } from '../../lib/sql-parsers/pool.js';
+import { ParserFailure, ParserPool } from '../../lib/sql/parsers/pool.js';
 import type { AggregateVerdict } from './aggregate.js';
 import { mysqlAllowListState } from './allow-mysql.js';
 import { postgresAllowListState, type AllowListCopy } from './allow-postgresql.js';

@@ -9,7 +9,7 @@
  * lineage is read by the masking library's own worker (lib/masking/isolated.ts).
  */
 import type { Dialect } from '../../../protocol/schemas/common.js';
-import { parserBroke } from '../../lib/sql-parsers/failure.js';
+import { parserBroke } from '../../lib/sql/parsers/failure.js';
 import { deeperThan, MAX_QUERY_NESTING } from '../../lib/masking/depth.js';
 import { OPAQUE_QUERY, type Query } from '../../lib/masking/lineage.js';
 import { pgQueryOfStatement } from '../../lib/masking/lineage-pg.js';

@@ -45,8 +45,8 @@ import {
   refuseDenied,
   type Policy,
 } from './allow-mysql.js';
-import { splitStatements, SqlLexError } from '../../lib/sql-lexer/index.js';
-import { lexMysql, type MysqlLexed, type MysqlToken } from '../../lib/sql-lexer/mysql.js';
+import { splitStatements, SqlLexError } from '../../lib/sql/lexer/index.js';
+import { lexMysql, type MysqlLexed, type MysqlToken } from '../../lib/sql/lexer/mysql.js';
 import { deniedFunction } from './deny.js';
 import { applyLimit, type ExistingLimit } from './limit.js';
 import { rejected, type DialectGuard, type GuardLimits, type GuardResult } from './types.js';
@@ -157,7 +157,7 @@ function parseRejection(code: string, err: unknown): CortadoError {
 
 type Token = MysqlToken;
 
-/** MySQL's tokens and the SQL without its comments (lib/sql-lexer/mysql.ts); throws SQL_REJECTED (kind parse) on what it will not read. */
+/** MySQL's tokens and the SQL without its comments (lib/sql/lexer/mysql.ts); throws SQL_REJECTED (kind parse) on what it will not read. */
 export function lex(sql: string): MysqlLexed {
   try {
     return lexMysql(sql);

@@ -36,7 +36,7 @@
 import { loadModule, parseSync, scanSync } from 'libpg-query';
 import type { A_Const, Node, ParseResult, RawStmt, SelectStmt } from 'libpg-query';
 import { CortadoError } from '../../../protocol/errors.js';
-import { parserBroke } from '../../lib/sql-parsers/failure.js';
+import { parserBroke } from '../../lib/sql/parsers/failure.js';
 import { deniedFunction } from './deny.js';
 import {
   absentFromServer,

@@ -60,22 +60,21 @@
  */
 import type { CortadoError } from '../../../protocol/errors.js';
 import { TRINO_FUNCTIONS, TRINO_INFORMATION_SCHEMA_SAFE, TRINO_PLAIN_TYPES, TRINO_REFUSED_WHY, TRINO_TABLE_FUNCTIONS } from './allow-trino.js';
-import { chainAt as chainOf, charPosition, SqlLexError } from '../../lib/sql-lexer/index.js';
-import { lexTrino, type TrinoToken as Token } from '../../lib/sql-lexer/trino.js';
+import { chainAt as chainOf, charPosition, SqlLexError } from '../../lib/sql/lexer/index.js';
+import { lexTrino, type TrinoToken as Token } from '../../lib/sql/lexer/trino.js';
 import { deniedFunction } from './deny.js';
 import { applyLimit, type ExistingLimit } from './limit.js';
 import { rejected, type DialectGuard, type GuardLimits, type GuardResult } from './types.js';
 
 // ---- tokens -------------------------------------------------------------------------------
 
-export type { TrinoToken as Token, TrinoTokenKind as TokenKind } from '../../lib/sql-lexer/trino.js';
 
 function parseError(sql: string, index: number, what: string): never {
   const at = charPosition(sql, index);
   throw rejected('parse', `the SQL does not parse as Trino: ${what} (at character ${at})`, { position: at });
 }
 
-/** Trino's tokens (lib/sql-lexer/trino.ts); throws SQL_REJECTED (kind parse) on what Trino's lexer would refuse. */
+/** Trino's tokens (lib/sql/lexer/trino.ts); throws SQL_REJECTED (kind parse) on what Trino's lexer would refuse. */
 export function tokenize(sql: string): Token[] {
   try {
     return lexTrino(sql);

@@ -4,7 +4,7 @@
  * that overflows, traps or loops does it here and not on the executor's event loop. Loads the
  * PostgreSQL (WASM) and MySQL/MariaDB parsers before it says it is ready.
  */
-import { serveParsers } from '../../lib/sql-parsers/serve.js';
+import { serveParsers } from '../../lib/sql/parsers/serve.js';
 import { adoptMysqlAllowListState } from './allow-mysql.js';
 import { adoptPostgresAllowListState, type AllowListCopy } from './allow-postgresql.js';
 import { prepareGuard } from './index.js';

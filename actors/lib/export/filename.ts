@@ -6,7 +6,7 @@
  * Windows device name, at most 180 characters, and the format's extension.
  */
 import type { ExportFormat } from '../../../protocol/schemas/schedules.js';
-import { renderTemplate } from '../mail-template.js';
+import { renderTemplate } from '../mail/template.js';
 
 export const EXTENSION: Readonly<Record<ExportFormat, string>> = { csv: 'csv', excel: 'xlsx', html: 'html' };
 export const CONTENT_TYPE: Readonly<Record<ExportFormat, string>> = {

@@ -5,7 +5,7 @@
  */
 import type { Cell, Column } from '../../../protocol/schemas/common.js';
 import { cellText } from './cells.js';
-import { escapeHtml } from '../mail-template.js';
+import { escapeHtml } from '../mail/template.js';
 
 const STYLE = 'body{font-family:system-ui,sans-serif;font-size:14px;color:#222}'
   + 'table{border-collapse:collapse}th,td{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}'

@@ -1,6 +1,6 @@
 /**
  * The lineage parse as the masking actor runs it: in a worker thread (lineage-worker.ts, on
- * actors/lib/sql-parsers/pool.ts), never on the event loop, bounded in size, time and memory
+ * actors/lib/sql/parsers/pool.ts), never on the event loop, bounded in size, time and memory
  * (issue 24, class E; docs/security.md "Parsers cannot be taken down").
  *
  * Masking fails closed, here as everywhere: SQL longer than MAX_SQL_CHARS, a parse that runs
@@ -10,7 +10,7 @@
  */
 import type { Logger } from '../../../protocol/log.js';
 import type { Dialect } from '../../../protocol/schemas/common.js';
-import { ParserPool } from '../sql-parsers/pool.js';
+import { ParserPool } from '../sql/parsers/pool.js';
 import { OPAQUE_QUERY, type Query } from './lineage.js';
 import type { LineageJob } from './lineage-worker.js';
 

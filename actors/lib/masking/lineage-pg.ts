@@ -17,7 +17,7 @@
  */
 import { loadModule, parseSync } from 'libpg-query';
 import type { Dialect } from '../../../protocol/schemas/common.js';
-import { parserBroke } from '../sql-parsers/failure.js';
+import { parserBroke } from '../sql/parsers/failure.js';
 import { isPgOperator } from './functions.js';
 import { castUse, functionShape, INDEX, looksLikeJson, parseJsonPath, parsePgTextArray, within, type Use } from './json.js';
 import { emptyExpr, OPAQUE_QUERY, type Expr, type From, type FuncColumn, type Item, type Query, type With } from './lineage.js';

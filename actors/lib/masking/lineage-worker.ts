@@ -8,8 +8,8 @@
  * thread (lineage.ts) walks it recursively, and so does the clone itself, so neither meets a
  * tree deeper than it can walk. The depth is measured here without recursion.
  */
-import { parserBroke } from '../sql-parsers/failure.js';
-import { serveParsers } from '../sql-parsers/serve.js';
+import { parserBroke } from '../sql/parsers/failure.js';
+import { serveParsers } from '../sql/parsers/serve.js';
 import type { Dialect } from '../../../protocol/schemas/common.js';
 import { parseForLineage, prepareParsers } from './dialects.js';
 import { OPAQUE_QUERY, type Query } from './lineage.js';

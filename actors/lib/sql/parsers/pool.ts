@@ -32,9 +32,9 @@
  * The parent's flags are not passed on.
  */
 import { Worker } from 'node:worker_threads';
-import { CortadoError, type ErrorCode } from '../../../protocol/errors.js';
-import type { Logger } from '../../../protocol/log.js';
-import { countParserRestart } from '../../../protocol/metrics.js';
+import { CortadoError, type ErrorCode } from '../../../../protocol/errors.js';
+import type { Logger } from '../../../../protocol/log.js';
+import { countParserRestart } from '../../../../protocol/metrics.js';
 import { bundleWorker } from './bundle.js';
 import type { JobMessage, WorkerMessage } from './serve.js';
 

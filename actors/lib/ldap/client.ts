@@ -30,8 +30,8 @@ import {
   type Entry,
   type Filter,
 } from 'ldapts';
-import type { Config } from '../../config/schema.js';
-import { loginKey, loginNameProblem } from '../../protocol/schemas/text.js';
+import type { Config } from '../../../config/schema.js';
+import { loginKey, loginNameProblem } from '../../../protocol/schemas/text.js';
 
 export type LdapSettings = Config['ldap'];
 

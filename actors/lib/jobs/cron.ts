@@ -17,7 +17,7 @@
  * Shared: the scheduler (schedules) and the alarms (each alarm's evaluation cron) read crons here.
  */
 import { CronExpressionParser } from 'cron-parser';
-import { CortadoError } from '../../protocol/errors.js';
+import { CortadoError } from '../../../protocol/errors.js';
 
 interface FieldSpec {
   name: string;

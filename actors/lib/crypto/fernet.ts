@@ -10,7 +10,7 @@
  * or without it, and nothing else (no standard-alphabet characters, no trailing data).
  */
 import { createCipheriv, createDecipheriv, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { CortadoError } from '../../protocol/errors.js';
+import { CortadoError } from '../../../protocol/errors.js';
 
 const VERSION = 0x80;
 const HEADER_BYTES = 1 + 8 + 16;

@@ -3,7 +3,7 @@
  * bold markers, any order), but never guessed: a reply that carries neither SQL nor a chat
  * message is LLM_BAD_REPLY.
  */
-import { CortadoError } from '../../protocol/errors.js';
+import { CortadoError } from '../../../protocol/errors.js';
 
 export interface ParsedSqlReply {
   intent: 'sql' | 'chat';

@@ -1,6 +1,6 @@
 /** Prompt pieces shared by the actors that talk to the model (sqlgen, intent, insights, ops), and the fences around data. */
-import type { Dialect, Turn } from '../../protocol/schemas/common.js';
-import type { LlmMessage } from '../../protocol/schemas/llm.js';
+import type { Dialect, Turn } from '../../../protocol/schemas/common.js';
+import type { LlmMessage } from '../../../protocol/schemas/llm.js';
 
 export const DIALECT_NAMES: Readonly<Record<Dialect, string>> = {
   postgresql: 'PostgreSQL',

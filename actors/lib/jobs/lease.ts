@@ -14,10 +14,10 @@
  * by it, each in a bucket of its own.
  */
 import { randomUUID } from 'node:crypto';
-import type { Bus } from '../../protocol/bus.js';
-import type { Kv } from '../../protocol/kv.js';
-import type { Logger } from '../../protocol/log.js';
-import type { Bucket } from '../../protocol/subjects.js';
+import type { Bus } from '../../../protocol/bus.js';
+import type { Kv } from '../../../protocol/kv.js';
+import type { Logger } from '../../../protocol/log.js';
+import type { Bucket } from '../../../protocol/subjects.js';
 
 /** a leader's key lives this long after its last renewal */
 export const LEASE_TTL_MS = 10_000;

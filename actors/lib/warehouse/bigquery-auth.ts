@@ -9,7 +9,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { GoogleAuth, gaxios, type AnyAuthClient, type JWTInput } from 'google-auth-library';
-import { CortadoError } from '../../protocol/errors.js';
+import { CortadoError } from '../../../protocol/errors.js';
 
 const SCOPES = ['https://www.googleapis.com/auth/bigquery'];
 export const GOOGLE_TOKEN_URI = 'https://oauth2.googleapis.com/token';

@@ -11,8 +11,8 @@
  * tokens), the settings actor seals stored config secrets, the executor opens the db_config of
  * a scope with its own box.
  */
-import { CortadoError } from '../../protocol/errors.js';
-import { SECRET_KEYS } from '../../config/schema.js';
+import { CortadoError } from '../../../protocol/errors.js';
+import { SECRET_KEYS } from '../../../config/schema.js';
 import { Fernet, InvalidFernetToken } from './fernet.js';
 
 /** A secret as stored. `json: true`: the plaintext is the JSON of a non-string value. */

@@ -17,7 +17,7 @@
  * are attachments. An attachment over export.max_file_size_mb is not attached and the body
  * says why.
  */
-import type { ExportFormat } from '../../protocol/schemas/schedules.js';
+import type { ExportFormat } from '../../../protocol/schemas/schedules.js';
 
 export const TEMPLATE_VARIABLES = ['schedule_name', 'date', 'time', 'format', 'error_message'] as const;
 export type TemplateVariable = (typeof TEMPLATE_VARIABLES)[number];

@@ -8,7 +8,7 @@
  * answer says so, and the parent throws this worker away (it may be broken for the next job).
  */
 import { parentPort } from 'node:worker_threads';
-import { CortadoError } from '../../../protocol/errors.js';
+import { CortadoError } from '../../../../protocol/errors.js';
 
 /** parent → worker */
 export interface JobMessage {
