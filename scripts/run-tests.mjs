@@ -15,6 +15,7 @@
 // says so over the IPC channel, as it does to tap's runner. One that has not stopped 10 s after its
 // limit gets SIGALRM (tap's signal for "timed out": it prints what was still running), then SIGKILL.
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 
 const args = process.argv.slice(2);
 let jobs = 2;
@@ -104,11 +105,28 @@ function report({ file, out, code, signal, killed, ms }) {
   process.stdout.write(lines2.join('\n') + '\n\n');
 }
 
+/**
+ * A file whose source (the .ts beside its compiled .js, or the file itself) says, near its top,
+ * `// test-runner: alone` measures time against a bound (a timing side channel, a parser's time
+ * limit, a cancel that must land within a second): it runs after the others, with nothing beside
+ * it, so a neighbour's load cannot decide its verdict.
+ */
+function alone(file) {
+  for (const source of [file.replace(/\.js$/, '.ts'), file]) {
+    try {
+      return /^\/\/ test-runner: alone\b/m.test(readFileSync(source, 'utf8').slice(0, 4000));
+    } catch { /* not there: the next candidate */ }
+  }
+  return false;
+}
+
 process.stdout.write('TAP version 14\n');
-const queue = [...files];
+const serial = files.filter(alone);
+const queue = files.filter((f) => !serial.includes(f));
 await Promise.all(Array.from({ length: Math.min(jobs, queue.length) }, async () => {
   for (let file = queue.shift(); file !== undefined; file = queue.shift()) report(await runFile(file));
 }));
+for (const file of serial) report(await runFile(file));
 const shown = Object.entries(total).filter(([k, v]) => k === 'total' || k === 'pass' || v > 0).map(([k, v]) => `${k}: ${v}`);
 process.stdout.write(`1..${point}\n# { ${shown.join(', ')} }\n# time=${Date.now() - started}ms\n`);
 process.exitCode = failedFiles > 0 || total.fail > 0 ? 1 : 0;

@@ -1,3 +1,4 @@
+// test-runner: alone (a timing side channel is measured: a neighbour's load is noise in it)
 /**
  * User enumeration by timing, at the directory (actors/lib/ldap/client.ts against a real slapd): in
  * search-and-bind mode a name the directory does not know used to stop after the search, while a

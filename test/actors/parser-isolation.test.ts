@@ -1,3 +1,4 @@
+// test-runner: alone (event-loop lag and parse time limits are measured)
 /**
  * Parsers cannot be taken down (issue 24, class E): the guard and the lineage parse run in
  * worker threads (actors/lib/sql/parsers/pool.ts, executor/guard/isolated.ts,

@@ -1,3 +1,4 @@
+// test-runner: alone (a cancel must land within a second)
 /**
  * Issue 24, class F, on the real PostgreSQL 15 test server: a query the database will not cancel.
  *

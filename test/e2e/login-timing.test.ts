@@ -1,3 +1,4 @@
+// test-runner: alone (a timing side channel is measured: a neighbour's load is noise in it)
 /**
  * User enumeration by timing, over HTTP: a wrong password for a directory user and any password
  * for a name the directory does not know answer alike — on the admin panel (its own group) and at

@@ -1,3 +1,4 @@
+// test-runner: alone (the next question must be answered within a second of a parser storm)
 /**
  * Parsers cannot be taken down (issue 24, class E), through the real service: a `cortado`
  * process on PostgreSQL takes 100 questions whose SQL tries to break its parser (`SELECT 1+1+…`
