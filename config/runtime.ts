@@ -20,7 +20,8 @@ export function schemaHasKey(key: string): boolean {
     if (!node) return false;
     const objects: SchemaNode[] = node.anyOf ? node.anyOf.filter((n) => n.properties || n.patternProperties) : [node];
     let next: SchemaNode | undefined;
-    for (const o of objects) next ??= o.properties?.[part] ?? (o.patternProperties ? Object.values(o.patternProperties)[0] : undefined);
+    // own names only: `query.constructor` is not a key (Object.prototype's names are not the schema's)
+    for (const o of objects) next ??= (o.properties && Object.hasOwn(o.properties, part) ? o.properties[part] : undefined) ?? (o.patternProperties ? Object.values(o.patternProperties)[0] : undefined);
     node = next;
   }
   return node !== undefined;

@@ -136,6 +136,9 @@ t.test('every key of the schema: refused as start-only, or in force after the ov
     applyOverride(config, key, undefined);
     if (!sameValue(read(config, key), before)) t.fail(`${key}: not back to the file's value after a reset`);
   }
+  for (const key of ['query.constructor', 'query.toString', 'constructor', '__proto__', 'query.__proto__', 'query.max_limit.x']) {
+    t.throws(() => checkOverride(config, key, 1), { code: 'VALIDATION_FAILED' }, `${key} is not a key of the schema`);
+  }
   t.same(unproven, [], 'every key that takes effect at run time was shown to (a valid new value was found)');
   t.ok(live > 100 && startOnly > 20, `${live} keys take effect at run time, ${startOnly} are start-only`);
   // every entry of the start-only list names keys of the schema
