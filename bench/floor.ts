@@ -8,8 +8,8 @@
  */
 import Anthropic from '@anthropic-ai/sdk';
 import { createKeepAliveFetch } from '../actors/llm/providers/keepalive-fetch.js';
-import { Bus } from '../protocol/bus.js';
-import { createLogger } from '../protocol/log.js';
+import { Bus } from '../runtime/bus.js';
+import { createLogger } from '../runtime/log.js';
 import { SqlExecute } from '../protocol/subjects.js';
 import { createHttpServer } from '../edge/http/server.js';
 

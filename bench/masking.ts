@@ -41,7 +41,7 @@ async function load(root: string, label: string): Promise<Impl> {
   await dialects.prepareParsers();
   const handle = await import(path.join(root, 'actors/lib/masking/mask.ts'));
   const { createHasher } = await import(path.join(root, 'actors/lib/masking/strategies.ts'));
-  const { createLogger } = await import(path.join(ROOT, 'protocol/log.ts'));
+  const { createLogger } = await import(path.join(ROOT, 'runtime/log.ts'));
   const deps = { rules: { get: async () => RULES }, hasher: createHasher('bench'), log: createLogger({ svc: 'bench', level: 'silent' }) };
   return { label, planMasks: handle.planMasks, mask: handle.mask, deps };
 }

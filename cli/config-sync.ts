@@ -4,8 +4,8 @@
  * path: every actor here reads the config in force when it uses a setting), and a process that
  * starts after changes were made asks the settings actor for the stored overrides once.
  */
-import type { Bus } from '../protocol/bus.js';
-import type { Logger } from '../protocol/log.js';
+import type { Bus } from '../runtime/bus.js';
+import type { Logger } from '../runtime/log.js';
 import { ConfigChangedEvt, ConfigStored } from '../protocol/subjects.js';
 import { applyOverride, checkOverride, supersededHere } from '../config/runtime.js';
 import type { Config } from '../config/schema.js';

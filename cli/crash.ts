@@ -12,8 +12,8 @@
  * - more than MAX_FAILURES uncaught exceptions within WINDOW_MS: something fails on every
  *   request, and a process that only logs is not serving.
  */
-import type { Logger } from '../protocol/log.js';
-import type { RequestInFlight } from '../protocol/bus.js';
+import type { Logger } from '../runtime/log.js';
+import type { RequestInFlight } from '../runtime/bus.js';
 
 export const CRASH_EXIT_CODE = 70;
 const MAX_FAILURES = 20;

@@ -12,9 +12,9 @@
  */
 import { readFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
-import { Bus } from '../protocol/bus.js';
+import { Bus } from '../runtime/bus.js';
 import { CortadoError } from '../protocol/errors.js';
-import { createLogger } from '../protocol/log.js';
+import { createLogger } from '../runtime/log.js';
 import { ALL_ACTORS } from '../protocol/subjects.js';
 import type { Config } from '../config/schema.js';
 import { formatReport, parseGolden, runEval, type GoldenQuestion } from '../edge/eval/golden.js';

@@ -10,7 +10,7 @@
  *   options: --config FILE (or CORTADO_CONFIG), --port N, --help
  */
 import { CortadoError } from '../protocol/errors.js';
-import { createLogger } from '../protocol/log.js';
+import { createLogger } from '../runtime/log.js';
 import { ALL_ACTORS, type Actor } from '../protocol/subjects.js';
 import { loadConfigFile, resolveConfigPath } from '../config/load.js';
 import { parseActorList } from '../actors/runtime/host.js';

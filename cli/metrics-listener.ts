@@ -1,5 +1,5 @@
 /**
- * `metrics.listen: host:port`: this process's metrics (protocol/metrics.ts) on a listener of its
+ * `metrics.listen: host:port`: this process's metrics (runtime/metrics.ts) on a listener of its
  * own, in any role — an actor-only process has no edge, and an operator may keep the metrics
  * off the public port. It answers `GET /metrics` and `GET /health` (and HEAD), without
  * authentication: bind it to an address only Prometheus and the orchestrator's probes reach.
@@ -12,8 +12,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { CortadoError } from '../protocol/errors.js';
-import type { Logger } from '../protocol/log.js';
-import { metricsText } from '../protocol/metrics.js';
+import type { Logger } from '../runtime/log.js';
+import { metricsText } from '../runtime/metrics.js';
 
 export interface MetricsListener {
   readonly port: number;

@@ -5,8 +5,8 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { Bus } from '../protocol/bus.js';
-import type { Logger } from '../protocol/log.js';
+import { Bus } from '../runtime/bus.js';
+import type { Logger } from '../runtime/log.js';
 import { ROOT } from '../config/load.js';
 import type { Config } from '../config/schema.js';
 

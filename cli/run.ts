@@ -5,8 +5,8 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import type { Bus } from '../protocol/bus.js';
-import type { Logger } from '../protocol/log.js';
+import type { Bus } from '../runtime/bus.js';
+import type { Logger } from '../runtime/log.js';
 import type { Actor } from '../protocol/subjects.js';
 import { ROOT } from '../config/load.js';
 import type { Config } from '../config/schema.js';
@@ -15,8 +15,8 @@ import { startEdge, type Edge } from '../edge/app.js';
 import { loadStoredOverrides, startConfigSync } from './config-sync.js';
 import { connectBus, stopChild } from './nats.js';
 import { startMetricsListener, type MetricsListener } from './metrics-listener.js';
-import { setMetricsEnabled } from '../protocol/metrics.js';
-import { configureTracing, flushTracing, tracingEndpoint } from '../protocol/tracing.js';
+import { setMetricsEnabled } from '../runtime/metrics.js';
+import { configureTracing, flushTracing, tracingEndpoint } from '../runtime/tracing.js';
 
 export const VERSION: string = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 
@@ -47,7 +47,7 @@ export interface Running {
 export async function runCortado(opts: RunOptions): Promise<Running> {
   const { config, roles, log } = opts;
   const name = opts.name ?? `cortado-${roles.edge ? 'edge' : 'actors'}-${process.pid}`;
-  // metrics and traces are the process's (protocol/metrics.ts, protocol/tracing.ts)
+  // metrics and traces are the process's (runtime/metrics.ts, runtime/tracing.ts)
   setMetricsEnabled(config.metrics.enabled);
   await configureTracing({
     endpoint: tracingEndpoint(config.tracing.otlp_endpoint),

@@ -1,6 +1,6 @@
 /** `cortado tap`: the live event flow, one line per event, for an operator. */
-import { Bus } from '../protocol/bus.js';
-import { createLogger } from '../protocol/log.js';
+import { Bus } from '../runtime/bus.js';
+import { createLogger } from '../runtime/log.js';
 import { EVENTS_WILDCARD } from '../protocol/subjects.js';
 import type { Config } from '../config/schema.js';
 

@@ -202,7 +202,7 @@ export const ConfigSchema = Type.Object({
     autostart: Bool(true),
     /** days the event stream keeps events */
     events_max_age_days: Int(7, { minimum: 1 }),
-    /** a request for an actor running in the same process skips the wire (see protocol/bus.ts) */
+    /** a request for an actor running in the same process skips the wire (see runtime/bus.ts) */
     prefer_local: Bool(true),
     /** durable events waiting for JetStream's acknowledgement (per process) at which questions are refused */
     outbox_max_events: Int(10_000, { minimum: 1 }),
@@ -214,7 +214,7 @@ export const ConfigSchema = Type.Object({
     /** refuse questions (AUDIT_UNAVAILABLE) while their events could not reach the audit trail */
     required: Bool(true),
   }),
-  /** (Cortado) Prometheus metrics of each process (protocol/metrics.ts, docs/operations.md "Metrics") */
+  /** (Cortado) Prometheus metrics of each process (runtime/metrics.ts, docs/operations.md "Metrics") */
   metrics: Section({
     enabled: Bool(true),
     /** '' = GET /metrics on the edge's port (metrics.token or the admin session); `host:port` = a listener of its own, unauthenticated, in any role */
@@ -222,7 +222,7 @@ export const ConfigSchema = Type.Object({
     /** bearer token for GET /metrics on the edge's port; '' = the admin session only */
     token: Str(''),
   }),
-  /** (Cortado) OpenTelemetry traces (protocol/tracing.ts, docs/operations.md "Traces") */
+  /** (Cortado) OpenTelemetry traces (runtime/tracing.ts, docs/operations.md "Traces") */
   tracing: Section({
     /** OTLP/HTTP base URL (`http://collector:4318`); '' = OTEL_EXPORTER_OTLP_ENDPOINT, else no export */
     otlp_endpoint: Str(''),

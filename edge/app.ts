@@ -3,10 +3,10 @@
  * per request, errors in one JSON shape. No business logic lives here.
  */
 import { randomUUID } from 'node:crypto';
-import type { Bus } from '../protocol/bus.js';
+import type { Bus } from '../runtime/bus.js';
 import { CortadoError, toCortadoError } from '../protocol/errors.js';
 import { HTTP_REQUEST_ID } from '../protocol/headers.js';
-import { redactUrl, type Logger } from '../protocol/log.js';
+import { redactUrl, type Logger } from '../runtime/log.js';
 import type { Config } from '../config/schema.js';
 import { createHttpServer, type HttpRequest, type HttpResponse, type HttpServer } from './http/server.js';
 import { sendError, SECURITY_HEADERS } from './http/reply.js';
@@ -17,7 +17,7 @@ import { createRateLimiter } from './http/ratelimit.js';
 import { healthRoutes } from './http/routes/health.js';
 import { metricsRoutes } from './http/routes/metrics.js';
 import { edgeTrace } from './http/trace.js';
-import { TRACEPARENT } from '../protocol/tracing.js';
+import { TRACEPARENT } from '../runtime/tracing.js';
 import { pageRoutes } from './http/routes/pages.js';
 import { widgetRoutes } from './http/routes/widget.js';
 import { adminRoutes } from './http/routes/admin.js';

@@ -34,7 +34,7 @@
  * no secret, session id or address leaves the edge in them.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { Bus, Ctx } from '../protocol/bus.js';
+import type { Bus, Ctx } from '../runtime/bus.js';
 import { CortadoError } from '../protocol/errors.js';
 import { ownerOf, scopeOf, type Owner, type Scope } from '../protocol/scope.js';
 import type { ApiTokenInfo, SessionInfo, SessionKind } from '../protocol/schemas/identity.js';

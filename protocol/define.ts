@@ -36,7 +36,7 @@ export interface EventDef<P extends TSchema = TSchema, S extends string = string
   readonly checkPayload: Validator;
   /**
    * must not be lost: published to JetStream with an acknowledgement and its id as
-   * `Nats-Msg-Id`, waiting in the bus's outbox until the stream has stored it (protocol/outbox.ts)
+   * `Nats-Msg-Id`, waiting in the bus's outbox until the stream has stored it (runtime/outbox.ts)
    */
   readonly durable: boolean;
 }

@@ -10,11 +10,11 @@ export const Header = {
   Hop: 'cortado-hop',
   /** the database scope of the request (`s:<auth session id>`, `t:<token id>`); absent: the server's own config */
   Scope: 'cortado-scope',
-  /** W3C Trace Context of the span that sent the message (protocol/tracing.ts) */
+  /** W3C Trace Context of the span that sent the message (runtime/tracing.ts) */
   TraceParent: 'traceparent',
   /** event id, used by JetStream to drop duplicates */
   MsgId: 'Nats-Msg-Id',
-  /** on an empty message to a request's reply subject: its handler still works on it (protocol/bus-requests.ts) */
+  /** on an empty message to a request's reply subject: its handler still works on it (runtime/bus-requests.ts) */
   Alive: 'cortado-alive',
 } as const;
 export type Header = (typeof Header)[keyof typeof Header];

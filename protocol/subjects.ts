@@ -288,14 +288,14 @@ export const DashboardSave = workspace('dashboard.save', W.DashboardSaveRequest,
 export const DashboardDelete = workspace('dashboard.delete', W.WorkspaceItemRequest, W.WorkspaceOk);
 
 /**
- * The scheduler's work queue (protocol/bus-queue.ts, `bus.workQueue`): each execution to run,
+ * The scheduler's work queue (runtime/bus-queue.ts, `bus.workQueue`): each execution to run,
  * put by the leader (a due tick) or by Run Now, taken by one worker of any scheduler process.
  */
 export const ScheduleRunQueue = { name: 'schedule_runs', subject: 'queue.schedule.run', item: Sch.ScheduleJob } as const;
 
 // ---- events -------------------------------------------------------------------------------
 // Every event lands in the CORTADO_EVENTS stream and the audit actor records each one, so each
-// is `durable`: acknowledged by JetStream, held in the bus's outbox until it is (protocol/outbox.ts).
+// is `durable`: acknowledged by JetStream, held in the bus's outbox until it is (runtime/outbox.ts).
 // A fact nobody must be able to lose opts in the same way; one that may be lost leaves it out.
 
 export const QueryGeneratedEvt = defineEvent({ subject: 'evt.query.generated', payload: QueryGenerated, durable: true });
@@ -371,7 +371,7 @@ export const AUDIT_CONSUMER = 'audit';
 /** The durable consumer the analytics actor reads the questions' facts with (analytics.enabled). */
 export const ANALYTICS_CONSUMER = 'analytics';
 
-// ---- key-value buckets (protocol/kv.ts; bus.bucket opens one) -----------------------------
+// ---- key-value buckets (runtime/kv.ts; bus.bucket opens one) -----------------------------
 
 /** Every KV bucket, by what it holds; its name is `<prefix>_<bucket>` (bucketName). */
 export const Bucket = {
@@ -422,7 +422,7 @@ export function conversationsBucket(prefix: string): string {
   return bucketName(prefix, Bucket.Conversations);
 }
 
-/** The JetStream stream of a work queue (protocol/bus-queue.ts). */
+/** The JetStream stream of a work queue (runtime/bus-queue.ts). */
 export function queueStreamName(prefix: string, queue: string): string {
   return `${prefix.replace(/[^A-Za-z0-9]/g, '_').toUpperCase()}_${queue.toUpperCase()}`;
 }

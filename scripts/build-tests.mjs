@@ -21,7 +21,7 @@ import * as esbuild from 'esbuild';
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const OUT = path.join(ROOT, '.build');
 // what the tests can reach: the folders tsconfig.json includes, the commands, the docs and files at the top
-const DIRS = ['protocol', 'config', 'store', 'actors', 'edge', 'cli', 'test', 'bench', 'scripts', 'bin', 'docs', 'deploy'];
+const DIRS = ['protocol', 'runtime', 'config', 'store', 'actors', 'edge', 'cli', 'test', 'bench', 'scripts', 'bin', 'docs', 'deploy'];
 const TOP = ['package.json', 'tsconfig.json', 'README.md', 'compose.yaml', 'nats.conf', 'Dockerfile', '.dockerignore'];
 
 /** every regular file under `dir`, relative to ROOT */

@@ -14,8 +14,8 @@ import { pathToFileURL } from 'node:url';
 import YAML from 'yaml';
 import { DEFAULT_CONFIG_PATH, ROOT, parseConfig } from '../config/load.js';
 import { startEdge } from '../edge/app.js';
-import { Bus } from '../protocol/bus.js';
-import { createLogger } from '../protocol/log.js';
+import { Bus } from '../runtime/bus.js';
+import { createLogger } from '../runtime/log.js';
 import { startNats } from '../test/helpers/nats.js';
 
 export const CONTRACT_FILES = { openapi: 'docs/openapi.json', asyncapi: 'docs/asyncapi.json' } as const;

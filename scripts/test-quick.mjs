@@ -14,7 +14,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const DIRS = ['protocol', 'config', 'store', 'actors', 'edge', 'cli', 'test', 'bench', 'scripts', 'bin'];
+const DIRS = ['protocol', 'runtime', 'config', 'store', 'actors', 'edge', 'cli', 'test', 'bench', 'scripts', 'bin'];
 const base = process.argv[2] ?? 'main';
 
 const git = (...args) => execFileSync('git', args, { cwd: ROOT, encoding: 'utf8' }).split('\n').filter(Boolean);

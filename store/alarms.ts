@@ -28,7 +28,7 @@ import path from 'node:path';
 import Type, { type Static } from 'typebox';
 import { Compile } from 'typebox/compile';
 import { CortadoError } from '../protocol/errors.js';
-import type { Logger } from '../protocol/log.js';
+import type { Logger } from '../runtime/log.js';
 import { Alarm } from '../protocol/schemas/alarms.js';
 import type { PgDatabase } from './postgres.js';
 import { json } from './postgres.js';

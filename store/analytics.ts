@@ -14,7 +14,7 @@
  * still on its way): it is kept, and the report joins it once the question is there.
  */
 import { CortadoError } from '../protocol/errors.js';
-import type { Logger } from '../protocol/log.js';
+import type { Logger } from '../runtime/log.js';
 import { STEPS, type AnalyticsReport, type QuestionCompleted } from '../protocol/schemas/analytics.js';
 import type { Migration } from './migrations.js';
 import { clean, iso, json, optText, PgDatabase } from './postgres.js';

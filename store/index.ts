@@ -36,7 +36,7 @@
  *      test/protocol/imports.test.ts, keeps `pg` in this folder and the executor).
  */
 import type { Config } from '../config/schema.js';
-import type { Logger } from '../protocol/log.js';
+import type { Logger } from '../runtime/log.js';
 import { MemoryAlarms, PostgresAlarms, type AlarmsRepository } from './alarms.js';
 import { MemoryAudit, PostgresAudit, type AuditRepository } from './audit.js';
 import { ldapSettingsIn, type LdapSettingsRepository } from './ldap-settings.js';

@@ -27,7 +27,7 @@
  * same runner (`migrate`'s versionTable).
  */
 import type pg from 'pg';
-import type { Logger } from '../protocol/log.js';
+import type { Logger } from '../runtime/log.js';
 
 export interface Migration {
   version: number;

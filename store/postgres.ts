@@ -9,7 +9,7 @@
  */
 import pg from 'pg';
 import { CortadoError } from '../protocol/errors.js';
-import type { Logger } from '../protocol/log.js';
+import type { Logger } from '../runtime/log.js';
 import { isoTime } from './values.js';
 import { migrate, type Migration } from './migrations.js';
 

@@ -18,7 +18,7 @@
  */
 import { existsSync } from 'node:fs';
 import { CortadoError } from '../../protocol/errors.js';
-import type { Kv } from '../../protocol/kv.js';
+import type { Kv } from '../../runtime/kv.js';
 import { Actor, AlarmCreate, AlarmDelete, AlarmGet, AlarmHistory, AlarmList, AlarmTest, AlarmUpdate, Bucket } from '../../protocol/subjects.js';
 import { FileAlarms, openStorage, type AlarmsRepository, type Storage } from '../../store/index.js';
 import type { ActorDeps, RunningActor } from '../runtime/actor.js';

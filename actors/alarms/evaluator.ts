@@ -14,7 +14,7 @@
  * is true now. At most MAX_PARALLEL evaluations at once; an alarm still being evaluated is not
  * started again.
  */
-import type { Kv } from '../../protocol/kv.js';
+import type { Kv } from '../../runtime/kv.js';
 import { toCortadoError } from '../../protocol/errors.js';
 import { newestRun, parseCron } from '../lib/jobs/cron.js';
 import { LeaderLease, type LeaseValue } from '../lib/jobs/lease.js';

@@ -18,9 +18,9 @@
  *    anyway. A firing alarm whose issue could not be opened tries again at its next evaluation.
  */
 import { randomUUID } from 'node:crypto';
-import type { Bus, Ctx } from '../../protocol/bus.js';
+import type { Bus, Ctx } from '../../runtime/bus.js';
 import { CortadoError, toCortadoError } from '../../protocol/errors.js';
-import type { Logger } from '../../protocol/log.js';
+import type { Logger } from '../../runtime/log.js';
 import * as A from '../../protocol/schemas/alarms.js';
 import type { OpsRunReply, OpsRunRequest } from '../../protocol/schemas/ops.js';
 import { AlarmFiredEvt, AlarmResolvedEvt, MailSend, OpsRun, OpsStatus } from '../../protocol/subjects.js';

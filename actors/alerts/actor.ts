@@ -5,7 +5,7 @@
  * Copies in several processes share the consumer (each event goes to one of them) and the
  * claims in the KV bucket (one alert per question across all of them).
  */
-import type { Kv } from '../../protocol/kv.js';
+import type { Kv } from '../../runtime/kv.js';
 import { Actor, ALERTS_CONSUMER, Bucket, MaskChangedEvt } from '../../protocol/subjects.js';
 import type { ActorDeps, RunningActor } from '../runtime/actor.js';
 import { createDeps, onEvent, QUERY_EVENTS, STATE_TTL_MS } from './handle.js';

@@ -17,9 +17,9 @@
  *   holds a week of events, or a long outage) are not scored.
  */
 import { createHash } from 'node:crypto';
-import type { Bus, Ctx } from '../../protocol/bus.js';
-import type { Kv } from '../../protocol/kv.js';
-import type { Logger } from '../../protocol/log.js';
+import type { Bus, Ctx } from '../../runtime/bus.js';
+import type { Kv } from '../../runtime/kv.js';
+import type { Logger } from '../../runtime/log.js';
 import type { Channel } from '../../protocol/schemas/common.js';
 import type { QueryExecuted, QueryGenerated, QueryRejected } from '../../protocol/schemas/events.js';
 import type { AlertRaised } from '../../protocol/schemas/policy.js';
@@ -205,7 +205,7 @@ export class MemoryAlertState implements AlertState {
   }
 }
 
-/** In the shared bucket (protocol/kv.ts): every alerts copy in every process shares the claims and the counts. */
+/** In the shared bucket (runtime/kv.ts): every alerts copy in every process shares the claims and the counts. */
 export class KvAlertState implements AlertState {
   constructor(private readonly kv: Kv<number>) {}
 

@@ -1,6 +1,6 @@
 import type { Turn } from '../../protocol/schemas/common.js';
 import { INSIGHTS_FOLLOW_UP_TTL_MS, type InsightsFollowUp } from '../../protocol/schemas/insights.js';
-import type { Kv } from '../../protocol/kv.js';
+import type { Kv } from '../../runtime/kv.js';
 import { Actor, Ask, AskConfirm, Bucket } from '../../protocol/subjects.js';
 import type { ActorDeps, RunningActor } from '../runtime/actor.js';
 import { KvConversationStore, MemoryConversationStore, type ConversationStore } from './conversations.js';

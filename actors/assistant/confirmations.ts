@@ -1,11 +1,11 @@
 /**
- * SQL held for the user's confirmation (query.confirm_before_execute), in the shared bucket (protocol/kv.ts) so any
+ * SQL held for the user's confirmation (query.confirm_before_execute), in the shared bucket (runtime/kv.ts) so any
  * edge and any assistant copy can complete it. A confirmation runs once (taken with a
  * compare-and-delete on its revision), only for the owner that asked, and expires.
  */
 import { randomBytes } from 'node:crypto';
 import { CortadoError } from '../../protocol/errors.js';
-import type { Kv } from '../../protocol/kv.js';
+import type { Kv } from '../../runtime/kv.js';
 import type { Channel, Dialect } from '../../protocol/schemas/common.js';
 
 export const CONFIRMATION_TTL_MS = 10 * 60_000;

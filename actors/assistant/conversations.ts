@@ -4,9 +4,9 @@
  * them; without JetStream, a bounded in-process map (and a warning at start).
  */
 import { createHash } from 'node:crypto';
-import type { Kv } from '../../protocol/kv.js';
+import type { Kv } from '../../runtime/kv.js';
 import type { Turn } from '../../protocol/schemas/common.js';
-import type { Logger } from '../../protocol/log.js';
+import type { Logger } from '../../runtime/log.js';
 
 export interface ConversationStore {
   load(id: string): Promise<Turn[]>;

@@ -7,7 +7,7 @@
  * and `confirm` runs exactly that SQL later.
  */
 import { randomUUID } from 'node:crypto';
-import type { Bus, Ctx } from '../../protocol/bus.js';
+import type { Bus, Ctx } from '../../runtime/bus.js';
 import { CortadoError, toCortadoError } from '../../protocol/errors.js';
 import {
   ChatReply,
@@ -30,8 +30,8 @@ import type { ModelUse, QuestionCompleted } from '../../protocol/schemas/analyti
 import type { LlmTask } from '../../protocol/schemas/llm.js';
 import type { SqlExecuteReply, SqlGenerateReply } from '../../protocol/schemas/sql.js';
 import type { InsightsFollowUp, InsightsGenerateRequest } from '../../protocol/schemas/insights.js';
-import type { Kv } from '../../protocol/kv.js';
-import type { Logger } from '../../protocol/log.js';
+import type { Kv } from '../../runtime/kv.js';
+import type { Logger } from '../../runtime/log.js';
 import type { Config } from '../../config/schema.js';
 import { resolveRoute, sameRoute } from '../../config/model-routing.js';
 import type { Confirmations } from './confirmations.js';

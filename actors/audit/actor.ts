@@ -7,7 +7,7 @@
  * When the stream cannot be read at start (JetStream not ready, out of storage), the reader is
  * made again every few seconds until it can: the events wait in the stream meanwhile. Whether
  * questions may be answered while the stream itself is not kept is the assistant's call
- * (audit.required, protocol/bus.ts eventTrouble), not this actor's.
+ * (audit.required, runtime/bus.ts eventTrouble), not this actor's.
  */
 import { Actor, AUDIT_CONSUMER, AuditQuery, EVENTS } from '../../protocol/subjects.js';
 import type { ActorDeps, RunningActor } from '../runtime/actor.js';

@@ -15,7 +15,7 @@
  * - cache.ts: the schema from the executor (`sql.introspect`), kept for
  *   catalog.cache_ttl_seconds, one load shared by the callers that arrive while it runs.
  */
-import type { Bus, Ctx } from '../../protocol/bus.js';
+import type { Bus, Ctx } from '../../runtime/bus.js';
 import type {
   Ambiguity,
   SchemaContextReply,
@@ -26,7 +26,7 @@ import type {
   SchemaTablesRequest,
   TableSummary,
 } from '../../protocol/schemas/catalog.js';
-import type { Logger } from '../../protocol/log.js';
+import type { Logger } from '../../runtime/log.js';
 import type { ContextReply, ContextRequest, SemanticEntity, SemanticMetric } from '../../protocol/schemas/semantic.js';
 import type { ColumnLabel } from '../../protocol/schemas/common.js';
 import { SemanticContext, SqlIntrospect, SqlProfile, SqlValues } from '../../protocol/subjects.js';

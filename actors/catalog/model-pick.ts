@@ -12,10 +12,10 @@
  * each line is one line (control and format characters and the list's own markers removed, cut
  * short), the list sits between markers, and the system prompt says so.
  */
-import type { Ctx } from '../../protocol/bus.js';
+import type { Ctx } from '../../runtime/bus.js';
 import { toCortadoError } from '../../protocol/errors.js';
-import type { Logger } from '../../protocol/log.js';
-import { countTableLinking } from '../../protocol/metrics.js';
+import type { Logger } from '../../runtime/log.js';
+import { countTableLinking } from '../../runtime/metrics.js';
 import { ZERO_USAGE, type Usage } from '../../protocol/schemas/common.js';
 import type { LlmCompleteReply, LlmCompleteRequest, LlmMessage } from '../../protocol/schemas/llm.js';
 import { fence, withDataRule } from '../lib/model-io/prompting.js';

@@ -27,8 +27,8 @@ import { toDbError } from './engines/postgresql-errors.js';
 import { RESULT_TYPES } from './engines/postgresql-values.js';
 import { stopBackend } from './engines/pg-cancel.js';
 import { timedOut } from './engines/errors.js';
-import { countDbCancel } from '../../protocol/metrics.js';
-import type { Logger } from '../../protocol/log.js';
+import { countDbCancel } from '../../runtime/metrics.js';
+import type { Logger } from '../../runtime/log.js';
 
 function quoteIdent(name: string): string {
   return /^[a-z_][a-z0-9_$]*$/.test(name) ? name : `"${name.replace(/"/g, '""')}"`;

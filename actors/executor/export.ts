@@ -26,7 +26,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { Bus, Ctx, ObjectBucket } from '../../protocol/bus.js';
+import type { Bus, Ctx, ObjectBucket } from '../../runtime/bus.js';
 import { CortadoError, toCortadoError } from '../../protocol/errors.js';
 import type { Cell, Column } from '../../protocol/schemas/common.js';
 import type { SqlExportReply, SqlExportRequest } from '../../protocol/schemas/export.js';

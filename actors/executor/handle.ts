@@ -10,9 +10,9 @@
  * lineage is parsed in the masking library's worker.
  */
 import { randomUUID } from 'node:crypto';
-import type { Bus, Ctx } from '../../protocol/bus.js';
+import type { Bus, Ctx } from '../../runtime/bus.js';
 import { CortadoError, toCortadoError, type ErrorCode } from '../../protocol/errors.js';
-import type { Logger } from '../../protocol/log.js';
+import type { Logger } from '../../runtime/log.js';
 import type {
   SqlCheckReply,
   SqlCheckRequest,
@@ -33,7 +33,7 @@ import { guardIsolated, type IsolatedGuard } from './guard/isolated.js';
 import { sanitizeDbError } from './sanitize.js';
 import { baseLease, type Lease, type ScopeRegistry } from './scopes.js';
 import { countRejection, observedQuery } from './observe.js';
-import { pace, requestKey } from '../../protocol/pacer.js';
+import { pace, requestKey } from '../../runtime/pacer.js';
 import type { MaskingDeps } from '../lib/masking/mask.js';
 import { maskCounted } from '../lib/masking/service.js';
 import type { Query } from '../lib/masking/lineage.js';
@@ -116,7 +116,7 @@ export async function execute(input: SqlExecuteRequest, deps: ExecutorDeps, ctx:
       ...capsFromConfig(deps.config.query),
       ...(ctx.user ? { user: ctx.user } : {}),
     })));
-    // hundreds of results can arrive in one poll: what follows waits its turn (protocol/pacer.ts)
+    // hundreds of results can arrive in one poll: what follows waits its turn (runtime/pacer.ts)
     const turn = pace(requestKey(ctx.requestId));
     if (turn) await turn;
     const masked = await maskRows(guarded.sql, engine.dialect, result.columns, result.rows.slice(0, guarded.limit), rules, lineage, deps, ctx);

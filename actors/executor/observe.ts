@@ -1,13 +1,13 @@
 /**
- * A query on the database as operators see it: a span under sql.execute (protocol/tracing.ts:
+ * A query on the database as operators see it: a span under sql.execute (runtime/tracing.ts:
  * the engine and the rows read — never the SQL, which may hold values, nor the database's error
- * text before it is sanitised) and the database metrics (protocol/metrics.ts: time, rows and
+ * text before it is sanitised) and the database metrics (runtime/metrics.ts: time, rows and
  * errors by engine). Only the run is timed: the guard and the wait for a worker slot are not.
  */
-import type { Ctx } from '../../protocol/bus.js';
+import type { Ctx } from '../../runtime/bus.js';
 import { toCortadoError } from '../../protocol/errors.js';
-import { countGuardRejection, observeDb } from '../../protocol/metrics.js';
-import { startSpan, traceOf, SpanAttr } from '../../protocol/tracing.js';
+import { countGuardRejection, observeDb } from '../../runtime/metrics.js';
+import { startSpan, traceOf, SpanAttr } from '../../runtime/tracing.js';
 
 export async function observedQuery<T extends { rows: readonly unknown[] }>(engine: string, ctx: Ctx, run: () => Promise<T>): Promise<T> {
   const span = startSpan(`db ${engine}`, traceOf(ctx), 'client', { [SpanAttr.RequestId]: ctx.requestId, 'db.system.name': engine });

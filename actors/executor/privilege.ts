@@ -21,7 +21,7 @@
  * messages name the role, never a password, and say what to do.
  */
 import { CortadoError, toCortadoError } from '../../protocol/errors.js';
-import type { Logger } from '../../protocol/log.js';
+import type { Logger } from '../../runtime/log.js';
 import type { Config, DbProviderName } from '../../config/schema.js';
 import type { DbEngine, RolePrivileges } from './engines/engine.js';
 

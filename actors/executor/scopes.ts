@@ -21,10 +21,10 @@
  *   like the server's at start (privilege.ts): one that may do more than read is FORBIDDEN
  *   unless database.allow_privileged_role.
  */
-import type { Bus, Ctx } from '../../protocol/bus.js';
+import type { Bus, Ctx } from '../../runtime/bus.js';
 import { CortadoError, toCortadoError } from '../../protocol/errors.js';
-import type { Logger } from '../../protocol/log.js';
-import { dbWorkers } from '../../protocol/metrics.js';
+import type { Logger } from '../../runtime/log.js';
+import { dbWorkers } from '../../runtime/metrics.js';
 import type { ScopeInfo } from '../../protocol/schemas/scope.js';
 import type { DbTable } from '../../protocol/schemas/sql.js';
 import { ScopeResolve } from '../../protocol/subjects.js';

@@ -5,9 +5,9 @@
  */
 import { scopeOf as scopeId } from '../../protocol/scope.js';
 import { randomUUID, timingSafeEqual } from 'node:crypto';
-import type { Bus, Ctx } from '../../protocol/bus.js';
+import type { Bus, Ctx } from '../../runtime/bus.js';
 import { CortadoError } from '../../protocol/errors.js';
-import type { Logger } from '../../protocol/log.js';
+import type { Logger } from '../../runtime/log.js';
 import type * as I from '../../protocol/schemas/identity.js';
 import { LoginEvt, ScopeEndedEvt, TokenEvt } from '../../protocol/subjects.js';
 import { maskSecrets } from '../../config/runtime.js';

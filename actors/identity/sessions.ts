@@ -1,5 +1,5 @@
 /**
- * Sessions and login lockouts in the shared sessions bucket (protocol/kv.ts, JetStream KV), so every edge and every identity copy sees the
+ * Sessions and login lockouts in the shared sessions bucket (runtime/kv.ts, JetStream KV), so every edge and every identity copy sees the
  * same ones. A session is kept under the SHA-256 of its secret (the cookie value never rests
  * anywhere); a lockout counts failures per user and client address, and per user overall, the
  * user named as its authority compares names (protocol/schemas/text.ts loginKey).
@@ -10,7 +10,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { CortadoError } from '../../protocol/errors.js';
-import { KvContention, type Kv } from '../../protocol/kv.js';
+import { KvContention, type Kv } from '../../runtime/kv.js';
 import type { SessionInfo, SessionKind } from '../../protocol/schemas/identity.js';
 import { loginKey } from '../../protocol/schemas/text.js';
 

@@ -14,11 +14,11 @@
  * dates). Sums are exact: numeric cells are added as decimals (big numerics arrive as strings);
  * the statistics read differences from the smallest value in floating point.
  */
-import type { Bus, Ctx } from '../../protocol/bus.js';
+import type { Bus, Ctx } from '../../runtime/bus.js';
 import { ZERO_USAGE } from '../../protocol/schemas/common.js';
 import type { Insight, InsightsGenerateReply, InsightsGenerateRequest } from '../../protocol/schemas/insights.js';
 import type { Config } from '../../config/schema.js';
-import type { Logger } from '../../protocol/log.js';
+import type { Logger } from '../../runtime/log.js';
 import { combineInsights, modelInsights, type ModelInsights } from './llm.js';
 import { statisticalInsights, type StatisticalOptions } from './statistical.js';
 

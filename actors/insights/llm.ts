@@ -13,9 +13,9 @@
  * not drops all of the model's insights (logged with the reason, at warn), and so does a model
  * that cannot be reached: the statistical insights stand in, and the answer is never lost.
  */
-import type { Bus, Ctx } from '../../protocol/bus.js';
+import type { Bus, Ctx } from '../../runtime/bus.js';
 import { toCortadoError } from '../../protocol/errors.js';
-import type { Logger } from '../../protocol/log.js';
+import type { Logger } from '../../runtime/log.js';
 import { InsightsGenerate, LlmComplete } from '../../protocol/subjects.js';
 import { ZERO_USAGE, type Cell, type Usage } from '../../protocol/schemas/common.js';
 import type { Insight, InsightsGenerateRequest, ModelInsightsStatus } from '../../protocol/schemas/insights.js';

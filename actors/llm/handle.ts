@@ -3,15 +3,15 @@
  * timeouts and token accounting are decided once. The route (provider and model) of a task
  * comes from config/model-routing.ts.
  */
-import type { Ctx } from '../../protocol/bus.js';
+import type { Ctx } from '../../runtime/bus.js';
 import { CortadoError } from '../../protocol/errors.js';
-import type { Logger } from '../../protocol/log.js';
+import type { Logger } from '../../runtime/log.js';
 import type { LlmCompleteReply, LlmCompleteRequest, LlmStatusReply } from '../../protocol/schemas/llm.js';
 import type { Config, LlmProviderName } from '../../config/schema.js';
 import { resolveRoute } from '../../config/model-routing.js';
 import { callWithRetries, type CallPolicy } from './call.js';
 import { ModelLimiter } from './limiter.js';
-import { llmQueue } from '../../protocol/metrics.js';
+import { llmQueue } from '../../runtime/metrics.js';
 import { costUsd } from './pricing.js';
 import type { LlmProvider } from './providers/provider.js';
 

@@ -1,12 +1,12 @@
 /**
- * A model call as operators see it: a span under the llm.complete span (protocol/tracing.ts:
+ * A model call as operators see it: a span under the llm.complete span (runtime/tracing.ts:
  * provider, model, task, tokens — never the prompt or the answer) and the model metrics
- * (protocol/metrics.ts: calls, tokens, cost, errors, latency by provider and model).
+ * (runtime/metrics.ts: calls, tokens, cost, errors, latency by provider and model).
  */
-import type { Ctx } from '../../protocol/bus.js';
+import type { Ctx } from '../../runtime/bus.js';
 import { toCortadoError } from '../../protocol/errors.js';
-import { observeModelCall } from '../../protocol/metrics.js';
-import { inSpan, SpanAttr } from '../../protocol/tracing.js';
+import { observeModelCall } from '../../runtime/metrics.js';
+import { inSpan, SpanAttr } from '../../runtime/tracing.js';
 import type { LlmCompleteReply, LlmCompleteRequest } from '../../protocol/schemas/llm.js';
 import type { Config } from '../../config/schema.js';
 import { resolveRoute } from '../../config/model-routing.js';

@@ -5,7 +5,7 @@
  */
 import type { ConnectionOptions } from 'node:tls';
 import { Actor, Bucket, MailOutcome, MailSend } from '../../protocol/subjects.js';
-import { memoryKv, type Kv } from '../../protocol/kv.js';
+import { memoryKv, type Kv } from '../../runtime/kv.js';
 import type { ActorDeps, RunningActor } from '../runtime/actor.js';
 import { EXPORT_TTL_MS } from '../lib/export/index.js';
 import { KvCounter, MAIL_BUCKET_TTL_MS, outcome, send, SentLog, Transports } from './handle.js';

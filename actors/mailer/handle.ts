@@ -33,16 +33,16 @@ import { randomUUID } from 'node:crypto';
 import type { ConnectionOptions } from 'node:tls';
 import nodemailer, { type Transporter } from 'nodemailer';
 import type SMTPTransport from 'nodemailer/lib/smtp-transport/index.js';
-import type { Bus, Ctx } from '../../protocol/bus.js';
-import { KvContention, memoryKv, type Kv } from '../../protocol/kv.js';
+import type { Bus, Ctx } from '../../runtime/bus.js';
+import { KvContention, memoryKv, type Kv } from '../../runtime/kv.js';
 import type { PayloadOf } from '../../protocol/define.js';
 import { CortadoError, toCortadoError, type ErrorCode } from '../../protocol/errors.js';
-import type { Logger } from '../../protocol/log.js';
-import { countMail } from '../../protocol/metrics.js';
+import type { Logger } from '../../runtime/log.js';
+import { countMail } from '../../runtime/metrics.js';
 import type { MailFailReason, MailOutcomeReply, MailOutcomeRequest, MailSendReply, MailSendRequest } from '../../protocol/schemas/policy.js';
 import { MailFailedEvt, MailSentEvt } from '../../protocol/subjects.js';
 import type { Config } from '../../config/schema.js';
-import type { ObjectBucket } from '../../protocol/bus-objects.js';
+import type { ObjectBucket } from '../../runtime/bus-objects.js';
 import { embedHtml } from '../lib/mail/template.js';
 
 type MailSent = PayloadOf<typeof MailSentEvt>;
@@ -65,7 +65,7 @@ export function utcDay(now: number = Date.now()): string {
 }
 
 /**
- * One counter per day in a shared bucket (protocol/kv.ts): `increment` with the cap is a
+ * One counter per day in a shared bucket (runtime/kv.ts): `increment` with the cap is a
  * compare-and-set, so two mailers never both take the last slot.
  */
 export class KvCounter implements DailyCounter {

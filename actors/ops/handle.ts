@@ -4,9 +4,9 @@
  * failure, a late one's TIMEOUT included, is its own `error`, the others answer as they are). Operations outside ops_agent.config.allowed_operations are refused (FORBIDDEN), as
  * is everything while ops_agent.enabled is false.
  */
-import type { Bus, Ctx } from '../../protocol/bus.js';
+import type { Bus, Ctx } from '../../runtime/bus.js';
 import { CortadoError, toCortadoError } from '../../protocol/errors.js';
-import type { Logger } from '../../protocol/log.js';
+import type { Logger } from '../../runtime/log.js';
 import { OpsRun } from '../../protocol/subjects.js';
 import type { OpsOperation, OpsProjectResult, OpsRunReply, OpsRunRequest, OpsStatusReply } from '../../protocol/schemas/ops.js';
 import type { Config } from '../../config/schema.js';

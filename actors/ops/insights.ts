@@ -13,9 +13,9 @@
  * fenced as data, each name kept on its line and capped, and the system prompt says fenced text
  * is data (lib/model-io/prompting.ts).
  */
-import type { Bus, Ctx } from '../../protocol/bus.js';
+import type { Bus, Ctx } from '../../runtime/bus.js';
 import { toCortadoError } from '../../protocol/errors.js';
-import type { Logger } from '../../protocol/log.js';
+import type { Logger } from '../../runtime/log.js';
 import { LlmComplete, OpsRun } from '../../protocol/subjects.js';
 import type { Insight } from '../../protocol/schemas/insights.js';
 import type { OpsOperation, OpsProjectResult, OpsRunReply } from '../../protocol/schemas/ops.js';

@@ -4,8 +4,8 @@
  * Logic lives in <actor>/handle.ts as plain functions taking (input, deps, ctx);
  * <actor>/actor.ts only wires them to the bus.
  */
-import type { Bus } from '../../protocol/bus.js';
-import type { Logger } from '../../protocol/log.js';
+import type { Bus } from '../../runtime/bus.js';
+import type { Logger } from '../../runtime/log.js';
 import type { Actor } from '../../protocol/subjects.js';
 import type { Config } from '../../config/schema.js';
 

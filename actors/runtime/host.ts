@@ -3,13 +3,13 @@
  * new messages, its in-flight handlers finish (up to the deadline), then it releases what it
  * holds.
  *
- * The bus counts every handler while it runs (its serving part, protocol/bus-serving.ts: the
+ * The bus counts every handler while it runs (its serving part, runtime/bus-serving.ts: the
  * one in-flight registry): the drain below waits for an actor's handlers there, and a failure
  * nobody caught (cli/crash.ts) names the requests it may belong to from it. A listener
  * (bus.listen) that throws is logged by the bus, not let through.
  */
-import type { Bus } from '../../protocol/bus.js';
-import type { Logger } from '../../protocol/log.js';
+import type { Bus } from '../../runtime/bus.js';
+import type { Logger } from '../../runtime/log.js';
 import type { Actor } from '../../protocol/subjects.js';
 import type { Config } from '../../config/schema.js';
 import { ACTOR_MODULES, DRAIN_ORDER, START_ORDER } from '../index.js';

@@ -17,7 +17,7 @@
 import {
   Actor, CronPreview, ScheduleCreate, ScheduleDelete, ScheduleGet, ScheduleHistory, ScheduleList, ScheduleRunNow, ScheduleUpdate,
 } from '../../protocol/subjects.js';
-import type { Kv } from '../../protocol/kv.js';
+import type { Kv } from '../../runtime/kv.js';
 import { openStorage } from '../../store/index.js';
 import type { ActorDeps, RunningActor } from '../runtime/actor.js';
 import type { LeaseValue } from '../lib/jobs/lease.js';

@@ -23,9 +23,9 @@
  * Retention is not the leader's: every scheduler process prunes (retention.ts), firing on or off.
  */
 import { randomUUID } from 'node:crypto';
-import type { Bus, Ctx } from '../../protocol/bus.js';
-import type { Kv } from '../../protocol/kv.js';
-import type { Logger } from '../../protocol/log.js';
+import type { Bus, Ctx } from '../../runtime/bus.js';
+import type { Kv } from '../../runtime/kv.js';
+import type { Logger } from '../../runtime/log.js';
 import { Bucket } from '../../protocol/subjects.js';
 import type { Config } from '../../config/schema.js';
 import type { Execution, ExecutionsRepository, ScheduleRecord, SchedulesRepository } from '../../store/schedules.js';

@@ -1,7 +1,7 @@
 /**
  * Where due runs wait for a worker. Two kinds, one interface:
  *
- * - `jetstream` (the normal case): the bus's work queue (protocol/bus-queue.ts,
+ * - `jetstream` (the normal case): the bus's work queue (runtime/bus-queue.ts,
  *   ScheduleRunQueue). Any scheduler process takes a run; it is acknowledged when the run is
  *   recorded as done and delivered again when the worker died before that. The consumer's
  *   max_ack_pending is scheduler.max_concurrent_jobs: no more runs at once across every process.
@@ -12,8 +12,8 @@
  * steps, taken over by another) is one message (JetStream drops the duplicate by id), and the
  * worker runs an execution only while it is not done (store: markRunning).
  */
-import type { Bus, Ctx, WorkQueue } from '../../protocol/bus.js';
-import type { Logger } from '../../protocol/log.js';
+import type { Bus, Ctx, WorkQueue } from '../../runtime/bus.js';
+import type { Logger } from '../../runtime/log.js';
 import type { ScheduleJob } from '../../protocol/schemas/schedules.js';
 import { ScheduleRunQueue } from '../../protocol/subjects.js';
 

@@ -12,7 +12,7 @@
  * failed or deleted once); the two settings are read at each pass, so a runtime change applies
  * at the next one.
  */
-import type { Logger } from '../../protocol/log.js';
+import type { Logger } from '../../runtime/log.js';
 import type { Config } from '../../config/schema.js';
 import type { ExecutionsRepository } from '../../store/schedules.js';
 

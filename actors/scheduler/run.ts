@@ -24,9 +24,9 @@
  * Nothing of the rows is logged: counts only.
  */
 import { randomUUID } from 'node:crypto';
-import type { Bus, Ctx } from '../../protocol/bus.js';
+import type { Bus, Ctx } from '../../runtime/bus.js';
 import { CortadoError, toCortadoError } from '../../protocol/errors.js';
-import type { Logger } from '../../protocol/log.js';
+import type { Logger } from '../../runtime/log.js';
 import type { ScheduleIdRequest, ScheduleJob } from '../../protocol/schemas/schedules.js';
 import { MailOutcome, MailSend, ScheduleRanEvt, SchemaDescribe, SchemaTables, SqlCheck, SqlExport } from '../../protocol/subjects.js';
 import type { Config } from '../../config/schema.js';
@@ -34,7 +34,7 @@ import type { Execution, ExecutionOutcome, ExecutionsRepository, ScheduleRecord,
 import { reportMail, type ReportFile } from '../lib/mail/template.js';
 import type { JobQueue } from './queue.js';
 import { ownedSchedule, scheduleCtx } from './schedules.js';
-import { observeScheduledRun } from '../../protocol/metrics.js';
+import { observeScheduledRun } from '../../runtime/metrics.js';
 
 export interface RunDeps {
   bus: Pick<Bus, 'request' | 'publish'>;
@@ -264,7 +264,7 @@ export async function runExecution(s: ScheduleRecord, e: Execution, deps: RunDep
   const { config, log } = deps;
   const started = performance.now();
   const at = new Date(e.trigger === 'manual' ? deps.now() : Date.parse(e.execution_time));
-  // how long after its planned time a cron (or recovery) run starts: /metrics (protocol/metrics.ts)
+  // how long after its planned time a cron (or recovery) run starts: /metrics (runtime/metrics.ts)
   const lateness = e.trigger === 'manual' ? undefined : (deps.now() - at.getTime()) / 1000;
   const ctx: Ctx = scheduleCtx(s, {
     requestId: e.id, user: s.owner_user,

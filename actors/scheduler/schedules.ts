@@ -34,9 +34,9 @@
  * refuses is SQL_REJECTED with its reason, and nothing is saved.
  */
 import type { Static } from 'typebox';
-import type { Bus, Ctx } from '../../protocol/bus.js';
+import type { Bus, Ctx } from '../../runtime/bus.js';
 import { CortadoError, toCortadoError } from '../../protocol/errors.js';
-import type { Logger } from '../../protocol/log.js';
+import type { Logger } from '../../runtime/log.js';
 import type * as S from '../../protocol/schemas/schedules.js';
 import { parseScope } from '../../protocol/scope.js';
 import { SchemaContext, SqlCheck, SqlGenerate } from '../../protocol/subjects.js';

@@ -15,9 +15,9 @@
  * table's SELECT for the lineage): a masked column is `masked: true` with masked values.
  * Nothing is stored here: the suggestions say which tables already have an entity.
  */
-import type { Bus, Ctx } from '../../protocol/bus.js';
+import type { Bus, Ctx } from '../../runtime/bus.js';
 import { CortadoError } from '../../protocol/errors.js';
-import type { Logger } from '../../protocol/log.js';
+import type { Logger } from '../../runtime/log.js';
 import { textProblem } from '../../protocol/schemas/text.js';
 import type { Cell } from '../../protocol/schemas/common.js';
 import type { ColumnStats, OverlapPair, SqlProfileReply, TableProfile } from '../../protocol/schemas/profile.js';

@@ -9,9 +9,9 @@
  * the stored layer again at the next question.
  */
 import { randomUUID } from 'node:crypto';
-import type { Bus, Ctx } from '../../protocol/bus.js';
+import type { Bus, Ctx } from '../../runtime/bus.js';
 import { CortadoError } from '../../protocol/errors.js';
-import type { Logger } from '../../protocol/log.js';
+import type { Logger } from '../../runtime/log.js';
 import type { Dialect } from '../../protocol/schemas/common.js';
 import type * as S from '../../protocol/schemas/semantic.js';
 import { SemanticChangedEvt } from '../../protocol/subjects.js';

@@ -9,7 +9,7 @@
  * FORMER_SETTINGS_NAMES_REMOVED_IN), so a process of an older release still gets its answer
  * during a rolling upgrade.
  */
-import type { Bus, Handler } from '../../protocol/bus.js';
+import type { Bus, Handler } from '../../runtime/bus.js';
 import type { RequestDef } from '../../protocol/define.js';
 import {
   Actor, ConfigHistory, ConfigReset, ConfigStored, ConfigUpdate, ConfigView, FORMER_NAMES, LdapTest, LdapUpdate, LdapView, MaskRuleCreate,

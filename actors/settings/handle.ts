@@ -9,9 +9,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Static } from 'typebox';
-import type { Bus, Ctx } from '../../protocol/bus.js';
+import type { Bus, Ctx } from '../../runtime/bus.js';
 import { CortadoError } from '../../protocol/errors.js';
-import type { Logger } from '../../protocol/log.js';
+import type { Logger } from '../../runtime/log.js';
 import type * as I from '../../protocol/schemas/identity.js';
 import { ConfigChangedEvt, MaskChangedEvt } from '../../protocol/subjects.js';
 import { baselineOf } from '../../config/current.js';

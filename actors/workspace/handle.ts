@@ -8,9 +8,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import { orderedId } from './ordered-id.js';
-import type { Bus, Ctx } from '../../protocol/bus.js';
+import type { Bus, Ctx } from '../../runtime/bus.js';
 import { CortadoError } from '../../protocol/errors.js';
-import type { Logger } from '../../protocol/log.js';
+import type { Logger } from '../../runtime/log.js';
 import * as W from '../../protocol/schemas/workspace.js';
 import { CronPreview } from '../../protocol/subjects.js';
 import type { Config } from '../../config/schema.js';

@@ -47,7 +47,7 @@ import type { Config } from '../../config/schema.js';
 import type { SqlProfileReply, SqlProfileRequest, TableProfile } from '../../protocol/schemas/profile.js';
 import type { ContextReply } from '../../protocol/schemas/semantic.js';
 import { createEngine } from '../../actors/executor/engines/index.js';
-import { createLogger } from '../../protocol/log.js';
+import { createLogger } from '../../runtime/log.js';
 import { testConfig } from '../../test/helpers/config.js';
 import { ADMIN_URL } from '../../test/helpers/pg.js';
 import { benchConfig, evaluateLinking, REPORT_HEADER, reportRow, type LinkingReport, type Selector } from './evaluate.js';

@@ -11,7 +11,7 @@
 import Type, { type Static } from 'typebox';
 import { Compile } from 'typebox/compile';
 import YAML from 'yaml';
-import type { Bus, Ctx } from '../../protocol/bus.js';
+import type { Bus, Ctx } from '../../runtime/bus.js';
 import { CortadoError, toCortadoError } from '../../protocol/errors.js';
 import { Ask, SqlExecute } from '../../protocol/subjects.js';
 import type { Cell, PromptOverrides } from '../../protocol/schemas/common.js';

@@ -18,7 +18,7 @@
  * - Actual responses expose `x-request-id`, `Retry-After` and the `RateLimit-*` headers to
  *   scripts.
  */
-import type { Logger } from '../../protocol/log.js';
+import type { Logger } from '../../runtime/log.js';
 import type { Config } from '../../config/schema.js';
 
 export interface CorsPolicy {

@@ -24,7 +24,7 @@
  *
  * Shared store: one JetStream KV bucket (ratelimitBucket) holds one small JSON state per rule and
  * client, under hashed keys. Every update is a compare-and-swap on the key's revision
- * (`update` of protocol/kv.ts: create for a new key, replace at the revision read), retried on conflict, so any
+ * (`update` of runtime/kv.ts: create for a new key, replace at the revision read), retried on conflict, so any
  * number of edges enforce ONE limit: concurrent requests through two edges cannot both take the
  * last unit. Cost: one KV read and one KV write per allowed request (≈ 0.5 ms on loopback).
  * Inside a process, updates of one key run one after the other (fewer conflicts);
@@ -48,16 +48,16 @@
  * `Retry-After` (whole seconds, at least 1).
  */
 import { createHash } from 'node:crypto';
-import type { Bus } from '../../protocol/bus.js';
+import type { Bus } from '../../runtime/bus.js';
 import { CortadoError } from '../../protocol/errors.js';
-import { KvContention, type Kv } from '../../protocol/kv.js';
-import type { Logger } from '../../protocol/log.js';
+import { KvContention, type Kv } from '../../runtime/kv.js';
+import type { Logger } from '../../runtime/log.js';
 import type { SessionKind } from '../../protocol/schemas/identity.js';
 import { Bucket, IdentitySession, TokenCheck, ratelimitBucket } from '../../protocol/subjects.js';
 import type { Config } from '../../config/schema.js';
 import type { HttpRequest } from './server.js';
 import { compileRules, type Rule, type RuleSet } from './ratelimit-paths.js';
-import { countRateLimited } from '../../protocol/metrics.js';
+import { countRateLimited } from '../../runtime/metrics.js';
 import { decide, type Strategy, type Verdict } from './ratelimit-strategy.js';
 import { clientAddress, COOKIE, sessionToken } from './session.js';
 import { SESSION_HEADER, TOKEN_HEADER as MCP_TOKEN_HEADER } from '../caller.js';

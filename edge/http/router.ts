@@ -12,7 +12,7 @@
  */
 import type { TObject, TSchema } from 'typebox';
 import { CortadoError } from '../../protocol/errors.js';
-import type { Logger } from '../../protocol/log.js';
+import type { Logger } from '../../runtime/log.js';
 import { textProblem } from '../../protocol/schemas/text.js';
 import type { Owner } from '../../protocol/scope.js';
 import type { CallerFor, CallerHint, CallerResolver, RouteAuth } from '../caller.js';

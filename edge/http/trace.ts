@@ -1,12 +1,12 @@
 /**
- * The edge's part of a trace (protocol/tracing.ts) and of the HTTP metrics (protocol/metrics.ts),
+ * The edge's part of a trace (runtime/tracing.ts) and of the HTTP metrics (runtime/metrics.ts),
  * per request: the caller's `traceparent` is taken when it is a valid one (else a new trace is
  * begun), the edge's span is started under it while tracing is on, and the request id is bound
  * to the resulting traceparent so every bus request of the route carries it. The reply echoes
  * that traceparent. `end` closes it all with the status and the route pattern that answered.
  */
-import { observeHttp } from '../../protocol/metrics.js';
-import { bindRequestTrace, newTraceparent, parseTraceparent, startSpan, TRACEPARENT, unbindRequestTrace, SpanAttr } from '../../protocol/tracing.js';
+import { observeHttp } from '../../runtime/metrics.js';
+import { bindRequestTrace, newTraceparent, parseTraceparent, startSpan, TRACEPARENT, unbindRequestTrace, SpanAttr } from '../../runtime/tracing.js';
 import type { HttpRequest } from './server.js';
 
 export interface EdgeTrace {

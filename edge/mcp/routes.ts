@@ -13,15 +13,15 @@
  * a session must carry the same token (compared by digest, without asking the identity actor
  * each time); the SSE message route also accepts none, the unguessable session id being what
  * the SSE transport gives the client. The token is never logged: the request log redacts it
- * (protocol/log.ts redactUrl), and nothing here names it. The transports switch
+ * (runtime/log.ts redactUrl), and nothing here names it. The transports switch
  * on `mcp.sse.enabled` and `mcp.streamable_http.enabled` (404 when off), read per request.
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { isInitializeRequest, JSONRPCMessageSchema, SUPPORTED_PROTOCOL_VERSIONS, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import type { Bus } from '../../protocol/bus.js';
+import type { Bus } from '../../runtime/bus.js';
 import { CortadoError } from '../../protocol/errors.js';
 import { HTTP_REQUEST_ID } from '../../protocol/headers.js';
-import type { Logger } from '../../protocol/log.js';
+import type { Logger } from '../../runtime/log.js';
 import { TokenCheck } from '../../protocol/subjects.js';
 import type { Config } from '../../config/schema.js';
 import type { RateLimiter } from '../http/ratelimit.js';

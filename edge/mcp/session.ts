@@ -8,9 +8,9 @@
  * or expires, when a Streamable HTTP session sits idle too long, and when the bus closes
  * (shutdown).
  */
-import type { Bus, Ctx } from '../../protocol/bus.js';
+import type { Bus, Ctx } from '../../runtime/bus.js';
 import { toCortadoError } from '../../protocol/errors.js';
-import type { Logger } from '../../protocol/log.js';
+import type { Logger } from '../../runtime/log.js';
 import type { Scope } from '../../protocol/scope.js';
 import type { Dialect } from '../../protocol/schemas/common.js';
 import type { MaskRuleLite } from '../../protocol/schemas/policy.js';

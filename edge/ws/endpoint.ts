@@ -25,7 +25,7 @@ import { randomUUID } from 'node:crypto';
 import type { Config } from '../../config/schema.js';
 import { CortadoError, toCortadoError } from '../../protocol/errors.js';
 import { HTTP_REQUEST_ID } from '../../protocol/headers.js';
-import type { Logger } from '../../protocol/log.js';
+import type { Logger } from '../../runtime/log.js';
 import type { CorsPolicy } from '../http/cors.js';
 import { checkJsonDepth } from '../http/json.js';
 import { CheckedQuery } from '../http/query.js';

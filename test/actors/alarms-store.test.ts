@@ -11,7 +11,7 @@ import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { CortadoError } from '../../protocol/errors.js';
-import { createLogger } from '../../protocol/log.js';
+import { createLogger } from '../../runtime/log.js';
 import { FileAlarms, postgresStorage, type AlarmRecord, type AlarmsRepository } from '../../store/index.js';
 import { endWithProcess } from '../helpers/leftovers.js';
 import { createTestDb } from '../helpers/pg.js';

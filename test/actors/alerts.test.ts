@@ -11,8 +11,8 @@ import { Writable } from 'node:stream';
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import t from 'tap';
-import { Bus } from '../../protocol/bus.js';
-import { createLogger } from '../../protocol/log.js';
+import { Bus } from '../../runtime/bus.js';
+import { createLogger } from '../../runtime/log.js';
 import type { Channel, Dialect } from '../../protocol/schemas/common.js';
 import {
   ALERTS_CONSUMER, AlertRaisedEvt, eventsStreamName, MaskRuleCreate, QueryExecutedEvt, QueryGeneratedEvt, QueryRejectedEvt,

@@ -8,9 +8,9 @@
  * - a user function listed in database.allowed_functions runs, one that is not is refused.
  */
 import t from 'tap';
-import { Bus } from '../../protocol/bus.js';
+import { Bus } from '../../runtime/bus.js';
 import { CortadoError } from '../../protocol/errors.js';
-import { createLogger } from '../../protocol/log.js';
+import { createLogger } from '../../runtime/log.js';
 import { SqlExecute } from '../../protocol/subjects.js';
 import { runCortado } from '../../cli/run.js';
 import { ATTACKS_BIGQUERY, AttackClass } from '../fixtures/attacks-bigquery.js';

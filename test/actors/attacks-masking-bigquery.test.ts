@@ -7,7 +7,7 @@
  * `CUSTOMERS` is another name), the strictest a BigQuery dataset can be.
  */
 import t from 'tap';
-import { createLogger } from '../../protocol/log.js';
+import { createLogger } from '../../runtime/log.js';
 import { MASKING_ATTACKS_BIGQUERY, MASKING_SCHEMA_BIGQUERY } from '../fixtures/attacks-masking.js';
 import { testConfig } from '../helpers/config.js';
 import { startFakeBigQuery } from '../helpers/fake-bigquery.js';

@@ -6,7 +6,7 @@
  * (lower_case_table_names 0 on Linux) and CTE names without: the corpus has both.
  */
 import t from 'tap';
-import { createLogger } from '../../protocol/log.js';
+import { createLogger } from '../../runtime/log.js';
 import { MASKING_ATTACKS_MYSQL, MASKING_SCHEMA_MYSQL } from '../fixtures/attacks-masking.js';
 import { testConfig } from '../helpers/config.js';
 import { runMaskingCorpus, startCorpusExecutors } from '../helpers/masking-corpus.js';

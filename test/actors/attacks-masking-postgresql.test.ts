@@ -6,7 +6,7 @@
  */
 import t from 'tap';
 import pg from 'pg';
-import { createLogger } from '../../protocol/log.js';
+import { createLogger } from '../../runtime/log.js';
 import { isWholeRowFunction } from '../../actors/lib/masking/functions.js';
 import { MASKING_ATTACKS_POSTGRESQL, MASKING_SCHEMA_POSTGRESQL } from '../fixtures/attacks-masking.js';
 import { testConfig } from '../helpers/config.js';

@@ -11,9 +11,9 @@
 import { Writable } from 'node:stream';
 import t from 'tap';
 import pg from 'pg';
-import { Bus } from '../../protocol/bus.js';
+import { Bus } from '../../runtime/bus.js';
 import { CortadoError } from '../../protocol/errors.js';
-import { createLogger } from '../../protocol/log.js';
+import { createLogger } from '../../runtime/log.js';
 import { SqlExecute } from '../../protocol/subjects.js';
 import { runCortado } from '../../cli/run.js';
 import { ATTACKS_POSTGRESQL, ATTACK_SCHEMA_POSTGRESQL, AttackClass } from '../fixtures/attacks-postgresql.js';

@@ -9,7 +9,7 @@
 import { fixedMasking } from '../../actors/lib/masking/service.js';
 import t from 'tap';
 import { CortadoError } from '../../protocol/errors.js';
-import { createLogger } from '../../protocol/log.js';
+import { createLogger } from '../../runtime/log.js';
 import { QueryRejectedEvt } from '../../protocol/subjects.js';
 import { execute, type ExecutorDeps } from '../../actors/executor/handle.js';
 import { createTrinoFromConfig } from '../../actors/executor/engines/trino.js';

@@ -22,7 +22,7 @@ import {
 import { CLOSE_MARK, OPEN_MARK } from '../../actors/catalog/model-pick.js';
 import { parseTableListReply } from '../../actors/lib/model-io/reply-parse.js';
 import { CortadoError } from '../../protocol/errors.js';
-import type { Ctx } from '../../protocol/bus.js';
+import type { Ctx } from '../../runtime/bus.js';
 import type { LlmCompleteReply, LlmCompleteRequest } from '../../protocol/schemas/llm.js';
 import type { DbColumn, DbTable, SqlIntrospectReply } from '../../protocol/schemas/sql.js';
 import { testConfig } from '../helpers/config.js';

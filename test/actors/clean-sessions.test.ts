@@ -10,7 +10,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { createLogger } from '../../protocol/log.js';
+import { createLogger } from '../../runtime/log.js';
 import { startEmbeddedPostgres } from '../../actors/executor/embedded/pglite.js';
 import { embeddedReset } from '../../actors/executor/engines/index.js';
 import { MysqlEngine } from '../../actors/executor/engines/mysql.js';

@@ -15,7 +15,7 @@ import pg from 'pg';
 import { pino } from 'pino';
 import t from 'tap';
 import { CortadoError } from '../../protocol/errors.js';
-import type { Logger } from '../../protocol/log.js';
+import type { Logger } from '../../runtime/log.js';
 import { DEMO_META_TABLE, generateDemoData, countsOf } from '../../actors/executor/embedded/demo-data.js';
 import { startEmbeddedPostgres } from '../../actors/executor/embedded/pglite.js';
 import { endWithProcess } from '../helpers/leftovers.js';

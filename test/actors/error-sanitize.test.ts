@@ -11,7 +11,7 @@ import { Writable } from 'node:stream';
 import fc from 'fast-check';
 import t from 'tap';
 import { CortadoError } from '../../protocol/errors.js';
-import { createLogger } from '../../protocol/log.js';
+import { createLogger } from '../../runtime/log.js';
 import type { Dialect } from '../../protocol/schemas/common.js';
 import { createEngine } from '../../actors/executor/engines/index.js';
 import type { DbEngine } from '../../actors/executor/engines/engine.js';

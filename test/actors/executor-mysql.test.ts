@@ -8,12 +8,12 @@
  */
 import { existsSync } from 'node:fs';
 import t from 'tap';
-import { Bus } from '../../protocol/bus.js';
+import { Bus } from '../../runtime/bus.js';
 import { CortadoError } from '../../protocol/errors.js';
-import { createLogger } from '../../protocol/log.js';
+import { createLogger } from '../../runtime/log.js';
 import { SqlCheck, SqlExecute, SqlIntrospect, SqlPing } from '../../protocol/subjects.js';
 import { runCortado } from '../../cli/run.js';
-import { registry } from '../../protocol/metrics.js';
+import { registry } from '../../runtime/metrics.js';
 import { MysqlEngine, lexingSafeSqlMode, toDbError, writeAccessFromGrants } from '../../actors/executor/engines/mysql.js';
 import { ACCEPTED_MYSQL, GUARD_SCHEMA_SQL_MYSQL, LIMIT_CASES_MYSQL, LIMITS, ORDERS_ROWS_MYSQL, REJECTED_MYSQL } from '../fixtures/guard-cases-mysql.js';
 import { testConfig } from '../helpers/config.js';

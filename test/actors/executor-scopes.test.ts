@@ -6,7 +6,7 @@
 import t from 'tap';
 import type { Config } from '../../config/schema.js';
 import { CortadoError } from '../../protocol/errors.js';
-import { createLogger } from '../../protocol/log.js';
+import { createLogger } from '../../runtime/log.js';
 import type { ScopeInfo } from '../../protocol/schemas/scope.js';
 import { ScopeResolve } from '../../protocol/subjects.js';
 import type { DbEngine } from '../../actors/executor/engines/engine.js';

@@ -9,9 +9,9 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import t from 'tap';
-import { Bus } from '../../protocol/bus.js';
+import { Bus } from '../../runtime/bus.js';
 import { CortadoError } from '../../protocol/errors.js';
-import { createLogger } from '../../protocol/log.js';
+import { createLogger } from '../../runtime/log.js';
 import { SqlExecute, SqlIntrospect, SqlPing } from '../../protocol/subjects.js';
 import { runCortado } from '../../cli/run.js';
 import { createTrinoFromConfig, parseJsonExact, type TrinoEngine } from '../../actors/executor/engines/trino.js';

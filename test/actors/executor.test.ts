@@ -5,9 +5,9 @@
  * timeout is cancelled on the server, and a database that is down is DB_UNAVAILABLE.
  */
 import t from 'tap';
-import { Bus } from '../../protocol/bus.js';
+import { Bus } from '../../runtime/bus.js';
 import { CortadoError } from '../../protocol/errors.js';
-import { createLogger } from '../../protocol/log.js';
+import { createLogger } from '../../runtime/log.js';
 import { SqlExecute, SqlIntrospect, SqlPing, SqlCheck } from '../../protocol/subjects.js';
 import { runCortado } from '../../cli/run.js';
 import { ACCEPTED_POSTGRESQL, GUARD_SCHEMA_EXTRA_SQL, GUARD_SCHEMA_SQL, ORDERS_ROWS, REJECTED_POSTGRESQL } from '../fixtures/guard-cases.js';

@@ -8,7 +8,7 @@
  */
 import t from 'tap';
 import type { CortadoError } from '../../protocol/errors.js';
-import { createLogger } from '../../protocol/log.js';
+import { createLogger } from '../../runtime/log.js';
 import type { Cell } from '../../protocol/schemas/common.js';
 import { createPostgresEngine } from '../../actors/executor/engines/postgresql.js';
 import { createTestDb } from '../helpers/pg.js';

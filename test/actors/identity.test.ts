@@ -3,8 +3,8 @@
  * end after their window (on a real JetStream KV); runtime config rules.
  */
 import t from 'tap';
-import { Bus } from '../../protocol/bus.js';
-import { createLogger } from '../../protocol/log.js';
+import { Bus } from '../../runtime/bus.js';
+import { createLogger } from '../../runtime/log.js';
 import { Bucket } from '../../protocol/subjects.js';
 import { applyOverride, checkOverride, maskSecrets, overridable, schemaHasKey } from '../../config/runtime.js';
 import { Lockouts, LOCKOUT, SessionStore, type SessionsBucketValue } from '../../actors/identity/sessions.js';

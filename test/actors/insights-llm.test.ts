@@ -10,7 +10,7 @@ import t from 'tap';
 import { combineInsights, modelRoom, parseInsightsReply, SAMPLE_CELL_CHARS, SAMPLE_ROWS, summarizeResult } from '../../actors/insights/llm.js';
 import { generate, statisticalInsights } from '../../actors/insights/handle.js';
 import { costUsd, MODEL_PRICES, priceOf } from '../../actors/llm/pricing.js';
-import { createLogger } from '../../protocol/log.js';
+import { createLogger } from '../../runtime/log.js';
 import { addUsage, ZERO_USAGE, type Cell } from '../../protocol/schemas/common.js';
 import type { Insight, InsightsGenerateRequest } from '../../protocol/schemas/insights.js';
 import { InsightsGenerate } from '../../protocol/subjects.js';

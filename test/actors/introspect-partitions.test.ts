@@ -7,7 +7,7 @@
  */
 import t from 'tap';
 import { createEngine } from '../../actors/executor/engines/index.js';
-import { createLogger } from '../../protocol/log.js';
+import { createLogger } from '../../runtime/log.js';
 import { testConfig } from '../helpers/config.js';
 import { createTestDb } from '../helpers/pg.js';
 

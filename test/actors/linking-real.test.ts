@@ -5,7 +5,7 @@
 import t from 'tap';
 import { buildCatalog } from '../../actors/catalog/handle.js';
 import { createEngine } from '../../actors/executor/engines/index.js';
-import { createLogger } from '../../protocol/log.js';
+import { createLogger } from '../../runtime/log.js';
 import { databaseDdl } from '../../bench/linking/real/ddl.js';
 import { planRelations, realPlan } from '../../bench/linking/real/load.js';
 import { parseColumn, parseForeignKey, type RealTable } from '../../bench/linking/real/model.js';

@@ -1,6 +1,6 @@
 /**
  * The Anthropic SDK's own OpenTelemetry spans are off: Cortado's model-call span is its own
- * (actors/llm/observe.ts on protocol/tracing.ts's private provider), and the SDK's, taken from the
+ * (actors/llm/observe.ts on runtime/tracing.ts's private provider), and the SDK's, taken from the
  * global tracer, could only ever be no-ops made and checked on every call. Even with a global
  * tracer provider and propagator registered (by anything else in the process), a model call makes
  * no SDK span and sends no `traceparent` of the SDK's.
@@ -9,7 +9,7 @@ import t from 'tap';
 import { propagation, trace } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { createLogger } from '../../protocol/log.js';
+import { createLogger } from '../../runtime/log.js';
 import { complete, type LlmDeps } from '../../actors/llm/handle.js';
 import { startFakeLlm } from '../helpers/fake-llm.js';
 import { testConfig } from '../helpers/config.js';

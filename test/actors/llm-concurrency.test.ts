@@ -8,7 +8,7 @@
  */
 import t from 'tap';
 import { CortadoError } from '../../protocol/errors.js';
-import { createLogger } from '../../protocol/log.js';
+import { createLogger } from '../../runtime/log.js';
 import { complete, maxConcurrency, type LlmDeps } from '../../actors/llm/handle.js';
 import { startFakeLlm } from '../helpers/fake-llm.js';
 import { testConfig } from '../helpers/config.js';

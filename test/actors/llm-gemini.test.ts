@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { CortadoError } from '../../protocol/errors.js';
-import { createLogger } from '../../protocol/log.js';
+import { createLogger } from '../../runtime/log.js';
 import { complete, status, type LlmDeps } from '../../actors/llm/handle.js';
 import { startFakeGemini } from '../helpers/fake-gemini.js';
 import { testConfig } from '../helpers/config.js';

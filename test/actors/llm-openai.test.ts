@@ -5,7 +5,7 @@
  */
 import t from 'tap';
 import { CortadoError } from '../../protocol/errors.js';
-import { createLogger } from '../../protocol/log.js';
+import { createLogger } from '../../runtime/log.js';
 import { complete, status, type LlmDeps } from '../../actors/llm/handle.js';
 import { createOpenAiProvider, isOpenAiEndpoint, isReasoningModel } from '../../actors/llm/providers/openai.js';
 import { LlmAttemptError } from '../../actors/llm/providers/provider.js';

@@ -4,7 +4,7 @@
  */
 import t from 'tap';
 import { CortadoError } from '../../protocol/errors.js';
-import { createLogger } from '../../protocol/log.js';
+import { createLogger } from '../../runtime/log.js';
 import { complete, status, type LlmDeps } from '../../actors/llm/handle.js';
 import { retryAfterMs } from '../../actors/llm/providers/provider.js';
 import { startFakeLlm } from '../helpers/fake-llm.js';

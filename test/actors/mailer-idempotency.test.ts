@@ -6,9 +6,9 @@
  * refusals and failures are mail.failed events with their reason, successes mail.sent.
  */
 import t from 'tap';
-import { Bus } from '../../protocol/bus.js';
+import { Bus } from '../../runtime/bus.js';
 import { CortadoError } from '../../protocol/errors.js';
-import { createLogger } from '../../protocol/log.js';
+import { createLogger } from '../../runtime/log.js';
 import { Bucket, MailFailedEvt, MailOutcome, MailSend, MailSentEvt } from '../../protocol/subjects.js';
 import { startMailer } from '../../actors/mailer/actor.js';
 import { SEND_MAX_MS, type SendRecord } from '../../actors/mailer/handle.js';

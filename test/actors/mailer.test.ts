@@ -4,9 +4,9 @@
  */
 import { Writable } from 'node:stream';
 import t from 'tap';
-import { Bus } from '../../protocol/bus.js';
+import { Bus } from '../../runtime/bus.js';
 import { CortadoError } from '../../protocol/errors.js';
-import { createLogger } from '../../protocol/log.js';
+import { createLogger } from '../../runtime/log.js';
 import { Bucket, MailFailedEvt, MailSend, MailSentEvt } from '../../protocol/subjects.js';
 import { startMailer } from '../../actors/mailer/actor.js';
 import { KvCounter, MemoryCounter, send, Transports, utcDay, type MailerDeps } from '../../actors/mailer/handle.js';

@@ -7,7 +7,7 @@
 import t from 'tap';
 import type { Dialect } from '../../protocol/schemas/common.js';
 import type { MaskRuleLite } from '../../protocol/schemas/policy.js';
-import { createLogger } from '../../protocol/log.js';
+import { createLogger } from '../../runtime/log.js';
 import { prepareParsers } from '../../actors/lib/masking/dialects.js';
 import { mask, planMasks, UNKNOWN_LINEAGE_RULE } from '../../actors/lib/masking/mask.js';
 import { INDEX, parseJsonPath, parsePgTextArray } from '../../actors/lib/masking/json.js';

@@ -6,7 +6,7 @@
 import t from 'tap';
 import type { MaskRuleLite } from '../../protocol/schemas/policy.js';
 import type { Dialect } from '../../protocol/schemas/common.js';
-import { createLogger } from '../../protocol/log.js';
+import { createLogger } from '../../runtime/log.js';
 import { MaskRuleCreate, MaskRuleDelete, MaskRuleUpdate, ResultMask } from '../../protocol/subjects.js';
 import { prepareParsers } from '../../actors/lib/masking/dialects.js';
 import { applyMasks, globMatch, mask, planMasks, RuleCache, UNKNOWN_LINEAGE_RULE } from '../../actors/lib/masking/mask.js';

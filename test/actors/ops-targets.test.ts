@@ -16,7 +16,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import type { Bus } from '../../protocol/bus.js';
+import type { Bus } from '../../runtime/bus.js';
 import type { OpsRunReply } from '../../protocol/schemas/ops.js';
 import { run } from '../../actors/ops/handle.js';
 import { allowedOperations, buildTargets } from '../../actors/ops/targets.js';

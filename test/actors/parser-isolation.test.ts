@@ -32,7 +32,7 @@ import { ParserFailure, ParserPool } from '../../actors/lib/sql/parsers/pool.js'
 import { lineageQuery, lineageWorkerRestarts, stopLineageWorkers } from '../../actors/lib/masking/isolated.js';
 import { mask, UNKNOWN_LINEAGE_RULE } from '../../actors/lib/masking/mask.js';
 import { createHasher } from '../../actors/lib/masking/strategies.js';
-import { createLogger } from '../../protocol/log.js';
+import { createLogger } from '../../runtime/log.js';
 import type { Dialect } from '../../protocol/schemas/common.js';
 
 const LIMITS = { defaultLimit: 100, maxLimit: 1000 };

@@ -8,9 +8,9 @@
  * under the caps come through the meters byte for byte.
  */
 import t from 'tap';
-import { Bus } from '../../protocol/bus.js';
+import { Bus } from '../../runtime/bus.js';
 import { CortadoError } from '../../protocol/errors.js';
-import { createLogger } from '../../protocol/log.js';
+import { createLogger } from '../../runtime/log.js';
 import { SqlExecute } from '../../protocol/subjects.js';
 import { runCortado } from '../../cli/run.js';
 import type { DbEngine, ExecuteOptions } from '../../actors/executor/engines/engine.js';

@@ -16,8 +16,8 @@
  * sent is already counted.
  */
 import t from 'tap';
-import { Bus } from '../../protocol/bus.js';
-import { createLogger } from '../../protocol/log.js';
+import { Bus } from '../../runtime/bus.js';
+import { createLogger } from '../../runtime/log.js';
 import { EXPORT_TTL_MS } from '../../protocol/schemas/export.js';
 import { Bucket, ScheduleRanEvt, SqlCheck, SqlExport } from '../../protocol/subjects.js';
 import { startMailer } from '../../actors/mailer/actor.js';

@@ -5,9 +5,9 @@
  * foreign keys, names, value overlap), and sample values pass the mask rules first.
  */
 import t from 'tap';
-import { Bus } from '../../protocol/bus.js';
+import { Bus } from '../../runtime/bus.js';
 import { CortadoError } from '../../protocol/errors.js';
-import { createLogger } from '../../protocol/log.js';
+import { createLogger } from '../../runtime/log.js';
 import { MaskRuleCreate, SemanticDiscover, SemanticEntityCreate, SqlProfile } from '../../protocol/subjects.js';
 import type { ColumnProfile, DiscoverReply, SuggestedEntity } from '../../protocol/schemas/semantic.js';
 import { runCortado, type Running } from '../../cli/run.js';

@@ -8,9 +8,9 @@
  * (and is that function: the server is older than the syntax).
  */
 import t from 'tap';
-import { Bus } from '../../protocol/bus.js';
+import { Bus } from '../../runtime/bus.js';
 import { CortadoError } from '../../protocol/errors.js';
-import { createLogger } from '../../protocol/log.js';
+import { createLogger } from '../../runtime/log.js';
 import { SqlCheck, SqlExecute } from '../../protocol/subjects.js';
 import { runCortado } from '../../cli/run.js';
 import { testConfig } from '../helpers/config.js';

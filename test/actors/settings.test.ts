@@ -5,9 +5,9 @@
  * started later applies what was stored.
  */
 import t from 'tap';
-import { Bus } from '../../protocol/bus.js';
+import { Bus } from '../../runtime/bus.js';
 import { CortadoError } from '../../protocol/errors.js';
-import { createLogger } from '../../protocol/log.js';
+import { createLogger } from '../../runtime/log.js';
 import {
   Actor, ConfigChangedEvt, ConfigHistory, ConfigReset, ConfigUpdate, ConfigView, IdentityLogin, LdapUpdate, LdapView, MaskRuleCreate,
   FORMER_NAMES, MaskRuleDelete, MaskRulesList, MaskRuleUpdate, PromptsList, REQUESTS,

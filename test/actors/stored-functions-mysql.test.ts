@@ -10,9 +10,9 @@
  * built-in the server has stays the built-in.
  */
 import t from 'tap';
-import { Bus } from '../../protocol/bus.js';
+import { Bus } from '../../runtime/bus.js';
 import { CortadoError } from '../../protocol/errors.js';
-import { createLogger } from '../../protocol/log.js';
+import { createLogger } from '../../runtime/log.js';
 import { SqlExecute } from '../../protocol/subjects.js';
 import { runCortado } from '../../cli/run.js';
 import { testConfig } from '../helpers/config.js';

@@ -16,10 +16,10 @@
  */
 import t from 'tap';
 import pg from 'pg';
-import { Bus } from '../../protocol/bus.js';
+import { Bus } from '../../runtime/bus.js';
 import { CortadoError } from '../../protocol/errors.js';
-import { createLogger } from '../../protocol/log.js';
-import { registry } from '../../protocol/metrics.js';
+import { createLogger } from '../../runtime/log.js';
+import { registry } from '../../runtime/metrics.js';
 import { SqlExecute } from '../../protocol/subjects.js';
 import { runCortado } from '../../cli/run.js';
 import { createPostgresEngine } from '../../actors/executor/engines/postgresql.js';

@@ -10,7 +10,7 @@ import { buildCatalog, context, createCatalogCache, createValueIndex, lookupDate
 import { createEngine } from '../../actors/executor/engines/index.js';
 import type { ExecutorDeps } from '../../actors/executor/handle.js';
 import { values } from '../../actors/executor/value-index.js';
-import { createLogger } from '../../protocol/log.js';
+import { createLogger } from '../../runtime/log.js';
 import type { SqlValuesReply } from '../../protocol/schemas/profile.js';
 import { testConfig } from '../helpers/config.js';
 import { createTestDb } from '../helpers/pg.js';

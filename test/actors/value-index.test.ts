@@ -14,7 +14,7 @@ import { createEngine } from '../../actors/executor/engines/index.js';
 import type { ExecutorDeps } from '../../actors/executor/handle.js';
 import { profile } from '../../actors/executor/profile.js';
 import { values } from '../../actors/executor/value-index.js';
-import { createLogger } from '../../protocol/log.js';
+import { createLogger } from '../../runtime/log.js';
 import { testConfig } from '../helpers/config.js';
 import { createTestDb } from '../helpers/pg.js';
 

@@ -14,7 +14,7 @@ import t from 'tap';
 import YAML from 'yaml';
 import { adminIdentities } from '../../actors/identity/handle.js';
 import { ROOT } from '../../config/load.js';
-import { createLogger } from '../../protocol/log.js';
+import { createLogger } from '../../runtime/log.js';
 import { ALL_ACTORS } from '../../protocol/subjects.js';
 import { runCortado } from '../../cli/run.js';
 import { testConfig } from '../helpers/config.js';

@@ -5,7 +5,7 @@
  * the audit log and its CSV export.
  */
 import t from 'tap';
-import { createLogger } from '../../protocol/log.js';
+import { createLogger } from '../../runtime/log.js';
 import { TokenCheck } from '../../protocol/subjects.js';
 import { runCortado } from '../../cli/run.js';
 import { generateFernetKey } from '../../actors/lib/crypto/fernet.js';

@@ -7,8 +7,8 @@
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import t from 'tap';
-import { Bus } from '../../protocol/bus.js';
-import { createLogger } from '../../protocol/log.js';
+import { Bus } from '../../runtime/bus.js';
+import { createLogger } from '../../runtime/log.js';
 import { ALERTS_CONSUMER, AlertRaisedEvt, eventsStreamName } from '../../protocol/subjects.js';
 import { testConfig } from '../helpers/config.js';
 import { sqlAnswer, startFakeLlm } from '../helpers/fake-llm.js';

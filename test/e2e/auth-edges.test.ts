@@ -15,7 +15,7 @@ import { Writable } from 'node:stream';
 import t from 'tap';
 import YAML from 'yaml';
 import { ROOT } from '../../config/load.js';
-import { createLogger } from '../../protocol/log.js';
+import { createLogger } from '../../runtime/log.js';
 import { ALL_ACTORS } from '../../protocol/subjects.js';
 import { runCortado } from '../../cli/run.js';
 import { generateFernetKey } from '../../actors/lib/crypto/fernet.js';

@@ -7,8 +7,8 @@
  * cannot mint tokens; a held confirmation runs only for the session that asked.
  */
 import t from 'tap';
-import { Bus } from '../../protocol/bus.js';
-import { createLogger } from '../../protocol/log.js';
+import { Bus } from '../../runtime/bus.js';
+import { createLogger } from '../../runtime/log.js';
 import { ConfigReset, ConfigUpdate, SqlExecute, TokenRevoke } from '../../protocol/subjects.js';
 import { generateFernetKey } from '../../actors/lib/crypto/fernet.js';
 import { testConfig } from '../helpers/config.js';

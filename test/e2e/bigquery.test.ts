@@ -5,8 +5,8 @@
  * real PostgreSQL. The model is a local server speaking Anthropic's Messages API.
  */
 import t from 'tap';
-import { Bus } from '../../protocol/bus.js';
-import { createLogger } from '../../protocol/log.js';
+import { Bus } from '../../runtime/bus.js';
+import { createLogger } from '../../runtime/log.js';
 import { SqlExecute } from '../../protocol/subjects.js';
 import { testConfig } from '../helpers/config.js';
 import { startFakeBigQuery } from '../helpers/fake-bigquery.js';

@@ -12,7 +12,7 @@ import { testConfig } from '../helpers/config.js';
 import { startNats } from '../helpers/nats.js';
 import { createTestDb, dropRoles } from '../helpers/pg.js';
 import { call, startStack } from '../helpers/stack.js';
-import { metricsText } from '../../protocol/metrics.js';
+import { metricsText } from '../../runtime/metrics.js';
 
 const workersWaiting = (m: { text: string }): number => Number(/^cortado_db_workers_waiting (\S+)$/m.exec(m.text)?.[1] ?? 0);
 

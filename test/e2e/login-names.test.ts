@@ -9,8 +9,8 @@
  * actor's own door, and the spellings that remain (case) share one counter.
  */
 import t from 'tap';
-import { Bus } from '../../protocol/bus.js';
-import { createLogger } from '../../protocol/log.js';
+import { Bus } from '../../runtime/bus.js';
+import { createLogger } from '../../runtime/log.js';
 import { loginKey, loginNameProblem } from '../../protocol/schemas/text.js';
 import { AuthLogin, IdentityLogin } from '../../protocol/subjects.js';
 import { LOCKOUT } from '../../actors/identity/sessions.js';

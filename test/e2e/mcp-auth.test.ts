@@ -11,7 +11,7 @@ import t from 'tap';
 import { generateFernetKey } from '../../actors/lib/crypto/fernet.js';
 import { runCortado } from '../../cli/run.js';
 import { mcpSessionRegistry, type McpSession } from '../../edge/mcp/session.js';
-import { createLogger } from '../../protocol/log.js';
+import { createLogger } from '../../runtime/log.js';
 import { ALL_ACTORS, ConfigReset, ConfigUpdate } from '../../protocol/subjects.js';
 import { GUARD_SCHEMA_SQL } from '../fixtures/guard-cases.js';
 import { testConfig } from '../helpers/config.js';

@@ -4,8 +4,8 @@
  * query.require_session on the legacy endpoint.
  */
 import t from 'tap';
-import { createLogger } from '../../protocol/log.js';
-import { Bus } from '../../protocol/bus.js';
+import { createLogger } from '../../runtime/log.js';
+import { Bus } from '../../runtime/bus.js';
 import { Bucket, TokenIssue } from '../../protocol/subjects.js';
 import { Confirmations, type PendingSql } from '../../actors/assistant/confirmations.js';
 import { GUARD_SCHEMA_SQL } from '../fixtures/guard-cases.js';

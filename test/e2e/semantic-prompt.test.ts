@@ -7,7 +7,7 @@
  */
 import t from 'tap';
 import { generateFernetKey } from '../../actors/lib/crypto/fernet.js';
-import type { Bus } from '../../protocol/bus.js';
+import type { Bus } from '../../runtime/bus.js';
 import { CortadoError } from '../../protocol/errors.js';
 import {
   ALL_ACTORS, Actor, SemanticContext, SemanticEntityCreate, SemanticMetricCreate, SemanticRelationshipCreate,

@@ -1,5 +1,5 @@
 /**
- * One question is one trace (protocol/tracing.ts), across two processes: the edge and the
+ * One question is one trace (runtime/tracing.ts), across two processes: the edge and the
  * assistant in this one, the llm and executor actors in a `cortado --role actors:llm,executor`
  * child. Both export over OTLP/HTTP to a receiver in this test (a node:http server reading the
  * JSON the exporter sends), and the spans are checked the way a trace viewer draws them: one
@@ -15,7 +15,7 @@ import t from 'tap';
 import YAML from 'yaml';
 import { ROOT } from '../../config/load.js';
 import { ALL_ACTORS } from '../../protocol/subjects.js';
-import { flushTracing } from '../../protocol/tracing.js';
+import { flushTracing } from '../../runtime/tracing.js';
 import { GUARD_SCHEMA_SQL } from '../fixtures/guard-cases.js';
 import { testConfig, testConfigObject } from '../helpers/config.js';
 import { sqlAnswer, startFakeLlm } from '../helpers/fake-llm.js';

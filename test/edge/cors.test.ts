@@ -7,7 +7,7 @@
 import { Writable } from 'node:stream';
 import t from 'tap';
 import type { Config } from '../../config/schema.js';
-import { createLogger } from '../../protocol/log.js';
+import { createLogger } from '../../runtime/log.js';
 import { corsPolicy } from '../../edge/http/cors.js';
 import { uwsAvailable } from '../../edge/http/server.js';
 import { testConfig, setConfig } from '../helpers/config.js';

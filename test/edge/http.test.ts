@@ -13,7 +13,7 @@ import { testConfig } from '../helpers/config.js';
 import { call, startStack } from '../helpers/stack.js';
 import { uwsAvailable } from '../../edge/http/server.js';
 import { jsonDepth, MAX_JSON_DEPTH } from '../../edge/http/json.js';
-import { redactUrl } from '../../protocol/log.js';
+import { redactUrl } from '../../runtime/log.js';
 
 const STATIC = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../edge/web/static');
 

@@ -1,5 +1,5 @@
 /**
- * GET /metrics over a real stack (protocol/metrics.ts): after a question the Prometheus text
+ * GET /metrics over a real stack (runtime/metrics.ts): after a question the Prometheus text
  * parses and holds the series an operator reads — HTTP by route pattern, the bus per subject and
  * side, the model's calls and tokens, database time and rows, guard rejections, masking hits,
  * rate-limit refusals, the outbox, event-consumer lag, Node's own; each event a counter is for,
@@ -19,7 +19,7 @@ import YAML from 'yaml';
 import { generateFernetKey } from '../../actors/lib/crypto/fernet.js';
 import { startScheduler } from '../../actors/scheduler/actor.js';
 import { ROOT } from '../../config/load.js';
-import { createLogger } from '../../protocol/log.js';
+import { createLogger } from '../../runtime/log.js';
 import { ALL_ACTORS, AUDIT_CONSUMER, MaskRuleCreate } from '../../protocol/subjects.js';
 import { GUARD_SCHEMA_SQL } from '../fixtures/guard-cases.js';
 import { testConfig, testConfigObject } from '../helpers/config.js';

@@ -9,7 +9,7 @@
  * Prints one JSON line: what it did.
  */
 import { readFile } from 'node:fs/promises';
-import { createLogger } from '../../protocol/log.js';
+import { createLogger } from '../../runtime/log.js';
 import { FileAlarms } from '../../store/index.js';
 
 const [mode, file, id, count] = process.argv.slice(2);

@@ -6,8 +6,8 @@
  * line each, at debug; the test reads it and SIGKILLs the process as an operator's crash would.
  */
 import { readFileSync } from 'node:fs';
-import { Bus } from '../../protocol/bus.js';
-import { createLogger } from '../../protocol/log.js';
+import { Bus } from '../../runtime/bus.js';
+import { createLogger } from '../../runtime/log.js';
 import { startAlarms } from '../../actors/alarms/actor.js';
 import { testConfig } from './config.js';
 

@@ -9,9 +9,9 @@
  * proves nothing) while the rows sql.execute answers with the rules active, and the masking
  * actor's result.mask of the raw rows, hold none (nor do the column names).
  */
-import type { Bus } from '../../protocol/bus.js';
+import type { Bus } from '../../runtime/bus.js';
 import { CortadoError } from '../../protocol/errors.js';
-import type { Logger } from '../../protocol/log.js';
+import type { Logger } from '../../runtime/log.js';
 import type { Dialect } from '../../protocol/schemas/common.js';
 import { MaskRuleCreate, ResultMask, SqlExecute } from '../../protocol/subjects.js';
 import type { Config } from '../../config/schema.js';

@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { Bus } from '../../protocol/bus.js';
+import type { Bus } from '../../runtime/bus.js';
 import { TokenIssue, TokenRevoke } from '../../protocol/subjects.js';
 
 export async function issueToken(bus: Bus, username = 'alice', extra: { ttl_hours?: number; db_config?: Record<string, unknown> } = {}): Promise<{ token: string; id: string }> {

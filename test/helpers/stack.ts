@@ -3,7 +3,7 @@
  * NATS, listening on 127.0.0.1 and a free port.
  */
 import type { Config } from '../../config/schema.js';
-import { createLogger } from '../../protocol/log.js';
+import { createLogger } from '../../runtime/log.js';
 import { ALL_ACTORS } from '../../protocol/subjects.js';
 import { runCortado, type Roles, type Running } from '../../cli/run.js';
 

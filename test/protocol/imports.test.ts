@@ -7,10 +7,12 @@
  *   composition root actors/index.ts; actors/lib/ and actors/runtime/ are shared, and import no
  *   actor themselves (runtime may import actors/index.ts: it starts them);
  * - edge/ imports no actor and no storage: it reaches them over the bus (no exception today);
- * - layers: protocol/ imports none of config/, store/, actors/, edge/, cli/; config/ none of
+ * - protocol/ is the contract only: it imports typebox and itself, nothing else (no node:
+ *   module, no package, no other folder of ours);
+ * - layers: runtime/ imports none of config/, store/, actors/, edge/, cli/; config/ none of
  *   store/, actors/, edge/, cli/; store/ none of actors/, edge/, cli/;
- * - NATS (`@nats-io/*`) only in the bus files (protocol/bus.ts and what it is split into:
- *   protocol/bus-<concern>.ts or protocol/bus/); uWebSockets.js only in edge/http/server.ts;
+ * - NATS (`@nats-io/*`) only in the bus files (runtime/bus.ts and its parts:
+ *   runtime/bus-<part>.ts or runtime/bus/); uWebSockets.js only in edge/http/server.ts;
  * - each SDK only in the actor it serves: LLM SDKs in actors/llm/, database drivers in
  *   actors/executor/ (and `pg` in store/ for config_db; pg, trino-client and the BigQuery client
  *   in actors/ops/ for the operations console's own read-only clients), `ldapts` in identity, settings and
@@ -90,7 +92,9 @@ function templateHead(head: string): string | undefined {
 
 const SHARED_ACTOR_DIRS = new Set(['lib', 'runtime']);
 const COMPOSITION_ROOT = 'actors/index';
-const BUS_FILES = /^protocol\/(bus(-[a-z0-9-]+)?\.ts$|bus\/)/;
+const BUS_FILES = /^runtime\/(bus(-[a-z0-9-]+)?\.ts$|bus\/)/;
+/** what protocol/ may import: typebox (and its subpaths) and its own files */
+const CONTRACT_PACKAGES = new Set(['typebox']);
 const HTTP_SERVER = 'edge/http/server.ts';
 
 /** package → where it may be imported (path prefixes), and whose it is */
@@ -107,7 +111,7 @@ const SDKS: ReadonlyArray<{ pkg: (name: string) => boolean; name: string; allowe
 
 /** What may not be imported from each top folder (the layers). */
 const LAYERS: Readonly<Record<string, readonly string[]>> = {
-  protocol: ['config', 'store', 'actors', 'edge', 'cli'],
+  runtime: ['config', 'store', 'actors', 'edge', 'cli'],
   config: ['store', 'actors', 'edge', 'cli'],
   store: ['actors', 'edge', 'cli'],
   edge: ['actors', 'store'],
@@ -130,9 +134,17 @@ function checkImport(file: string, imp: Import): Omit<Violation, 'file' | 'line'
   if (imp.spec === undefined) return { rule: 'computed-import', why: 'the module of this import is computed, so no rule can check it: name it' };
   const spec = imp.spec;
   const pkg = packageOf(spec);
+  if (file.startsWith('protocol/')) {
+    const refused = { rule: 'protocol-is-contract', why: `protocol/ is the contract: it imports typebox and itself only, and ${spec} is neither (I/O belongs in runtime/)` };
+    if (spec.startsWith('node:') || (pkg !== undefined && !CONTRACT_PACKAGES.has(pkg))) return refused;
+    if (pkg === undefined && !spec.startsWith('/')) {
+      const to = path.posix.normalize(path.posix.join(path.posix.dirname(file), spec));
+      if (!to.startsWith('protocol/')) return refused;
+    }
+  }
   if (pkg !== undefined) {
     if (pkg.startsWith('@nats-io/') && !BUS_FILES.test(file)) {
-      return { rule: 'nats-in-the-bus', why: `${pkg} outside the bus files (protocol/bus.ts, protocol/bus-*.ts): everything else uses the Bus` };
+      return { rule: 'nats-in-the-bus', why: `${pkg} outside the bus files (runtime/bus.ts, runtime/bus-*.ts): everything else uses the Bus` };
     }
     if (pkg === 'uWebSockets.js' && file !== HTTP_SERVER) {
       return { rule: 'uws-in-the-server', why: `uWebSockets.js outside ${HTTP_SERVER}: the rest of the edge uses its HttpServer seam` };
@@ -222,15 +234,31 @@ t.test('each rule fails on a file that breaks it, and passes what it allows', as
     ['edge/app.ts', "import { openStorage } from '../store/index.js';", 'edge-imports-no-actor'],
     ['edge/app.ts', "import { ConfigView } from '../protocol/subjects.js';", undefined],
     ['store/tokens.ts', "import { sha256 } from '../actors/identity/sessions.js';", 'layers'],
-    ['protocol/bus.ts', "import type { Config } from '../config/schema.js';", 'layers'],
+    ['runtime/bus.ts', "import type { Config } from '../config/schema.js';", 'layers'],
     ['config/load.ts', "import { openStorage } from '../store/index.js';", 'layers'],
     ['store/index.ts', "import type { Config } from '../config/schema.js';", undefined],
     ['actors/assistant/handle.ts', "import { connect } from '@nats-io/transport-node';", 'nats-in-the-bus'],
     ['edge/mcp/session.ts', "import type { KV } from '@nats-io/kv';", 'nats-in-the-bus'],
-    ['protocol/outbox.ts', "import { jetstream } from '@nats-io/jetstream';", 'nats-in-the-bus'],
-    ['protocol/bus.ts', "import { connect } from '@nats-io/transport-node';", undefined],
-    ['protocol/bus-durable.ts', "import { jetstreamManager } from '@nats-io/jetstream';", undefined],
-    ['protocol/bus/kv.ts', "import { Kvm } from '@nats-io/kv';", undefined],
+    ['runtime/outbox.ts', "import { jetstream } from '@nats-io/jetstream';", 'nats-in-the-bus'],
+    ['runtime/bus.ts', "import { connect } from '@nats-io/transport-node';", undefined],
+    ['runtime/bus-durable.ts', "import { jetstreamManager } from '@nats-io/jetstream';", undefined],
+    ['runtime/bus/kv.ts', "import { Kvm } from '@nats-io/kv';", undefined],
+    ['protocol/subjects.ts', "import { connect } from '@nats-io/transport-node';", 'protocol-is-contract'],
+    ['protocol/define.ts', "import { pino } from 'pino';", 'protocol-is-contract'],
+    ['protocol/schemas/ask.ts', "import client from 'prom-client';", 'protocol-is-contract'],
+    ['protocol/errors.ts', "import { randomUUID } from 'node:crypto';", 'protocol-is-contract'],
+    ['protocol/subjects.ts', "import type { Kv } from '../runtime/kv.js';", 'protocol-is-contract'],
+    ['protocol/schemas/sql.ts', "import type { Config } from '../../config/schema.js';", 'protocol-is-contract'],
+    ['protocol/define.ts', "import { Compile } from 'typebox/compile';", undefined],
+    ['protocol/schemas/ask.ts', "import { OwnerString } from '../scope.js';", undefined],
+    ['protocol/subjects.ts', "import * as I from './schemas/identity.js';", undefined],
+    ['runtime/log.ts', "import { pino } from 'pino';", undefined],
+    ['runtime/metrics.ts', "import client from 'prom-client';", undefined],
+    ['runtime/tracing.ts', "import { trace } from '@opentelemetry/api';", undefined],
+    ['runtime/bus-events.ts', "import { progressSubject } from '../protocol/subjects.js';", undefined],
+    ['runtime/kv.ts', "import type { Config } from '../config/schema.js';", 'layers'],
+    ['runtime/log.ts', "import { startActors } from '../actors/runtime/host.js';", 'layers'],
+    ['store/audit.ts', "import type { Logger } from '../runtime/log.js';", undefined],
     ['edge/http/routes/query.ts', "import uws from 'uWebSockets.js';", 'uws-in-the-server'],
     ['edge/http/server.ts', "import uws from 'uWebSockets.js';", undefined],
     ['actors/sqlgen/handle.ts', "import Anthropic from '@anthropic-ai/sdk';", 'sdk-in-its-actor'],
@@ -285,7 +313,7 @@ t.test('the source tree keeps every import rule', async (t) => {
   const imports = files.flatMap((f) => importsOf(f).map((i) => `${f.path} ${i.spec ?? ''}`));
   // the walk sees the tree: the files and imports the rules are about are among what it read
   t.ok(files.length > 150, `${files.length} files read`);
-  for (const seen of ['protocol/bus-connection.ts @nats-io/transport-node', 'edge/http/server.ts uWebSockets.js', 'store/postgres.ts pg', 'actors/index.ts ./settings/actor.js']) {
+  for (const seen of ['runtime/bus-connection.ts @nats-io/transport-node', 'runtime/log.ts pino', 'protocol/define.ts typebox/compile', 'edge/http/server.ts uWebSockets.js', 'store/postgres.ts pg', 'actors/index.ts ./settings/actor.js']) {
     t.ok(imports.includes(seen), `saw ${seen}`);
   }
   t.notOk(files.some((f) => f.path.startsWith('test/') || f.path.startsWith('node_modules/')), 'tests and packages are not walked');

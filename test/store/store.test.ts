@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import t from 'tap';
 import pg from 'pg';
 import { CortadoError } from '../../protocol/errors.js';
-import { createLogger } from '../../protocol/log.js';
+import { createLogger } from '../../runtime/log.js';
 import {
   MEMORY_AUDIT_CAP, MIGRATIONS, memoryStorage, migrate, openStorage, postgresStorage, type ApiTokenRecord, type AuditEntry, type Storage,
 } from '../../store/index.js';

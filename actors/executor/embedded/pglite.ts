@@ -7,7 +7,7 @@
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { CortadoError, type ErrorCode } from '../../../protocol/errors.js';
-import type { Logger } from '../../../protocol/log.js';
+import type { Logger } from '../../../runtime/log.js';
 
 export interface EmbeddedServer {
   host: string;

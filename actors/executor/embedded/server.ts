@@ -36,7 +36,7 @@ import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
 import { CortadoError } from '../../../protocol/errors.js';
-import type { Logger } from '../../../protocol/log.js';
+import type { Logger } from '../../../runtime/log.js';
 import { readerSessionSql } from './session.js';
 import { DEMO_DATA_VERSION, DEMO_META_TABLE, DEMO_TABLES, generateDemoData, loadDemoData } from './demo-data.js';
 

@@ -4,8 +4,8 @@
  * outcome} and logged with the session's id and how long it took, never the SQL (its literals may
  * be data). PostgreSQL: pg-cancel.ts; MySQL/MariaDB: mysql.ts `stopThread`.
  */
-import type { Logger } from '../../../protocol/log.js';
-import { countDbCancel, type DbCancelOutcome } from '../../../protocol/metrics.js';
+import type { Logger } from '../../../runtime/log.js';
+import { countDbCancel, type DbCancelOutcome } from '../../../runtime/metrics.js';
 
 /** How long a cancelled query has to end before its session is ended, and then to end after that. */
 export const CANCEL_WAIT_MS = 2_000;

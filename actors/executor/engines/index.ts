@@ -4,7 +4,7 @@
  */
 import path from 'node:path';
 import { CortadoError } from '../../../protocol/errors.js';
-import type { Logger } from '../../../protocol/log.js';
+import type { Logger } from '../../../runtime/log.js';
 import { ROOT } from '../../../config/load.js';
 import type { Config, DbProviderName } from '../../../config/schema.js';
 import type { DbEngine } from './engine.js';

@@ -31,7 +31,7 @@
 import mysql from 'mysql2/promise';
 import type { FieldPacket, Pool, PoolConnection, PoolOptions, RowDataPacket } from 'mysql2/promise';
 import { CortadoError } from '../../../protocol/errors.js';
-import type { Logger } from '../../../protocol/log.js';
+import type { Logger } from '../../../runtime/log.js';
 import type { Cell, Column } from '../../../protocol/schemas/common.js';
 import type { Config } from '../../../config/schema.js';
 import type { DbEngine, DbSchema, EngineResult, ExecuteOptions, RolePrivileges, WriteAccess } from './engine.js';
@@ -43,7 +43,7 @@ import { columnOf, converterFor } from './mysql-values.js';
 import { MysqlWireMeter } from './mysql-wire-meter.js';
 import { attachMeter, capsOf } from './wire-cap.js';
 import { CANCEL_WAIT_MS, TERMINATE_WAIT_MS, recordCancel, stillAfter } from './cancel-watch.js';
-import { countDbCancel, type DbCancelOutcome } from '../../../protocol/metrics.js';
+import { countDbCancel, type DbCancelOutcome } from '../../../runtime/metrics.js';
 
 export { toDbError } from './mysql-errors.js';
 export { writeAccessFromGrants } from './mysql-grants.js';

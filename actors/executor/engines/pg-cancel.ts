@@ -18,8 +18,8 @@
  * goes back to a pool (the engines drop it).
  */
 import pg from 'pg';
-import type { Logger } from '../../../protocol/log.js';
-import type { DbCancelOutcome } from '../../../protocol/metrics.js';
+import type { Logger } from '../../../runtime/log.js';
+import type { DbCancelOutcome } from '../../../runtime/metrics.js';
 import { CANCEL_WAIT_MS, TERMINATE_WAIT_MS, recordCancel, stillAfter } from './cancel-watch.js';
 import { toDbError } from './postgresql-errors.js';
 

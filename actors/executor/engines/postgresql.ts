@@ -22,14 +22,14 @@
 import pg from 'pg';
 import type { FieldDef, PoolClient, QueryArrayConfig, QueryArrayResult } from 'pg';
 import { CortadoError } from '../../../protocol/errors.js';
-import type { Logger } from '../../../protocol/log.js';
+import type { Logger } from '../../../runtime/log.js';
 import type { Cell, Column } from '../../../protocol/schemas/common.js';
 import type { DbTable } from '../../../protocol/schemas/sql.js';
 import type { DbEngine, DbSchema, EngineResult, ExecuteOptions, RolePrivileges, WriteAccess } from './engine.js';
 import { dropsConnection, timedOut } from './errors.js';
 import { PgWireMeter } from './pg-wire-meter.js';
 import { stopBackend } from './pg-cancel.js';
-import { countDbCancel } from '../../../protocol/metrics.js';
+import { countDbCancel } from '../../../runtime/metrics.js';
 import { DATE_RANGES, INTROSPECT_FOREIGN_KEYS, INTROSPECT_TABLES, VALUE_INDEX, PRIVILEGES, privilegesOf, WRITE_ACCESS, type ForeignKeyRow, type PrivilegeRow, type TableRow } from './postgresql-catalog.js';
 import { toDbError } from './postgresql-errors.js';
 import { type IndexedColumn, type IndexedDates, VALUE_INDEX_UNIQUE_ROWS, VALUE_INDEX_COLUMN_VALUES, VALUE_INDEX_MAX_DISTINCT, VALUE_INDEX_MAX_VALUES } from '../../../protocol/schemas/profile.js';

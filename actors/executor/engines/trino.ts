@@ -29,7 +29,7 @@
  */
 import { Trino, type Columns, type QueryResult } from 'trino-client';
 import { CortadoError } from '../../../protocol/errors.js';
-import type { Logger } from '../../../protocol/log.js';
+import type { Logger } from '../../../runtime/log.js';
 import type { Cell, Column } from '../../../protocol/schemas/common.js';
 import type { DbTable } from '../../../protocol/schemas/sql.js';
 import type { Config } from '../../../config/schema.js';

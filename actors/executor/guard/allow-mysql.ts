@@ -25,7 +25,7 @@
  */
 
 import type { CortadoError } from '../../../protocol/errors.js';
-import type { Logger } from '../../../protocol/log.js';
+import type { Logger } from '../../../runtime/log.js';
 import { deniedFunction } from './deny.js';
 import { rejected } from './types.js';
 

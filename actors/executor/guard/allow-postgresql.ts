@@ -25,7 +25,7 @@
  * are the defence there (docs/security.md).
  */
 import { toCortadoError } from '../../../protocol/errors.js';
-import type { Logger } from '../../../protocol/log.js';
+import type { Logger } from '../../../runtime/log.js';
 
 export interface AllowGroup {
   /** why these are allowed, for people reading the list */

@@ -30,9 +30,9 @@
  * text; everything that checks a user's or a model's SQL comes through here.
  */
 import { CortadoError } from '../../../protocol/errors.js';
-import type { Logger } from '../../../protocol/log.js';
+import type { Logger } from '../../../runtime/log.js';
 import type { Dialect } from '../../../protocol/schemas/common.js';
-import { countParserRestart } from '../../../protocol/metrics.js';
+import { countParserRestart } from '../../../runtime/metrics.js';
 import { ParserFailure, ParserPool } from '../../lib/sql/parsers/pool.js';
 import type { AggregateVerdict } from './aggregate.js';
 import { mysqlAllowListState } from './allow-mysql.js';

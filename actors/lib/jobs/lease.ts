@@ -14,9 +14,9 @@
  * by it, each in a bucket of its own.
  */
 import { randomUUID } from 'node:crypto';
-import type { Bus } from '../../../protocol/bus.js';
-import type { Kv } from '../../../protocol/kv.js';
-import type { Logger } from '../../../protocol/log.js';
+import type { Bus } from '../../../runtime/bus.js';
+import type { Kv } from '../../../runtime/kv.js';
+import type { Logger } from '../../../runtime/log.js';
 import type { Bucket } from '../../../protocol/subjects.js';
 
 /** a leader's key lives this long after its last renewal */

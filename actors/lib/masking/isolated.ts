@@ -8,7 +8,7 @@
  * that runs out of memory or is not free in time all give the opaque query, so every column is
  * of unknown lineage and masked whenever a rule is active. Never unmasked.
  */
-import type { Logger } from '../../../protocol/log.js';
+import type { Logger } from '../../../runtime/log.js';
 import type { Dialect } from '../../../protocol/schemas/common.js';
 import { ParserPool } from '../sql/parsers/pool.js';
 import { OPAQUE_QUERY, type Query } from './lineage.js';

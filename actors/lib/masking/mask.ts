@@ -39,9 +39,9 @@
  * (isolated.ts: bounded in size, time and memory); a parse that fails there, runs too long or
  * breaks its parser is the same unknown lineage.
  */
-import type { Ctx } from '../../../protocol/bus.js';
+import type { Ctx } from '../../../runtime/bus.js';
 import { CortadoError } from '../../../protocol/errors.js';
-import type { Logger } from '../../../protocol/log.js';
+import type { Logger } from '../../../runtime/log.js';
 import type { Cell, Column, Dialect } from '../../../protocol/schemas/common.js';
 import type { MaskedColumn, MaskRuleLite, ResultMaskReply, ResultMaskRequest } from '../../../protocol/schemas/policy.js';
 import { parseForLineage } from './dialects.js';

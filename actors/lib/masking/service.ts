@@ -5,9 +5,9 @@
  * sql.export, sql.profile, sql.values: docs/architecture.md "Masking"), and the masking actor
  * serves `result.mask` with it for rows a caller brings.
  */
-import type { Bus, Ctx } from '../../../protocol/bus.js';
-import type { Logger } from '../../../protocol/log.js';
-import { countMaskingHit } from '../../../protocol/metrics.js';
+import type { Bus, Ctx } from '../../../runtime/bus.js';
+import type { Logger } from '../../../runtime/log.js';
+import { countMaskingHit } from '../../../runtime/metrics.js';
 import type { MaskRuleLite, ResultMaskReply, ResultMaskRequest } from '../../../protocol/schemas/policy.js';
 import { MaskChangedEvt, MaskRulesList } from '../../../protocol/subjects.js';
 import type { Config } from '../../../config/schema.js';

@@ -21,7 +21,7 @@ export function createAnthropicProvider(section: Config['llm']['anthropic']): Ll
         // the provider's max_concurrency (../limiter.ts), so no call waits for one unseen
         fetch: createKeepAliveFetch(section.max_concurrency !== undefined ? { connections: section.max_concurrency } : {}),
         // the SDK's own spans would come from OpenTelemetry's global tracer, which Cortado never
-        // registers (protocol/tracing.ts: the model call's span is ours, actors/llm/observe.ts):
+        // registers (runtime/tracing.ts: the model call's span is ours, actors/llm/observe.ts):
         // they could only ever be no-ops, made and checked on every call
         openTelemetry: false,
       })

@@ -20,7 +20,7 @@
  */
 import { STATUS_CODES } from 'node:http';
 import { Agent, request } from 'undici';
-import { pace } from '../../../protocol/pacer.js';
+import { pace } from '../../../runtime/pacer.js';
 
 /** sockets per origin of the shared fetch below; a provider builds its own with its llm max_concurrency */
 const DEFAULT_CONNECTIONS = 2048;
@@ -242,7 +242,7 @@ async function fetchWith(dispatcher: Agent, input: string | URL | Request, init:
     if (signal?.aborted) throw abortError(signal);
     throw new TypeError('fetch failed: the answer broke off', { cause: err });
   }
-  // hundreds of model answers can arrive in one poll: the SDK's reading of each waits its turn (protocol/pacer.ts)
+  // hundreds of model answers can arrive in one poll: the SDK's reading of each waits its turn (runtime/pacer.ts)
   const turn = pace();
   if (turn) await turn;
   return new BufferedResponse(Buffer.from(bytes), res.statusCode, answerHeaders, where) as unknown as Response;

@@ -20,7 +20,7 @@ import { createEngine } from '../../../actors/executor/engines/index.js';
 import type { ExecutorDeps } from '../../../actors/executor/handle.js';
 import { profile } from '../../../actors/executor/profile.js';
 import type { Config } from '../../../config/schema.js';
-import { createLogger } from '../../../protocol/log.js';
+import { createLogger } from '../../../runtime/log.js';
 import type { SqlIntrospectReply } from '../../../protocol/schemas/sql.js';
 import { SchemaContext } from '../../../protocol/subjects.js';
 import { testConfig } from '../../../test/helpers/config.js';

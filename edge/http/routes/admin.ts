@@ -4,7 +4,7 @@
  * gate. The edge only translates: each route is one request to the identity or audit actor.
  */
 import { Compile } from 'typebox/compile';
-import type { Bus, Ctx } from '../../../protocol/bus.js';
+import type { Bus, Ctx } from '../../../runtime/bus.js';
 import { CortadoError } from '../../../protocol/errors.js';
 import { HTTP_REQUEST_ID } from '../../../protocol/headers.js';
 import {

@@ -17,7 +17,7 @@
  * | GET    /api/alarms/:id/history | AlarmHistory (?limit)               | 200           |
  */
 import { Compile } from 'typebox/compile';
-import type { Bus } from '../../../protocol/bus.js';
+import type { Bus } from '../../../runtime/bus.js';
 import { CortadoError } from '../../../protocol/errors.js';
 import Type from 'typebox';
 import { Alarm, ALARM_HISTORY_MAX, AlarmBody, AlarmHistoryReply, AlarmListReply, AlarmPatchBody, AlarmTestBody, AlarmTestReply, OkReply } from '../../../protocol/schemas/alarms.js';

@@ -14,7 +14,7 @@
  * never one the body names).
  */
 import { Compile } from 'typebox/compile';
-import type { Bus } from '../../../protocol/bus.js';
+import type { Bus } from '../../../runtime/bus.js';
 import { describeErrors } from '../../../protocol/define.js';
 import { CortadoError } from '../../../protocol/errors.js';
 import { AnalyticsReport, ReportFilter } from '../../../protocol/schemas/analytics.js';

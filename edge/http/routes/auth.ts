@@ -12,7 +12,7 @@
  * header-authenticated ones have no ambient credential to forge).
  */
 import { Compile } from 'typebox/compile';
-import type { Bus } from '../../../protocol/bus.js';
+import type { Bus } from '../../../runtime/bus.js';
 import { CortadoError } from '../../../protocol/errors.js';
 import type { AskRequest } from '../../../protocol/schemas/ask.js';
 import { AuthConfirmBody, AuthLoginBody, AuthQueryBody, AuthTokenBody, BODY_TEXT } from '../../../protocol/schemas/http.js';

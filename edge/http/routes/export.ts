@@ -10,7 +10,7 @@
  * export.max_rows rows. A file over export.max_file_size_mb is LIMIT_EXCEEDED (422).
  */
 import { Compile } from 'typebox/compile';
-import type { Bus } from '../../../protocol/bus.js';
+import type { Bus } from '../../../runtime/bus.js';
 import { CortadoError } from '../../../protocol/errors.js';
 import { HTTP_REQUEST_ID } from '../../../protocol/headers.js';
 import { EXPORT_TTL_MS } from '../../../protocol/schemas/export.js';

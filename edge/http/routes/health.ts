@@ -3,7 +3,7 @@
  * through the executor's pool with a short timeout; the LLM is only asked whether it is
  * configured — never a paid model call.
  */
-import type { Bus } from '../../../protocol/bus.js';
+import type { Bus } from '../../../runtime/bus.js';
 import { LlmStatus, SqlPing } from '../../../protocol/subjects.js';
 import { sendJson } from '../reply.js';
 import type { Router } from '../router.js';

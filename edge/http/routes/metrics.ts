@@ -1,5 +1,5 @@
 /**
- * GET /metrics: this process's metrics in the Prometheus text format (protocol/metrics.ts).
+ * GET /metrics: this process's metrics in the Prometheus text format (runtime/metrics.ts).
  *
  * On the edge's own port it is protected: `Authorization: Bearer <metrics.token>` (a scraper),
  * or the admin panel's session (a person looking). The route is declared `none` and checks
@@ -10,10 +10,10 @@
  * `metrics.enabled: false`.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { Bus } from '../../../protocol/bus.js';
+import type { Bus } from '../../../runtime/bus.js';
 import { CortadoError } from '../../../protocol/errors.js';
 import { HTTP_REQUEST_ID } from '../../../protocol/headers.js';
-import { metricsText } from '../../../protocol/metrics.js';
+import { metricsText } from '../../../runtime/metrics.js';
 import type { Config } from '../../../config/schema.js';
 import { createCallerResolver } from '../../caller.js';
 import { SECURITY_HEADERS } from '../reply.js';

@@ -8,7 +8,7 @@
  *
  * The console off or an operation outside allowed_operations: 403 FORBIDDEN, with the key to set.
  */
-import type { Bus } from '../../../protocol/bus.js';
+import type { Bus } from '../../../runtime/bus.js';
 import { CortadoError } from '../../../protocol/errors.js';
 import { OpsRunReply, OpsStatusReply, type OpsOperation, type OpsRunRequest } from '../../../protocol/schemas/ops.js';
 import { OpsRun, OpsStatus } from '../../../protocol/subjects.js';

@@ -7,11 +7,11 @@
  * to that caller: /api/query's is the session or token the request carries, else its address.
  */
 import { Compile } from 'typebox/compile';
-import type { Bus, Ctx } from '../../../protocol/bus.js';
+import type { Bus, Ctx } from '../../../runtime/bus.js';
 import { toCortadoError } from '../../../protocol/errors.js';
 import { Ask, AskConfirm, Bucket, InsightsGenerate } from '../../../protocol/subjects.js';
 import { CortadoError } from '../../../protocol/errors.js';
-import type { Kv } from '../../../protocol/kv.js';
+import type { Kv } from '../../../runtime/kv.js';
 import type { ProgressEvent } from '../../../protocol/schemas/progress.js';
 import { INSIGHTS_FOLLOW_UP_TTL_MS, InsightsFollowUp } from '../../../protocol/schemas/insights.js';
 import { ASK_LIMITS, AskReply, type AskRequest } from '../../../protocol/schemas/ask.js';

@@ -32,7 +32,7 @@
  */
 import { createHash } from 'node:crypto';
 import { Compile } from 'typebox/compile';
-import type { Bus, Ctx } from '../../../protocol/bus.js';
+import type { Bus, Ctx } from '../../../runtime/bus.js';
 import { CortadoError } from '../../../protocol/errors.js';
 import { BODY_TEXT, CronPreviewBody, ScheduleBody, SchedulePatchBody, SchedulePutBody } from '../../../protocol/schemas/http.js';
 import type { Asker } from '../../../protocol/schemas/schedules.js';

@@ -13,7 +13,7 @@
  * does not name are ignored (a record read with GET can be sent back with PUT).
  */
 import { Compile } from 'typebox/compile';
-import type { Bus, Ctx } from '../../../protocol/bus.js';
+import type { Bus, Ctx } from '../../../runtime/bus.js';
 import { CortadoError } from '../../../protocol/errors.js';
 import {
   BODY_TEXT, SemanticColumnBody, SemanticColumnPatchBody, SemanticDiscoverBody, SemanticEntityBody, SemanticEntityPatchBody, SemanticEntityPutBody,

@@ -2,7 +2,7 @@
  * GET /api/tables, GET /api/tables/{name}, and the legacy GET /tables: anyone's, on the server's
  * own connection — while plugins.auth.require_login is on, a signed-in caller's, in its scope.
  */
-import type { Bus } from '../../../protocol/bus.js';
+import type { Bus } from '../../../runtime/bus.js';
 import { callerCtx } from '../../caller.js';
 import { SchemaDescribe, SchemaTables } from '../../../protocol/subjects.js';
 import { sendJson } from '../reply.js';

@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { CortadoError } from '../../../protocol/errors.js';
 import { HTTP_REQUEST_ID } from '../../../protocol/headers.js';
-import type { Logger } from '../../../protocol/log.js';
+import type { Logger } from '../../../runtime/log.js';
 import { SECURITY_HEADERS } from '../reply.js';
 import type { Router } from '../router.js';
 

@@ -29,7 +29,7 @@
 import { createHash } from 'node:crypto';
 import Type from 'typebox';
 import { Compile } from 'typebox/compile';
-import type { Bus } from '../../../protocol/bus.js';
+import type { Bus } from '../../../runtime/bus.js';
 import { CortadoError } from '../../../protocol/errors.js';
 import * as W from '../../../protocol/schemas/workspace.js';
 import * as S from '../../../protocol/subjects.js';

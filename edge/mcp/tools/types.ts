@@ -1,7 +1,7 @@
 /** What a tool is, and what it gets to work with. */
 import type { Static, TSchema } from 'typebox';
-import type { Bus, Ctx } from '../../../protocol/bus.js';
-import type { Logger } from '../../../protocol/log.js';
+import type { Bus, Ctx } from '../../../runtime/bus.js';
+import type { Logger } from '../../../runtime/log.js';
 import type { Config } from '../../../config/schema.js';
 import type { McpSessionInfo } from '../session.js';
 

@@ -20,7 +20,7 @@
  *
  * The caller decides what a ParserFailure means (the guard refuses the SQL, masking treats the
  * lineage as unknown). Each replacement is counted: cortado_sql_parser_restarts_total{parser,
- * reason} (protocol/metrics.ts).
+ * reason} (runtime/metrics.ts).
  *
  * Workers hold the process only while they have work (ref while busy, unref when idle). Shared
  * state the jobs need (the PostgreSQL allow-list as the database tightened it) is set with
@@ -33,8 +33,8 @@
  */
 import { Worker } from 'node:worker_threads';
 import { CortadoError, type ErrorCode } from '../../../../protocol/errors.js';
-import type { Logger } from '../../../../protocol/log.js';
-import { countParserRestart } from '../../../../protocol/metrics.js';
+import type { Logger } from '../../../../runtime/log.js';
+import { countParserRestart } from '../../../../runtime/metrics.js';
 import { bundleWorker } from './bundle.js';
 import type { JobMessage, WorkerMessage } from './serve.js';
 

@@ -4,7 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { headers as natsHeaders, type MsgHdrs } from '@nats-io/transport-node';
-import { Header } from './headers.js';
+import { Header } from '../protocol/headers.js';
 import { traceOf } from './tracing.js';
 
 /** What travels with every message: who asked, for which request, until when. */
@@ -20,7 +20,7 @@ export interface Ctx {
    */
   scope?: string;
   /**
-   * W3C traceparent of the span the work runs under (protocol/tracing.ts); absent at the edge,
+   * W3C traceparent of the span the work runs under (runtime/tracing.ts); absent at the edge,
    * where the request's own is found by its request id
    */
   trace?: string;

@@ -5,8 +5,8 @@
  * answers sys.stats with its per-subject counts and latencies.
  */
 import t from 'tap';
-import { Bus } from '../../protocol/bus.js';
-import { createLogger } from '../../protocol/log.js';
+import { Bus } from '../../runtime/bus.js';
+import { createLogger } from '../../runtime/log.js';
 import { ConfigChangedEvt, QueryFailedEvt, ScopeEndedEvt, SqlPing, SysStats } from '../../protocol/subjects.js';
 import { startNats } from '../helpers/nats.js';
 

@@ -9,7 +9,7 @@ import type { Msg, NatsConnection } from '@nats-io/transport-node';
 import { AckPolicy, DeliverPolicy, jetstreamManager } from '@nats-io/jetstream';
 import { ctxFrom, type Ctx } from './bus-headers.js';
 import type { Logger } from './log.js';
-import { eventsStreamName } from './subjects.js';
+import { eventsStreamName } from '../protocol/subjects.js';
 import { registerConsumerLag } from './metrics.js';
 
 /** What the loop needs of the bus. */
@@ -218,7 +218,7 @@ export async function pullConsumer(
   })().catch((err: unknown) => {
     if (!bus.closed()) bus.log.warn({ durable, err: (err as Error).message }, 'the event consumer stopped');
   });
-  // its lag in /metrics (protocol/metrics.ts): what the stream holds that it has not acknowledged
+  // its lag in /metrics (runtime/metrics.ts): what the stream holds that it has not acknowledged
   const stopLag = registerConsumerLag(durable, async () => {
     if (exists !== true || bus.closed()) return undefined;
     const info = await jsm.consumers.info(stream, durable);

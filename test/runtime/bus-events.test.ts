@@ -7,8 +7,8 @@
 import t from 'tap';
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { Bus } from '../../protocol/bus.js';
-import { createLogger } from '../../protocol/log.js';
+import { Bus } from '../../runtime/bus.js';
+import { createLogger } from '../../runtime/log.js';
 import { eventsStreamName, QueryFailedEvt } from '../../protocol/subjects.js';
 import { startNats } from '../helpers/nats.js';
 

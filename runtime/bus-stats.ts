@@ -4,7 +4,7 @@
  * handled message is logged here too (at debug), so requests and events read the same in the logs.
  */
 import type { Logger } from './log.js';
-import type { CortadoError } from './errors.js';
+import type { CortadoError } from '../protocol/errors.js';
 import { busSeries, type BusSeries } from './metrics.js';
 
 /** handlings kept for the percentiles */
@@ -31,7 +31,7 @@ export class SubjectStats {
   totalMs = 0;
   maxMs = 0;
   private readonly recent = new Float64Array(RECENT);
-  /** the Prometheus series of this subject (protocol/metrics.ts); undefined while metrics are off */
+  /** the Prometheus series of this subject (runtime/metrics.ts); undefined while metrics are off */
   readonly series: BusSeries | undefined;
 
   constructor(readonly subject: string, readonly kind: HandledKind) {

@@ -12,10 +12,10 @@ import t from 'tap';
 import Type from 'typebox';
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { Bus } from '../../protocol/bus.js';
+import { Bus } from '../../runtime/bus.js';
 import { defineEvent, defineRequest } from '../../protocol/define.js';
-import { createLogger, type Logger } from '../../protocol/log.js';
-import { backoff, Outbox, type OutboxItem } from '../../protocol/outbox.js';
+import { createLogger, type Logger } from '../../runtime/log.js';
+import { backoff, Outbox, type OutboxItem } from '../../runtime/outbox.js';
 import { EVENTS, eventsStreamName, QueryFailedEvt } from '../../protocol/subjects.js';
 import { startBroker } from '../helpers/broker.js';
 

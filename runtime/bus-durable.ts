@@ -1,8 +1,8 @@
 /**
  * Durable events, the bus's part that talks to JetStream for them: the event stream (made at
  * start, made again when it vanishes, tried again every STREAM_RETRY_MS while JetStream cannot
- * keep it), the outbox (protocol/outbox.ts) and the acknowledgements that empty it. Only
- * protocol/bus.ts uses it; together they are the only importers of the NATS client.
+ * keep it), the outbox (runtime/outbox.ts) and the acknowledgements that empty it. Only
+ * runtime/bus.ts uses it; together they are the only importers of the NATS client.
  *
  * A durable event goes out as a JetStream publish: a plain publish with a reply subject (one
  * wildcard subscription of ours takes every acknowledgement) and its id as `Nats-Msg-Id`, so
@@ -12,10 +12,10 @@
 import { randomUUID } from 'node:crypto';
 import type { Msg, MsgHdrs, NatsConnection } from '@nats-io/transport-node';
 import { DiscardPolicy, jetstreamManager, RetentionPolicy, StorageType } from '@nats-io/jetstream';
-import { CortadoError } from './errors.js';
+import { CortadoError } from '../protocol/errors.js';
 import type { Logger } from './log.js';
 import { Outbox, type OutboxItem } from './outbox.js';
-import { eventsStreamName, EVENTS_WILDCARD } from './subjects.js';
+import { eventsStreamName, EVENTS_WILDCARD } from '../protocol/subjects.js';
 
 /** the default of bus.outbox_max_events */
 export const OUTBOX_MAX_EVENTS = 10_000;

@@ -17,12 +17,12 @@ import {
 } from '@nats-io/jetstream';
 import type { Static, TSchema } from 'typebox';
 import { Compile, type Validator } from 'typebox/compile';
-import { describeErrors } from './define.js';
+import { describeErrors } from '../protocol/define.js';
 import { ctxFrom, headersFor, type Ctx } from './bus-headers.js';
-import { Header } from './headers.js';
+import { Header } from '../protocol/headers.js';
 import type { Logger } from './log.js';
 import type { BusConnection } from './bus-connection.js';
-import { queueStreamName } from './subjects.js';
+import { queueStreamName } from '../protocol/subjects.js';
 
 /**
  * A work queue as protocol/subjects.ts defines it: its name (the stream's and the durable

@@ -1,5 +1,5 @@
 /**
- * The bus's connection to NATS, which every part of the bus takes (protocol/bus.ts composes
+ * The bus's connection to NATS, which every part of the bus takes (runtime/bus.ts composes
  * them: requests, serving, events, streams, KV, objects): one queue of writes sent together at
  * the end of each turn of the event loop (`send`), what happens while the connection is lost
  * (writes held until it is back; each part told, through `watch`, so that it can fail or pause
@@ -40,7 +40,7 @@ export interface ConnectionWatcher {
   fields?(): Record<string, unknown>;
 }
 
-/** writes kept while the connection is away; past it they are dropped (requests then fail, protocol/bus-requests.ts) */
+/** writes kept while the connection is away; past it they are dropped (requests then fail, runtime/bus-requests.ts) */
 const HELD_MAX = 50_000;
 
 export class BusConnection {
@@ -149,7 +149,7 @@ export class BusConnection {
 
   // ---- lifecycle ----------------------------------------------------------------------
 
-  /** From now on `closed()`; false when it already was. The parts then close what they own (protocol/bus.ts). */
+  /** From now on `closed()`; false when it already was. The parts then close what they own (runtime/bus.ts). */
   closing(): boolean {
     if (this.shut) return false;
     this.shut = true;

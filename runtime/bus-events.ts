@@ -1,19 +1,19 @@
 /**
- * Events and plain subjects, on the bus's connection (protocol/bus-connection.ts):
+ * Events and plain subjects, on the bus's connection (runtime/bus-connection.ts):
  *
  * - `publish(def, payload)`: a fact; a durable one goes through the outbox
- *   (protocol/bus-durable.ts) once the event stream is kept, acknowledged by JetStream.
+ *   (runtime/bus-durable.ts) once the event stream is kept, acknowledged by JetStream.
  * - `on(def, handler)` (core NATS, every listening process) and `consume(durable, defs, …)`
- *   (a durable JetStream consumer, protocol/bus-consumer.ts): each payload is checked against
+ *   (a durable JetStream consumer, runtime/bus-consumer.ts): each payload is checked against
  *   its schema where it enters the process, and handed on typed; a handler never checks it again.
  * - `publishTo`/`listen`, `progress`/`onProgress`: subjects built in protocol/ (progress
  *   streams, `cortado tap`).
  */
 import { randomUUID } from 'node:crypto';
 import { Compile } from 'typebox/compile';
-import { describeErrors, type EventDef, type EventOf, type PayloadOf } from './define.js';
-import { CortadoError, toCortadoError } from './errors.js';
-import { Header } from './headers.js';
+import { describeErrors, type EventDef, type EventOf, type PayloadOf } from '../protocol/define.js';
+import { CortadoError, toCortadoError } from '../protocol/errors.js';
+import { Header } from '../protocol/headers.js';
 import { ctxFrom, eventHeaders, type Ctx } from './bus-headers.js';
 import type { BusConnection } from './bus-connection.js';
 import { pullConsumer, type ConsumeOptions } from './bus-consumer.js';
@@ -22,8 +22,8 @@ import type { Serving } from './bus-serving.js';
 import { logHandled } from './bus-stats.js';
 import { registerOutbox } from './metrics.js';
 import { startSpan } from './tracing.js';
-import { progressSubject } from './subjects.js';
-import { ProgressEvent } from './schemas/progress.js';
+import { progressSubject } from '../protocol/subjects.js';
+import { ProgressEvent } from '../protocol/schemas/progress.js';
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
@@ -32,7 +32,7 @@ const checkProgress = Compile(ProgressEvent);
 export class Events {
   /** the event stream and the outbox of durable events */
   private readonly durable: DurableEvents;
-  /** stop counting this outbox in /metrics (protocol/metrics.ts) */
+  /** stop counting this outbox in /metrics (runtime/metrics.ts) */
   private readonly stopOutboxMetrics: () => void;
 
   constructor(private readonly conn: BusConnection, private readonly serving: Serving, outboxMaxEvents?: number) {
@@ -190,7 +190,7 @@ export class Events {
       log.warn({ rid: ctx.requestId, subj: def.subject, code: error.code, errors: error.details?.errors }, error.message);
       return;
     }
-    // a span per event taken, under the publisher's (protocol/tracing.ts); none while tracing is off
+    // a span per event taken, under the publisher's (runtime/tracing.ts); none while tracing is off
     const span = startSpan(def.subject, ctx.trace, 'consumer', { 'cortado.request_id': ctx.requestId, 'messaging.system': 'nats', 'messaging.destination.name': def.subject });
     if (span) ctx.trace = span.traceparent;
     try {
@@ -289,7 +289,7 @@ export class Events {
 
   /**
    * The bus closes: durable events still waiting get until `deadline` to be stored; what is left
-   * then is logged at error level, by event id (protocol/bus-durable.ts).
+   * then is logged at error level, by event id (runtime/bus-durable.ts).
    */
   async close(deadline: number): Promise<void> {
     await this.durable.close(deadline);

@@ -263,7 +263,7 @@ new client.Gauge({
   },
 });
 
-// ---- pacing (protocol/pacer.ts) ----------------------------------------------------------------
+// ---- pacing (runtime/pacer.ts) ----------------------------------------------------------------
 
 new client.Gauge({
   name: 'cortado_paced_waiting', help: 'steps of work waiting for their turn of the event loop (a burst being spread; steadily high: this process is out of CPU)',

@@ -1,29 +1,29 @@
 /**
- * Serving requests, on the bus's connection (protocol/bus-connection.ts), in the manner of
+ * Serving requests, on the bus's connection (runtime/bus-connection.ts), in the manner of
  * nats.js services: the bus owns the handler's wrapper, handlers stay plain async functions.
  *
  * - `serve(def, handler)`: queue group = the owning actor; input validated with the compiled
  *   schema; the deadline checked; anything thrown normalised into the reply envelope; one span
- *   and one log line per request; per-subject stats (protocol/bus-stats.ts), also on sys.stats.
+ *   and one log line per request; per-subject stats (runtime/bus-stats.ts), also on sys.stats.
  * - THE in-flight registry of this process: every handler running now, remote or local
  *   (preferLocal), with its request id and subject. A stop waits for an owner's handlers
  *   (`stopServing`); a failure nobody caught names the requests it may belong to
  *   (`requestsInFlight`, cli/crash.ts).
  * - signs of life: a handler working on a remote request longer than ALIVE_EVERY_MS says so to
- *   the requester every ALIVE_EVERY_MS (protocol/bus-requests.ts gives up on a silent one).
+ *   the requester every ALIVE_EVERY_MS (runtime/bus-requests.ts gives up on a silent one).
  */
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Msg, Subscription } from '@nats-io/transport-node';
-import { describeErrors, type ReplyOf, type RequestDef, type RequestOf } from './define.js';
-import { CortadoError, toCortadoError, type WireError } from './errors.js';
+import { describeErrors, type ReplyOf, type RequestDef, type RequestOf } from '../protocol/define.js';
+import { CortadoError, toCortadoError, type WireError } from '../protocol/errors.js';
 import { ALIVE_HEADERS, ctxFrom, type Ctx } from './bus-headers.js';
 import type { BusConnection } from './bus-connection.js';
 import { logHandled, SubjectStats, type HandledKind, type ServeStats } from './bus-stats.js';
 import { pace, requestKey } from './pacer.js';
 import { startSpan, traceOf } from './tracing.js';
-import { SysStats } from './subjects.js';
-import type { SysStatsReply } from './schemas/sys.js';
+import { SysStats } from '../protocol/subjects.js';
+import type { SysStatsReply } from '../protocol/schemas/sys.js';
 
 export type Handler<D extends RequestDef> = (input: RequestOf<D>, ctx: Ctx) => Promise<ReplyOf<D>>;
 
@@ -142,7 +142,7 @@ export class Serving {
   }
 
   /**
-   * A request for a route of this process, called directly (protocol/bus-requests.ts): counted
+   * A request for a route of this process, called directly (runtime/bus-requests.ts): counted
    * in flight like one from NATS. Never rejects.
    */
   callLocal(route: LocalRoute, input: unknown, ctx: Ctx): Promise<Outcome> {
@@ -156,14 +156,14 @@ export class Serving {
   /** Validate, check the deadline, run the handler, normalise what it throws, count and log. Never rejects. */
   private async handle(def: RequestDef, handler: LocalRoute['handler'], input: unknown, ctx: Ctx, stats: SubjectStats, paced: boolean): Promise<Outcome> {
     // work that arrived (from NATS, or a request's first hop) waits its turn in a burst
-    // (protocol/pacer.ts); a hop within this process goes on with the step that made it
+    // (runtime/pacer.ts); a hop within this process goes on with the step that made it
     if (paced) {
       const turn = pace(requestKey(ctx.requestId));
       if (turn) await turn;
     }
     const started = performance.now();
     stats.begin();
-    // a span per handled request, under the sender's (protocol/tracing.ts); none while tracing is off
+    // a span per handled request, under the sender's (runtime/tracing.ts); none while tracing is off
     const span = startSpan(def.subject, traceOf(ctx), 'server', { 'cortado.request_id': ctx.requestId, 'messaging.system': 'nats', 'messaging.destination.name': def.subject, 'cortado.actor': def.owner });
     if (span) ctx = { ...ctx, trace: span.traceparent };
     let out: Outcome;

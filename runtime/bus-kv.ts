@@ -1,5 +1,5 @@
 /**
- * JetStream KV behind the typed key-value API of protocol/kv.ts: the only place that sees NATS
+ * JetStream KV behind the typed key-value API of runtime/kv.ts: the only place that sees NATS
  * KV entries, their operations (PUT, DEL, PURGE) and revisions. A bucket is opened (made when
  * missing) by `openBucket` (`Bus.bucket`); its name comes from protocol/subjects.ts.
  */
@@ -7,7 +7,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import type { BusConnection } from './bus-connection.js';
 import { Kvm, KvWatchInclude, type KV, type KvEntry as NatsEntry } from '@nats-io/kv';
 import { Kv, type KvBackend, type KvEntry } from './kv.js';
-import { bucketName, type Bucket } from './subjects.js';
+import { bucketName, type Bucket } from '../protocol/subjects.js';
 
 export interface BucketOptions {
   /** how long a key lives after its last write */

@@ -1,9 +1,9 @@
 /**
- * protocol/pacer.ts: a burst of steps is spread over event-loop turns (timers run in between),
+ * runtime/pacer.ts: a burst of steps is spread over event-loop turns (timers run in between),
  * every step runs, in the order it asked; at ordinary load nothing waits.
  */
 import t from 'tap';
-import { BUDGET_MS, pace, pacedWaiting } from '../../protocol/pacer.js';
+import { BUDGET_MS, pace, pacedWaiting } from '../../runtime/pacer.js';
 
 /** Keeps the CPU busy for `ms` (a step's own work). */
 function burn(ms: number): void {

@@ -1,20 +1,20 @@
 /**
- * Requests, on the bus's connection (protocol/bus-connection.ts): the client side of
+ * Requests, on the bus's connection (runtime/bus-connection.ts): the client side of
  * request/reply.
  *
  * - `request(def, input, ctx)`: one wildcard inbox of our own (one subscription, a map of
  *   pending replies) instead of the client's per-request machinery; no responders →
  *   ACTOR_UNAVAILABLE, no answer in time → TIMEOUT; `preferLocal` hands a request for an actor
- *   of this process to its handler directly (protocol/bus-serving.ts), with the same rules.
+ *   of this process to its handler directly (runtime/bus-serving.ts), with the same rules.
  * - the connection lost: requests already sent fail at once (their answer cannot arrive), those
  *   not sent yet wait HOLD_MS for it to come back.
  * - `gather(def, …)`: the answers of every process to a request each serves (sys.stats).
  */
 import { randomUUID } from 'node:crypto';
 import type { Msg } from '@nats-io/transport-node';
-import { describeErrors, type RequestDef, type ReplyOf, type RequestOf } from './define.js';
-import { CortadoError } from './errors.js';
-import { Header, MAX_HOPS } from './headers.js';
+import { describeErrors, type RequestDef, type ReplyOf, type RequestOf } from '../protocol/define.js';
+import { CortadoError } from '../protocol/errors.js';
+import { Header, MAX_HOPS } from '../protocol/headers.js';
 import { headersFor, type Ctx } from './bus-headers.js';
 import type { BusConnection } from './bus-connection.js';
 import type { Envelope, LocalRoute, Serving } from './bus-serving.js';
@@ -49,7 +49,7 @@ const RESEND_NO_RESPONDERS_MS = 250;
  * Signs of life. A process that dies (kill -9, OOM, a lost host) while it works on a request
  * sends no answer and no error: its requester would wait the whole timeout (330 s for a
  * question). So a handler working on a remote request longer than ALIVE_EVERY_MS says so
- * (protocol/bus-serving.ts), and a requester waiting on a long request (timeout ≥
+ * (runtime/bus-serving.ts), and a requester waiting on a long request (timeout ≥
  * LIVENESS_FROM_MS) that hears nothing for SILENT_AFTER_MS gives up with ACTOR_UNAVAILABLE,
  * retryable. Silence while the broker is away, or just after it came back, does not count.
  */
@@ -282,7 +282,7 @@ export class Requests {
   }
 }
 
-/** The client side of a request in its series (protocol/metrics.ts): in flight, latency, error code. */
+/** The client side of a request in its series (runtime/metrics.ts): in flight, latency, error code. */
 function tracked<T>(p: Promise<T>, series: BusSeries | undefined): Promise<T> {
   if (!series) return p;
   const started = performance.now();

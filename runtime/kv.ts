@@ -1,9 +1,9 @@
 /**
  * A small typed key-value store: the one home of compare-and-set. Values are JSON; a key is
  * either there (a value) or not (`undefined`: never written, deleted, or expired with the
- * bucket's TTL). Two backends behave the same (one shared suite, test/protocol/kv.test.ts):
+ * bucket's TTL). Two backends behave the same (one shared suite, test/runtime/kv.test.ts):
  *
- * - JetStream KV (protocol/bus-kv.ts, opened with `bus.bucket(def)`): shared by every process;
+ * - JetStream KV (runtime/bus-kv.ts, opened with `bus.bucket(def)`): shared by every process;
  * - `memoryKv()`: this process only, for tests and a single process without JetStream.
  *
  * Nothing outside protocol/ sees NATS KV entries, revisions or operations: `update(key, fn)`
@@ -11,7 +11,7 @@
  * between, and `increment(key, max)` is the counter the mailer, the alerts and the lockouts
  * share.
  */
-import { CortadoError } from './errors.js';
+import { CortadoError } from '../protocol/errors.js';
 
 /** What a backend keeps: the encoded value and its revision (compare-and-set). */
 export interface KvEntry {

@@ -10,9 +10,9 @@ import { createReadStream } from 'node:fs';
 import { Readable } from 'node:stream';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { Objm, setSha256Backend, StorageType, type ObjectStore } from '@nats-io/obj';
-import { CortadoError } from './errors.js';
+import { CortadoError } from '../protocol/errors.js';
 import type { BusConnection } from './bus-connection.js';
-import { bucketName, type Bucket } from './subjects.js';
+import { bucketName, type Bucket } from '../protocol/subjects.js';
 
 // the object store checks every object's SHA-256; its default is a pure-JS hash that holds the
 // event loop for most of a second per 30 MB: Node's own (OpenSSL) instead

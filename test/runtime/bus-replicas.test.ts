@@ -6,8 +6,8 @@
 import t from 'tap';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
-import { Bus } from '../../protocol/bus.js';
-import { createLogger } from '../../protocol/log.js';
+import { Bus } from '../../runtime/bus.js';
+import { createLogger } from '../../runtime/log.js';
 import { Bucket, eventsStreamName } from '../../protocol/subjects.js';
 import { startNats } from '../helpers/nats.js';
 

@@ -1,9 +1,9 @@
 import t from 'tap';
 import Type from 'typebox';
-import { Bus } from '../../protocol/bus.js';
+import { Bus } from '../../runtime/bus.js';
 import { defineRequest } from '../../protocol/define.js';
 import { CortadoError } from '../../protocol/errors.js';
-import { createLogger } from '../../protocol/log.js';
+import { createLogger } from '../../runtime/log.js';
 import { startNats } from '../helpers/nats.js';
 
 const Echo = defineRequest({

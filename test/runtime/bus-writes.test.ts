@@ -8,8 +8,8 @@
 import net from 'node:net';
 import t from 'tap';
 import { connect } from '@nats-io/transport-node';
-import { Bus } from '../../protocol/bus.js';
-import { createLogger } from '../../protocol/log.js';
+import { Bus } from '../../runtime/bus.js';
+import { createLogger } from '../../runtime/log.js';
 import { QueryFailedEvt } from '../../protocol/subjects.js';
 import { startNats } from '../helpers/nats.js';
 

@@ -4,12 +4,12 @@
  *
  * | part | file | what |
  * |---|---|---|
- * | connection | protocol/bus-connection.ts | the NATS connection, writes sent together per turn of the event loop, lost and back, close |
- * | serving | protocol/bus-serving.ts | `serve`: the handler's wrapper (validation, deadline, error envelope, stats, log, span), THE in-flight registry, `stopServing` |
- * | requests | protocol/bus-requests.ts | `request`, `gather`: one reply inbox, timeouts, signs of life, local calls (`preferLocal`) |
- * | events | protocol/bus-events.ts | `publish`, `on`, `consume` (typed, checked once where they enter), the outbox, `listen`, progress |
- * | streams | protocol/bus-queue.ts, protocol/bus-consumer.ts, protocol/bus-durable.ts | work queues, the event consumer's pull loop, the event stream |
- * | KV, objects | protocol/bus-kv.ts, protocol/bus-objects.ts | typed buckets (protocol/kv.ts), the object store |
+ * | connection | runtime/bus-connection.ts | the NATS connection, writes sent together per turn of the event loop, lost and back, close |
+ * | serving | runtime/bus-serving.ts | `serve`: the handler's wrapper (validation, deadline, error envelope, stats, log, span), THE in-flight registry, `stopServing` |
+ * | requests | runtime/bus-requests.ts | `request`, `gather`: one reply inbox, timeouts, signs of life, local calls (`preferLocal`) |
+ * | events | runtime/bus-events.ts | `publish`, `on`, `consume` (typed, checked once where they enter), the outbox, `listen`, progress |
+ * | streams | runtime/bus-queue.ts, runtime/bus-consumer.ts, runtime/bus-durable.ts | work queues, the event consumer's pull loop, the event stream |
+ * | KV, objects | runtime/bus-kv.ts, runtime/bus-objects.ts | typed buckets (runtime/kv.ts), the object store |
  *
  * `Bus` below is the facade the actors, the edge and the commands hold: each method hands over
  * to its part, and the parts are there too (`bus.serving`, …) for what needs one of them only.
@@ -23,8 +23,8 @@
  * through the queue group. `remote: true` forces the queue group for one request.
  */
 import type { Static, TSchema } from 'typebox';
-import type { EventDef, EventOf, PayloadOf, ReplyOf, RequestDef, RequestOf } from './define.js';
-import type { CortadoError } from './errors.js';
+import type { EventDef, EventOf, PayloadOf, ReplyOf, RequestDef, RequestOf } from '../protocol/define.js';
+import type { CortadoError } from '../protocol/errors.js';
 import type { Ctx } from './bus-headers.js';
 import { BusConnection, type BusOptions } from './bus-connection.js';
 import type { ConsumeOptions } from './bus-consumer.js';
@@ -37,8 +37,8 @@ import { Requests } from './bus-requests.js';
 import { Serving, type Handler, type RequestInFlight } from './bus-serving.js';
 import type { ServeStats } from './bus-stats.js';
 import type { Kv } from './kv.js';
-import type { Bucket } from './subjects.js';
-import type { ProgressEvent } from './schemas/progress.js';
+import type { Bucket } from '../protocol/subjects.js';
+import type { ProgressEvent } from '../protocol/schemas/progress.js';
 
 export type { Ctx, ServeStats, ConsumeOptions, BucketOptions, BusOptions, Handler, ObjectBucket, ObjectBucketOptions, RequestInFlight };
 export type { WorkQueue, WorkItem, WorkQueueOptions, QueueDef } from './bus-queue.js';
@@ -110,7 +110,7 @@ export class Bus {
     await this.events.settled(Date.now() + OUTBOX_WAIT_MS);
   }
 
-  // ---- requests and serving (protocol/bus-requests.ts, protocol/bus-serving.ts) ----------
+  // ---- requests and serving (runtime/bus-requests.ts, runtime/bus-serving.ts) ----------
 
   /** `remote: true` always crosses NATS, even when this process serves the actor. */
   request<D extends RequestDef>(def: D, input: RequestOf<D>, ctx: Ctx, opts?: { timeoutMs?: number; remote?: boolean }): Promise<ReplyOf<D>> {
@@ -146,7 +146,7 @@ export class Bus {
     return this.serving.stopServing(owners, deadline);
   }
 
-  // ---- events (protocol/bus-events.ts) -----------------------------------------------------
+  // ---- events (runtime/bus-events.ts) -----------------------------------------------------
 
   publish<E extends EventDef>(def: E, payload: PayloadOf<E>, ctx: Ctx): void {
     this.events.publish(def, payload, ctx);
@@ -194,17 +194,17 @@ export class Bus {
 
   // ---- streams, KV, objects ----------------------------------------------------------------
 
-  /** A typed bucket (protocol/kv.ts) in JetStream KV, made when missing. */
+  /** A typed bucket (runtime/kv.ts) in JetStream KV, made when missing. */
   bucket<T>(bucket: Bucket, opts?: BucketOptions): Promise<Kv<T>> {
     return openBucket<T>(this.connection, bucket, opts);
   }
 
-  /** A JetStream Object Store bucket (protocol/bus-objects.ts), made when missing: files between processes. */
+  /** A JetStream Object Store bucket (runtime/bus-objects.ts), made when missing: files between processes. */
   objects(bucket: Bucket, opts?: ObjectBucketOptions): Promise<ObjectBucket> {
     return openObjects(this.connection, bucket, opts);
   }
 
-  /** A JetStream work queue (protocol/bus-queue.ts): stream and consumer made when missing. */
+  /** A JetStream work queue (runtime/bus-queue.ts): stream and consumer made when missing. */
   workQueue<D extends QueueDef>(def: D, opts: WorkQueueOptions): Promise<WorkQueue<D>> {
     return WorkQueue.open(this.connection, def, opts);
   }

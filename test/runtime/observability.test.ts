@@ -4,8 +4,8 @@
  * traceparent rules (what is refused, what a new one looks like).
  */
 import t from 'tap';
-import { busSeries, LabelGuard, metricsText, OTHER, setMetricsEnabled } from '../../protocol/metrics.js';
-import { formatTraceparent, newTraceparent, parseTraceparent, startSpan, tracesUrl, tracingEndpoint } from '../../protocol/tracing.js';
+import { busSeries, LabelGuard, metricsText, OTHER, setMetricsEnabled } from '../../runtime/metrics.js';
+import { formatTraceparent, newTraceparent, parseTraceparent, startSpan, tracesUrl, tracingEndpoint } from '../../runtime/tracing.js';
 
 t.test('a label holds at most its bound of values; the rest count as other', async (t) => {
   const g = new LabelGuard(3);

@@ -1,13 +1,13 @@
 /**
- * The typed key-value API (protocol/kv.ts): one suite, run against JetStream KV on a real
+ * The typed key-value API (runtime/kv.ts): one suite, run against JetStream KV on a real
  * nats-server and against the memory twin, so both keep the same behaviour: absent keys,
  * create-if-absent, compare-and-set under contention (a counter hammered from two
  * connections ends exact), a capped counter that never passes its cap, deletes, TTL, watch.
  */
 import t from 'tap';
-import { Bus } from '../../protocol/bus.js';
-import { memoryKv, type Kv } from '../../protocol/kv.js';
-import { createLogger } from '../../protocol/log.js';
+import { Bus } from '../../runtime/bus.js';
+import { memoryKv, type Kv } from '../../runtime/kv.js';
+import { createLogger } from '../../runtime/log.js';
 import { Bucket } from '../../protocol/subjects.js';
 import { startNats } from '../helpers/nats.js';
 
