@@ -9,7 +9,7 @@ import { HTTP_REQUEST_ID } from '../protocol/headers.js';
 import { redactUrl, type Logger } from '../runtime/log.js';
 import type { Config } from '../config/schema.js';
 import { createHttpServer, type HttpRequest, type HttpResponse, type HttpServer } from './http/server.js';
-import { sendError, SECURITY_HEADERS } from './http/reply.js';
+import { sendError, sendNotFoundPage, SECURITY_HEADERS, wantsPage } from './http/reply.js';
 import { Router } from './http/router.js';
 import { createCallerResolver, type RouteAuth } from './caller.js';
 import { corsPolicy } from './http/cors.js';
@@ -143,6 +143,13 @@ export async function startEdge(opts: EdgeOptions): Promise<Edge> {
 
     function route(headers: Record<string, string>): void {
       const match = router.match(req.method, req.path);
+      if ('notFound' in match && wantsPage(req)) {
+        // a browser that followed a wrong link: a page, not JSON
+        routePattern = '(unmatched)';
+        const e = sendNotFoundPage(res, req, rid, config.app.name, headers);
+        finish(e.httpStatus, e.code);
+        return;
+      }
       if ('notFound' in match || 'allowed' in match) {
         routePattern = '(unmatched)';
         const e = 'allowed' in match

@@ -47,6 +47,44 @@ export function sendError(res: HttpResponse, err: unknown, rid: string, extra: R
   return e;
 }
 
+/** A browser loading a page (GET or HEAD asking for HTML), not an API client asking for JSON. */
+export function wantsPage(req: HttpRequest): boolean {
+  return (req.method === 'GET' || req.method === 'HEAD') && /\btext\/html\b/i.test(req.headers.accept ?? '');
+}
+
+const escapeHtml = (s: string): string => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+const PAGE_404_CSP = "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'self'";
+
+/**
+ * A page that is not there, as a page a person can read (a browser asked for HTML): what
+ * happened, a way back, and the request id to quote. API clients get the JSON error instead.
+ */
+export function sendNotFoundPage(res: HttpResponse, req: HttpRequest, rid: string, appName: string, extra: Record<string, string> = {}): CortadoError {
+  const e = new CortadoError('NOT_FOUND', `no route for ${req.method} ${req.path}`);
+  const name = escapeHtml(appName);
+  const html = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Page not found · ${name}</title>
+<style>
+:root { color-scheme: light dark; font-family: system-ui, sans-serif; }
+body { margin: 0; min-height: 100vh; display: grid; place-items: center; background: Canvas; color: CanvasText; }
+main { max-width: 32rem; padding: 24px; }
+h1 { font-size: 1.5rem; margin: 0 0 8px; }
+p { line-height: 1.5; margin: 0 0 12px; }
+a { color: LinkText; }
+.rid { font-size: 13px; opacity: .75; }
+</style></head>
+<body><main>
+<h1>This page does not exist</h1>
+<p>The address <code>${escapeHtml(req.path.slice(0, 200))}</code> leads nowhere here: it may be mistyped, or the page was moved.</p>
+<p><a href="/">Go to ${name}</a></p>
+<p class="rid">Request id ${escapeHtml(rid)}</p>
+</main></body></html>
+`;
+  res.send(404, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', 'content-security-policy': PAGE_404_CSP, [HTTP_REQUEST_ID]: rid, ...SECURITY_HEADERS, ...extra }, req.method === 'HEAD' ? '' : html);
+  return e;
+}
+
 export interface BodyRules extends TextRules {
   /**
    * What becomes of fields the schema does not declare (edge/http/fields.ts): `refuse` (the

@@ -107,6 +107,8 @@ async function runAsk(
     }
   } catch (err) {
     const e = toCortadoError(err);
+    // as for an answer: the steps published before the failure (the SQL that failed) go first
+    await bus.flush().catch(() => undefined);
     sse.send('error', errorBody(e, ctx.rid));
     ctx.log.info({ code: e.code }, e.message);
   } finally {

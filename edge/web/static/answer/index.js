@@ -37,7 +37,7 @@ export function normaliseReply(r) {
   return out;
 }
 
-const renderError = (err) => errorBox(err?.error ?? err ?? {});
+const renderError = (err, sql) => errorBox(err?.error ?? err ?? {}, { sql });
 
 function renderSql(sql) {
   const copy = el('button', { type: 'button', class: 'copy', title: 'Copy the SQL' }, icon('copy'), el('span', { text: 'Copy' }));
@@ -302,15 +302,25 @@ export function mountAsk(root, opts) {
   async function run(c, text, kind, path, payload) {
     let view;
     let lastError;
+    /** the SQL last written: the error keeps it one click away */
+    let lastSql;
     const renderOpts = {
       ...o, question: text,
       onChoice: (label) => void panelApi.ask(label),
       onConfirm: (reply) => confirm(reply, text),
     };
     await exchange(kind, path, payload, (event, data) => {
-      if (STEP_LABELS[event]) c.steps.append(el('li', { class: 'done' }, icon('check'), STEP_LABELS[event]));
+      // a query rewritten after the database refused the first: a retry, not a second "SQL written"
+      const retry = event === 'sql' && data.attempt > 0;
+      if (retry) c.steps.append(el('li', { class: 'done retry' }, icon('refresh'), 'Fixed the query and retried'));
+      else if (STEP_LABELS[event]) c.steps.append(el('li', { class: 'done' }, icon('check'), STEP_LABELS[event]));
       if (event === 'sql') {
-        c.body.replaceChildren(...(data.explanation ? [el('div', { class: 'explanation', text: data.explanation })] : []), renderSql(data.sql), el('span', { class: 'muted', text: 'Running…' }));
+        const before = retry && lastSql
+          ? [el('p', { class: 'retry-note muted', text: 'The first query did not run, so it was fixed and run again.' }),
+            el('details', { class: 'retry-sql' }, el('summary', { text: 'The query that failed' }), el('pre', { text: lastSql }))]
+          : [];
+        lastSql = data.sql;
+        c.body.replaceChildren(...before, ...(data.explanation ? [el('div', { class: 'explanation', text: data.explanation })] : []), renderSql(data.sql), el('span', { class: 'muted', text: 'Running…' }));
       } else if (event === 'result') {
         const r = normaliseReply(data);
         if (r.conversation_id && !legacy) conversation = r.conversation_id;
@@ -327,7 +337,7 @@ export function mountAsk(root, opts) {
         if (data.status === 'ready') view?.setInsights(data.insights);
       } else if (event === 'error') {
         lastError = data;
-        c.body.replaceChildren(renderError(data));
+        c.body.replaceChildren(renderError(data, lastSql));
         if ((data.status === 401 || data.error?.code === 'UNAUTHORIZED') && o.onAuthRequired) o.onAuthRequired(data.error ?? data);
       }
     });

@@ -1,5 +1,6 @@
 // The pages' DOM helpers, the one copy every page and widget imports: elements are built from
 // text and attributes only (never from HTML strings), icons are inline SVG paths of our own.
+import { errorText } from './errors.js';
 
 /** The first element matching `sel` in `root`. */
 export const $ = (sel, root = document) => root.querySelector(sel);
@@ -106,9 +107,20 @@ export function adoptStyles(root, css) {
   }
 }
 
-/** An error shown in place: its code, its message, and the request id to quote (an ApiError or an error body). */
-export function errorBox(e) {
+/**
+ * An error shown in place (an ApiError or an error body): first what happened and what to try,
+ * in words for people (lib/errors.js); then, behind "Details", the code, the server's message,
+ * the request id to quote and the SQL that failed (`opts.sql`), for whoever helps them.
+ */
+export function errorBox(e, opts = {}) {
   const rid = e?.requestId ?? e?.request_id;
-  return el('div', { class: 'error', role: 'alert' }, el('code', { text: e?.code ?? 'ERROR' }), ` ${e?.message ?? 'something went wrong'}`,
-    rid ? el('div', { class: 'muted rid', text: `request id ${rid}` }) : null);
+  const { title, hint } = errorText(e);
+  return el('div', { class: 'error', role: 'alert' },
+    el('p', { class: 'error-title', text: title }),
+    el('p', { class: 'error-hint', text: hint }),
+    el('details', { class: 'error-details' },
+      el('summary', { text: 'Details' }),
+      el('p', {}, el('code', { text: e?.code ?? 'ERROR' }), ` ${e?.message ?? 'something went wrong'}`),
+      rid ? el('div', { class: 'muted rid', text: `request id ${rid}` }) : null,
+      opts.sql ? el('pre', { class: 'error-sql', text: opts.sql }) : null));
 }
