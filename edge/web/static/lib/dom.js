@@ -1,6 +1,6 @@
 // The pages' DOM helpers, the one copy every page and widget imports: elements are built from
 // text and attributes only (never from HTML strings), icons are inline SVG paths of our own.
-import { errorText } from './errors.js';
+import { errorWords } from './errors.js';
 
 /** The first element matching `sel` in `root`. */
 export const $ = (sel, root = document) => root.querySelector(sel);
@@ -114,7 +114,7 @@ export function adoptStyles(root, css) {
  */
 export function errorBox(e, opts = {}) {
   const rid = e?.requestId ?? e?.request_id;
-  const { title, hint } = errorText(e);
+  const { title, hint } = errorWords(e);
   return el('div', { class: 'error', role: 'alert' },
     el('p', { class: 'error-title', text: title }),
     el('p', { class: 'error-hint', text: hint }),

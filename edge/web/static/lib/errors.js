@@ -33,7 +33,7 @@ const WRITE = /only a SELECT query may run/i;
  * A statement that would change data says so (the guard's message names it); any code not
  * listed above is the server's trouble, never the user's.
  */
-export function errorText(e) {
+export function errorWords(e) {
   const code = String(e?.code ?? '');
   if (code === 'SQL_REJECTED' && WRITE.test(String(e?.message ?? ''))) {
     return { title: 'This question asks to change data, and here you can only read it: nothing was changed.', hint: 'Ask for what you want to see instead, for example “how many orders were placed last month?”.' };
