@@ -23,3 +23,25 @@ export type Header = (typeof Header)[keyof typeof Header];
 export const HTTP_REQUEST_ID = 'x-request-id';
 
 export const MAX_HOPS = 16;
+
+/**
+ * What travels with every message, in the headers above: who asked, for which request, until
+ * when. The bus (runtime/bus-headers.ts) writes it into the headers and reads it back.
+ */
+export interface Ctx {
+  requestId: string;
+  user?: string;
+  /** epoch ms; nobody waits for an answer after it */
+  deadline?: number;
+  hop?: number;
+  /**
+   * whose database connection the work runs on: `s:<id>` (an /auth/login session) or
+   * `t:<id>` (an API token with a db_config); absent: the server's own database config
+   */
+  scope?: string;
+  /**
+   * W3C traceparent of the span the work runs under (runtime/tracing.ts); absent at the edge,
+   * where the request's own is found by its request id
+   */
+  trace?: string;
+}

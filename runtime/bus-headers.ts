@@ -4,27 +4,10 @@
  */
 import { randomUUID } from 'node:crypto';
 import { headers as natsHeaders, type MsgHdrs } from '@nats-io/transport-node';
-import { Header } from '../protocol/headers.js';
+import { Header, type Ctx } from '../protocol/headers.js';
 import { traceOf } from './tracing.js';
 
-/** What travels with every message: who asked, for which request, until when. */
-export interface Ctx {
-  requestId: string;
-  user?: string;
-  /** epoch ms; nobody waits for an answer after it */
-  deadline?: number;
-  hop?: number;
-  /**
-   * whose database connection the work runs on: `s:<id>` (an /auth/login session) or
-   * `t:<id>` (an API token with a db_config); absent: the server's own database config
-   */
-  scope?: string;
-  /**
-   * W3C traceparent of the span the work runs under (runtime/tracing.ts); absent at the edge,
-   * where the request's own is found by its request id
-   */
-  trace?: string;
-}
+export type { Ctx };
 
 /** The headers of a sign of life (Header.Alive), made once: they never change. */
 export const ALIVE_HEADERS: MsgHdrs = (() => {
