@@ -18,7 +18,8 @@
  * - correlation: Spearman (with Pearson beside it) between the measure and another numeric
  *   column, over at least CORRELATION_MIN_POINTS rows, significant after a Bonferroni correction
  *   and at least CORRELATION_MIN_RHO strong.
- * - total and summary: exact decimal sums, the row count.
+ * - total: exact decimal sums; a mean per row (or an average's mean and range) from MEAN_MIN_ROWS rows,
+ *   nothing over shares of a whole; summary: only a result cut at the limit says its size.
  */
 import type { Cell } from '../../protocol/schemas/common.js';
 import type { Insight, InsightsGenerateRequest } from '../../protocol/schemas/insights.js';
@@ -99,7 +100,7 @@ export function statisticalInsights(input: InsightsGenerateRequest, options: Sta
       for (const i of [partial, significant, change, outlier, top, related, flat, total]) if (i) found.push(i);
     });
   }
-  return input.truncated ? [summary, ...found] : [...found, summary];
+  return summary ? [summary, ...found] : found;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -361,23 +362,36 @@ function correlationInsight(rows: readonly Cell[][], roles: ColumnRoles, series:
 // ---------------------------------------------------------------------------------------------
 // Totals and the summary
 
-function summaryInsight(input: InsightsGenerateRequest): Insight {
+/**
+ * Only a result cut at the limit is worth a word about its size: the answer shows its row count
+ * under the table, and "3 rows returned." says nothing the reader does not see.
+ */
+function summaryInsight(input: InsightsGenerateRequest): Insight | null {
   const n = Math.max(input.row_count, input.rows.length);
-  if (input.truncated) {
-    return insight('summary', 'warning', `At least ${formatNumber(n)} rows — the result was cut at the limit.`, '📋');
-  }
-  return insight('summary', 'info', `${formatNumber(n)} ${n === 1 ? 'row' : 'rows'} returned.`, '📋');
+  if (!input.truncated) return null;
+  return insight('summary', 'warning', `At least ${formatNumber(n)} rows — the result was cut at the limit.`, '📋');
 }
 
+/** Fewest rows for a mean per row (or a non-additive measure's mean and range) to say more than the rows themselves. */
+export const MEAN_MIN_ROWS = 10;
+/** A share of a whole, by name: its mean over the parts is 100 / parts, never news. */
+const SHARE_NAME = /(^|_)(share|pct|percent|percentage|proportion|ratio)(_|$)/i;
+
+/**
+ * The measure's total (additive) or mean and range (averages, rates). Nothing rather than filler:
+ * no mean per row over a handful of rows, and nothing at all over shares of a whole.
+ */
 function totalInsight(rows: readonly Cell[][], m: ColumnRef, truncated: boolean): Insight | null {
   const values = rows.map((r) => parseDecimal(r[m.index])).filter((d): d is Decimal => d !== null);
   if (values.length === 0) return null;
   const name = humanize(m.name);
   const shown = truncated ? ' (counting only the rows shown)' : '';
   if (values.length === 1) return insight('total', 'info', `${capitalize(name)} is ${formatDecimal(values[0]!)}.`, '🧮');
+  if (SHARE_NAME.test(m.name)) return null;
   const sum = values.reduce(addDecimal);
   const mean = divideDecimal(sum, values.length);
   if (!m.additive) {
+    if (values.length < MEAN_MIN_ROWS) return null;
     let lo = values[0]!;
     let hi = values[0]!;
     for (const v of values) {
@@ -388,7 +402,8 @@ function totalInsight(rows: readonly Cell[][], m: ColumnRef, truncated: boolean)
     return insight('total', 'info', msg, '🧮');
   }
   const totalName = /^total\b/i.test(name) ? capitalize(name) : `Total ${name}`;
-  return insight('total', 'info', `${totalName} is ${formatDecimal(sum)}, averaging ${formatDecimal(mean)} per row${shown}.`, '🧮');
+  const perRow = values.length >= MEAN_MIN_ROWS ? `, averaging ${formatDecimal(mean)} per row` : '';
+  return insight('total', 'info', `${totalName} is ${formatDecimal(sum)}${perRow}${shown}.`, '🧮');
 }
 
 // ---------------------------------------------------------------------------------------------

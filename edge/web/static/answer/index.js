@@ -191,8 +191,9 @@ export function renderAnswer(container, reply, opts = {}) {
   }
   const t = r.timing_ms?.total;
   const tokens = r.usage ? (r.usage.input_tokens ?? 0) + (r.usage.output_tokens ?? 0) : 0;
-  const timing = `${t !== undefined ? `${Math.round(t)} ms` : ''}${tokens ? ` · ${tokens} tokens` : ''}${r.corrections ? ` · corrected ${r.corrections}×` : ''}`;
-  if (timing) parts.push(el('div', { class: 'meta muted timing', text: timing }));
+  const timing = [t !== undefined ? `${Math.round(t).toLocaleString()} ms` : '', tokens ? `${tokens.toLocaleString()} tokens` : '', r.corrections ? `the query was fixed and retried ${r.corrections}×` : '', r.request_id ? `request id ${r.request_id}` : ''].filter(Boolean).join(' · ');
+  // how long it took and what it cost: for whoever looks (admins, developers), not on every answer
+  if (timing) parts.push(el('details', { class: 'meta muted timing' }, el('summary', { text: 'Details' }), el('span', { text: timing })));
   let fav;
   const actions = [];
   if (r.request_id && opts.feedback !== false) actions.push(renderFeedback(r.request_id, opts, reply.session_id));

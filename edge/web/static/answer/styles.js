@@ -16,6 +16,8 @@ export const ANSWER_CSS = `
 .ctd-ask textarea, .ctd-ask textarea:focus { box-shadow: none; }
 .ctd-ask .grid, .ctd-ask .feedback, .ctd-ask .insights li { margin: 0; }
 .ctd-ask .meta { margin: 8px 0 0; }
+.ctd-ask details.timing summary { cursor: pointer; width: max-content; }
+.ctd-ask details.timing span { display: block; margin-top: 4px; overflow-wrap: anywhere; }
 .ctd-ask .feedback { font-size: 13px; }
 .ctd-ask .message { white-space: normal; line-height: 1.5; }
 .ctd-ask .error { border: 0; }

@@ -1,10 +1,12 @@
 /**
- * What a business user sees when something goes wrong (issue 27, item 4), in Chromium against a
- * real stack (NATS, PostgreSQL, the scripted model): an error leads with a sentence in their
+ * What a business user sees in an answer (issue 27, items 4 and 5), in Chromium against a real
+ * stack (NATS, PostgreSQL, the scripted model). No filler: no "3 rows returned.", no mean per row
+ * over a handful of rows, no mean of shares; timings and tokens behind Details. And when
+ * something goes wrong: an error leads with a sentence in their
  * words and what to try, the code, request id and failing SQL one click away behind "Details";
  * a query the database refused and the model fixed shows as a retry, not as a second "SQL
  * written"; an unknown address is a page for a browser and JSON for an API client. Light and
- * dark, 1440 × 900 and 390 × 844; screenshots go to test-artifacts/biz-error-*.png; axe-core.
+ * dark, 1440 × 900 and 390 × 844; screenshots go to test-artifacts/biz-error-*.png and biz-filler-*.png; axe-core.
  */
 import { mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -146,4 +148,26 @@ t.test('an unknown address: a page for a browser, JSON for an API client', async
     await page.screenshot({ path: `${ARTIFACTS}/biz-404-${size.width}-${theme}.png` });
     t.same(await axeSerious(page), [], `axe: the 404 page, ${theme}`);
   }
+});
+
+t.test('no filler: three rows say no row count, no mean per row; shares no mean; timings behind Details', async (t) => {
+  for (const [theme, size] of [['light', { width: 1440, height: 900 }], ['dark', PHONE]] as const) {
+    const { page, answer } = await ask(t, 'Store areas', ['SELECT name, area FROM stores ORDER BY name'], { theme, ...size });
+    await answer.locator('ul.insights').waitFor();
+    const insights = await answer.locator('ul.insights li').allInnerTexts();
+    t.notMatch(insights.join(' | '), /rows? returned|averaging|per row/, `${theme}: no filler (${insights.join(' | ')})`);
+    t.match(insights.join(' | '), /Total area is 458\.5\./, `${theme}: the total says something the table does not`);
+    const timing = answer.locator('details.timing');
+    t.equal(await timing.getAttribute('open'), null, `${theme}: timings closed`);
+    t.notMatch(await answer.innerText(), /\d+ ms|tokens/, `${theme}: no timings or tokens on the answer`);
+    await timing.locator('summary').click();
+    t.match(await timing.innerText(), /\d+ ms · \d+ tokens · request id [0-9a-f-]{36}/, `${theme}: one click away`);
+    await answer.locator('ul.insights').scrollIntoViewIfNeeded();
+    await page.screenshot({ path: `${ARTIFACTS}/biz-filler-${size.width}-${theme}.png`, fullPage: theme === 'light' });
+    t.same(await axeSerious(page), [], `axe ${theme} ${size.width}: an answer with its details open`);
+  }
+  const { answer } = await ask(t, 'Share of area per store', ['SELECT name, round(100 * area / sum(area) OVER (), 2) AS share_pct FROM stores ORDER BY name']);
+  await answer.locator('table').waitFor();
+  const said = (await answer.locator('ul.insights li').allInnerTexts()).join(' | ');
+  t.notMatch(said, /averages|averaging|rows? returned/, `shares: no mean of shares (${said})`);
 });
