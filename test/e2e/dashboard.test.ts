@@ -90,9 +90,10 @@ t.test('tabs per ui.sections; arrows, Home and End move between them; each has a
   t.teardown(() => context.close());
   const page = await openPage(context, stack.url, t);
   const shown = await visibleTabs(page);
-  // analytics.enabled and ops_agent.enabled are off here: their pages exist (/analytics, /ops answer) but their tabs do not
+  // analytics.enabled and ops_agent.enabled are off here, their ui.sections keys on (omitted): SPEC says
+  // a key toggles its tab independently of whether the feature is enabled, so their tabs are there
   t.equal((await fetch(`${stack.url}/ops`, { method: 'HEAD' })).status, 200, '/ops is served');
-  t.same(shown, ['home', 'assistant', 'dashboards', 'schedules', 'demo', 'tokens', 'admin'], 'every feature this server has, and no other');
+  t.same(shown, ['home', 'assistant', 'dashboards', 'schedules', 'analytics', 'ops', 'demo', 'tokens', 'admin'], 'every tab whose key is on, features on or off');
   t.equal(await page.getAttribute('#tab-home', 'aria-selected'), 'true');
   t.equal(await page.locator('[role=tabpanel]:visible').count(), 1, 'one panel shown');
 
@@ -115,6 +116,9 @@ t.test('tabs per ui.sections; arrows, Home and End move between them; each has a
   await page.locator('body[data-ui=ready]').waitFor();
   t.equal(await page.getAttribute('#tab-dashboards', 'aria-selected'), 'true', 'the hash opens its tab');
   t.ok(await page.locator('#view-dashboards').isVisible());
+  await page.click('#tab-analytics');
+  t.equal(await page.locator('#view-analytics').innerText(), '', 'a feature that is off: nothing for a visitor');
+  t.equal(await page.locator('#view-analytics iframe').count(), 0, 'and no page of a feature that is off');
 });
 
 t.test('ui.sections hides tabs (bigquery-ops spelt with a hyphen too); Home stays', async (t) => {
@@ -139,7 +143,7 @@ t.test('ui.sections hides tabs (bigquery-ops spelt with a hyphen too); Home stay
 
 });
 
-t.test('a tab appears when its feature is on AND its section is: analytics, the ops console, Tokens, Admin', async (t) => {
+t.test('a tab shows when its section is on, its feature on or off: analytics, the ops console, Tokens, Admin', async (t) => {
   const features = async (url: string) => (await call(`${url}/ui/config`)).body.features as Record<string, boolean>;
   t.match(await features(stack.url), { analytics: false, bigquery_ops: false, tokens: true, admin: true, schedules: true }, 'this server: no analytics, no ops console');
 
@@ -191,10 +195,33 @@ t.test('a tab appears when its feature is on AND its section is: analytics, the 
   stacks.push(off);
   t.match(await features(off.url), { analytics: true, bigquery_ops: true, tokens: false, admin: false });
   const p2 = await openPage(context, off.url, t);
-  t.same(await visibleTabs(p2), ['home', 'assistant', 'dashboards', 'schedules', 'demo'], 'a section off hides its tab; a feature off hides its tab');
+  t.same(await visibleTabs(p2), ['home', 'assistant', 'dashboards', 'schedules', 'demo', 'tokens', 'admin'], 'a section off hides its tab, its feature on; a feature off with its section on keeps it');
+  await p2.click('#tab-tokens');
+  t.equal(await p2.locator('#view-tokens').innerText(), '', 'no admin panel here, so nobody is told how to turn it on');
   await p2.goto(`${off.url}/#ops`);
   await p2.locator('body[data-ui=ready]').waitFor();
   t.equal(await p2.getAttribute('#tab-home', 'aria-selected'), 'true', 'a hidden tab\'s hash opens Home');
+});
+
+t.test('a tab whose feature is off tells an administrator how to turn it on, in both themes', async (t) => {
+  for (const [theme, size] of [['light', { width: 1440, height: 900 }], ['dark', { width: 390, height: 844 }]] as const) {
+    const context = await adminContext();
+    t.teardown(() => context.close());
+    await context.newPage().then((p) => p.close());
+    const page = await context.newPage();
+    await page.setViewportSize(size);
+    await page.emulateMedia({ colorScheme: theme });
+    page.on('pageerror', (e) => t.fail(`page error: ${e.message}`));
+    await guardPage(page, t);
+    await page.goto(`${stack.url}/#analytics`);
+    await page.locator('body[data-ui=ready]').waitFor();
+    const said = page.locator('#view-analytics .feature-off');
+    await said.waitFor();
+    t.match(await said.innerText(), /^Analytics is off on this server\. To turn it on, set analytics\.enabled: true/, `${theme}: one sentence saying how`);
+    await page.click('#tab-ops');
+    t.match(await page.locator('#view-ops .feature-off').innerText(), /ops_agent\.enabled: true/, `${theme}: the Warehouse ops tab too`);
+    await page.screenshot({ path: `test-artifacts/biz-feature-off-${size.width}-${theme}.png` });
+  }
 });
 
 t.test('a visitor\'s history and favourites stay in this browser', async (t) => {

@@ -64,8 +64,9 @@ function loadDir(dir: string, prefix = ''): Map<string, Buffer> {
 /**
  * What the pages need to know before they draw: which tabs of the dashboard to show
  * (ui.sections, read at each request so a runtime override applies), which features are on
- * here, and which sign-ins exist. The dashboard shows a tab when its section is not false AND its
- * feature is on (docs/ui.md "Dashboard"). No host, no secret.
+ * here, and which sign-ins exist. The dashboard shows a tab when its section is not false, whether
+ * or not its feature is on (SPEC); a feature that is off is said on its tab to an administrator
+ * (docs/ui.md "Dashboard"). No host, no secret.
  *
  * The features, per tab: the question API, dashboards and the demo page are always there; the
  * schedules API is always there (`scheduler.enabled` only says whether schedules fire on their

@@ -34,7 +34,7 @@ function setupTheme() {
 // through it, so a cookie write carries the CSRF header, re-read by the client when a sign-in
 // elsewhere on the page (the Tokens tab, the Admin tab's frame) changed the session.
 const api = createApi();
-const state = { ui: { sections: {}, features: {}, sign_in: {} }, who: null, history: null, ask: null };
+const state = { ui: { sections: {}, features: {}, sign_in: {} }, who: null, admin: false, history: null, ask: null };
 
 // ---- health ------------------------------------------------------------------------------------
 
@@ -174,6 +174,17 @@ const MOUNT = {
   admin: mountPage,
 };
 const mounted = new Map();
+/** the GET /ui/config feature behind each tab that has one */
+const FEATURE_OF = { assistant: 'assistant', dashboards: 'dashboards', schedules: 'schedules', analytics: 'analytics', ops: 'bigquery_ops', demo: 'demo', tokens: 'tokens', admin: 'admin' };
+/** tabs shown (their ui.sections key is on) whose feature is off on this server */
+const featureOff = new Set();
+/** what an administrator reads on such a tab: how to turn its feature on */
+const TURN_ON = {
+  analytics: 'Analytics is off on this server. To turn it on, set analytics.enabled: true and give it a PostgreSQL database (analytics.postgresql) in config.yaml, then restart Cortado.',
+  ops: 'The warehouse operations console is off on this server. To turn it on, set ops_agent.enabled: true (it needs a BigQuery database) in config.yaml, then restart Cortado.',
+  tokens: 'Database sign-ins are off on this server. To turn them on, set plugins.auth.enabled: true in config.yaml, then restart Cortado.',
+  admin: 'The admin panel is off on this server. To turn it on, set admin.enabled: true with a username and password in config.yaml, then restart Cortado.',
+};
 const tabs = () => [...document.querySelectorAll('#main-tabs [role=tab]')].filter((b) => !b.hidden);
 
 async function showView(name, { focus = false } = {}) {
@@ -193,6 +204,14 @@ async function showView(name, { focus = false } = {}) {
   const want = name === 'home' ? '' : `#${name}`;
   if (location.hash !== want) history.replaceState(null, '', want || location.pathname);
   if (name === 'home') return renderHome();
+  if (featureOff.has(name)) {
+    const root = $(`#view-${name}`);
+    if (!root.dataset.off) {
+      root.dataset.off = 'true';
+      root.replaceChildren(...(state.admin ? [el('p', { class: 'feature-off', text: TURN_ON[name] })] : []));
+    }
+    return undefined;
+  }
   const mount = MOUNT[name];
   if (!mount) return undefined;
   if (!mounted.has(name)) mounted.set(name, Promise.resolve(mount($(`#view-${name}`))));
@@ -241,8 +260,12 @@ async function start() {
   state.history = createHistory({ signedIn: Boolean(who), api });
   const s = ui.sections ?? {};
   const f = ui.features ?? {};
-  // a tab is shown when its key is not false AND its feature is on here (GET /ui/config says both)
-  const on = (key) => s[key] !== false && f[key] === true;
+  // a tab is shown when its ui.sections key is not false, whether or not its feature is on here
+  // (SPEC: each key toggles its tab independently); a feature that is off shows why (showView)
+  const on = (key) => s[key] !== false;
+  for (const [view, key] of Object.entries(FEATURE_OF)) if (on(key) && f[key] !== true) featureOff.add(view);
+  // only an administrator is told how to turn a feature on; the check is made only when it matters
+  if (featureOff.size && f.admin) state.admin = Boolean(await createApi().get('/admin/session').catch(() => null));
   const present = {
     assistant: on('assistant'),
     dashboards: on('dashboards'),
