@@ -117,7 +117,7 @@ async function reportWith(n: number): Promise<AnalyticsReport> {
 }
 
 t.test('each signed-in asker is named in the report, whatever the channel', { timeout: 120_000 }, async (t) => {
-  await askJson(admin, 'How many orders? (admin, JSON)');
+  const rated = await askJson(admin, 'How many orders? (admin, JSON)');
   await askSse(admin, 'How many orders? (admin, SSE)');
   await askLegacy(admin, 'How many orders? (admin, legacy)');
   await askWs(admin, 'How many orders? (admin, WebSocket)');
@@ -131,4 +131,10 @@ t.test('each signed-in asker is named in the report, whatever the channel', { ti
   const by = Object.fromEntries(r.users.map((u) => [u.user, u.questions]));
   t.same(by, { admin: 4, [ROLE]: 2 }, 'the admin asked four, the database login two; the anonymous and the unproven ones are nobody\'s');
   t.equal(r.totals.users, 2, 'two users');
+
+  // the admin's thumbs on the dashboard are the admin's too (POST /api/feedback, an `any` route)
+  const fb = await call(`${stack.url}/api/feedback`, { body: { request_id: rated, rating: 'down', comment: 'too slow' }, headers: headersOf(admin) });
+  t.equal(fb.status, 200, fb.text);
+  const kept = await store.pool.query('SELECT username FROM cortado_analytics_feedback WHERE request_id = $1', [rated]);
+  t.same(kept.rows.map((x) => x.username), ['admin'], 'the rating is kept with its user');
 });

@@ -22,6 +22,7 @@ import { Channel, WidgetType } from '../../../protocol/schemas/common.js';
 import { BODY_TEXT, FeedbackBody } from '../../../protocol/schemas/http.js';
 import { AnalyticsFeedback, AnalyticsReportGet } from '../../../protocol/subjects.js';
 import type { Config } from '../../../config/schema.js';
+import { askCtx } from './query.js';
 import { callerCtx, type RouteAuth } from '../../caller.js';
 import { readJson, sendJson } from '../reply.js';
 import type { Router } from '../router.js';
@@ -102,13 +103,15 @@ export function analyticsRoutes(router: Router, deps: { bus: Bus; config: Config
   router.post('/api/feedback', { auth: 'any', summary: 'Thumbs up or down on one of your answers', body: FeedbackBody }, async (req, res, ctx) => {
     const body = await readJson(req, checkFeedback, { text: BODY_TEXT.feedback });
     const caller = await ctx.caller({ widgetSession: body.session_id ?? undefined });
-    const user = 'user' in caller ? caller.user : undefined;
+    // who rates: the caller's user, or whoever is signed in where the route resolved nobody (as for the question)
+    const b = await askCtx(ctx, caller);
+    const user = b.user;
     const comment = body.comment?.trim();
     // the rater's owner: the analytics actor keeps a rating only from whoever asked the question
     const reply = await bus.request(
       AnalyticsFeedback,
       { request_id: body.request_id, rating: body.rating, owner: caller.owner, ...(comment ? { comment } : {}), ...(user ? { user } : {}) },
-      callerCtx(ctx.rid, caller),
+      b,
     );
     sendJson(res, 200, reply, ctx.rid);
   });

@@ -60,7 +60,7 @@ function wantsStream(req: HttpRequest): boolean {
  * database login asking on the dashboard — so analytics, the audit log and the engine know who
  * asked. The name grants nothing: the scope stays the caller's.
  */
-async function askCtx(ctx: RouteContext, caller: Caller): Promise<Ctx> {
+export async function askCtx(ctx: RouteContext, caller: Caller): Promise<Ctx> {
   const c = callerCtx(ctx.rid, caller);
   if (c.user) return c;
   const user = await ctx.user();
