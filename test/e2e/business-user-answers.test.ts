@@ -113,12 +113,16 @@ t.test('the database refuses the SQL twice: what to try, and both the failing SQ
   await page.screenshot({ path: `${ARTIFACTS}/biz-error-dbfailed-1440-light.png`, fullPage: true });
 });
 
-t.test('the model fixes its query: a retry, then the answer', async (t) => {
+t.test('the model fixes its query: a retry, the answer, and the first query one click away', async (t) => {
   const { page, answer } = await ask(t, 'Store areas', ['SELECT s.area_sqm FROM stores s', 'SELECT name, area FROM stores ORDER BY name'], { theme: 'dark' });
   await answer.locator('table').waitFor();
   const steps = await answer.locator('ol.steps li').allInnerTexts();
   t.same(steps.filter((s) => /SQL written|retried/.test(s)), ['SQL written', 'Fixed the query and retried'], `a retry, not a second "SQL written" (${steps.join(' / ')})`);
   t.equal(await answer.locator('.error').count(), 0, 'no error once it ran');
+  const first = answer.locator('details.retry-sql');
+  t.notMatch(await answer.innerText(), /area_sqm/, 'the failed query is not on the answer itself');
+  await first.locator('summary').click();
+  t.equal(await first.locator('pre').innerText(), 'SELECT s.area_sqm FROM stores s', 'the query that failed, one click away');
   await page.screenshot({ path: `${ARTIFACTS}/biz-error-retried-1440-dark.png`, fullPage: true });
   t.same(await axeSerious(page), [], 'axe: a retried answer in the dark');
 });

@@ -23,6 +23,12 @@ const SEVERITY_LABEL = { info: 'Note', success: 'Good', warning: 'Warning', crit
 /** headers a WebSocket frame may carry (edge/ws/endpoint.ts) */
 const WS_HEADERS = new Set(['x-session-id', 'x-csrf-token', 'authorization']);
 
+/** What a retried answer says of its first query: that it failed and was fixed, and (behind a toggle) the query. */
+function retryNote(sql) {
+  return el('details', { class: 'retry-sql' },
+    el('summary', { text: 'The first query failed, so it was fixed and run again' }), el('pre', { text: sql }));
+}
+
 /** Legacy replies (/query, /auth/query: response_type, column names, data) in the shape of /api/query's. */
 export function normaliseReply(r) {
   if (!r || typeof r !== 'object' || !('response_type' in r)) return r ?? {};
@@ -305,6 +311,8 @@ export function mountAsk(root, opts) {
     let lastError;
     /** the SQL last written: the error keeps it one click away */
     let lastSql;
+    /** the SQL the database refused before the model fixed it */
+    let failedSql;
     const renderOpts = {
       ...o, question: text,
       onChoice: (label) => void panelApi.ask(label),
@@ -316,10 +324,8 @@ export function mountAsk(root, opts) {
       if (retry) c.steps.append(el('li', { class: 'done retry' }, icon('refresh'), 'Fixed the query and retried'));
       else if (STEP_LABELS[event]) c.steps.append(el('li', { class: 'done' }, icon('check'), STEP_LABELS[event]));
       if (event === 'sql') {
-        const before = retry && lastSql
-          ? [el('p', { class: 'retry-note muted', text: 'The first query did not run, so it was fixed and run again.' }),
-            el('details', { class: 'retry-sql' }, el('summary', { text: 'The query that failed' }), el('pre', { text: lastSql }))]
-          : [];
+        if (retry && lastSql) failedSql = lastSql;
+        const before = retry && failedSql ? [retryNote(failedSql)] : [];
         lastSql = data.sql;
         c.body.replaceChildren(...before, ...(data.explanation ? [el('div', { class: 'explanation', text: data.explanation })] : []), renderSql(data.sql), el('span', { class: 'muted', text: 'Running…' }));
       } else if (event === 'result') {
@@ -327,6 +333,8 @@ export function mountAsk(root, opts) {
         if (r.conversation_id && !legacy) conversation = r.conversation_id;
         view?.destroy();
         view = renderAnswer(c.body, r, renderOpts);
+        // the answer of a fixed query keeps the one that failed, one click away
+        if (failedSql) c.body.prepend(retryNote(failedSql));
         views.add(view);
         // the answer is on screen, its chart drawn: a mark the bench measures from the reply's arrival
         void view.drawn.then(() => performance.mark?.('cortado:answer-drawn', { detail: { request_id: r.request_id ?? null, rows: r.rows?.length ?? 0 } }));

@@ -91,7 +91,7 @@ export const ANSWER_CSS = `
 .ctd-ask .error .error-title { font-weight: 600; }
 .ctd-ask .error-details summary, .ctd-ask .retry-sql summary { cursor: pointer; font-size: 13px; }
 .ctd-ask .error-details pre, .ctd-ask .retry-sql pre { white-space: pre-wrap; overflow-wrap: anywhere; font-size: 12px; margin: 6px 0 0; }
-.ctd-ask .retry-note { margin: 0 0 4px; font-size: 13px; }
+.ctd-ask .retry-sql { margin: 0 0 6px; color: var(--ctd-muted, #6f6054); }
 .ctd-ask .error-text { color: var(--ctd-err, #b3261e); font-size: 13px; }
 .ctd-ask .actions { display: flex; flex-wrap: wrap; gap: 6px; align-items: center; margin-top: 10px; }
 .ctd-ask .feedback { display: flex; flex-wrap: wrap; gap: 6px; align-items: center; }
