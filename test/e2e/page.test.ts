@@ -51,7 +51,7 @@ t.test('a question shows its SQL, explanation, rows and insights', async (t) => 
   t.equal(await answer.locator('.q').textContent(), 'Which customer brought the most revenue?');
   t.equal(await answer.locator('.explanation').textContent(), 'Revenue per customer, best first.');
   t.match(await answer.locator('pre.sql').textContent(), /sum\(o\.amount\)[\s\S]*LIMIT 100/);
-  t.same(await answer.locator('thead th').allTextContents(), ['customer', 'revenue']);
+  t.same(await answer.locator('thead th').allTextContents(), ['Customer', 'Revenue'], 'headers read as names (the SQL keeps its own)');
   t.equal(await answer.locator('tbody tr').count(), 5);
   t.match(await answer.locator('.meta').first().textContent(), /5 rows/);
   t.ok((await answer.locator('.insights li').count()) > 0, 'insights listed');
