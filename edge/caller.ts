@@ -370,6 +370,18 @@ export function createCallerResolver(deps: { bus: Bus; config: Config }): Caller
 
   /** Anyone signed in (see `signed_in` above): a token sent must hold; else the first session whose credential is sent and holds. */
   async function signedIn(req: HttpRequest, rid: string): Promise<SessionCaller | TokenCaller> {
+    const caller = await signedInOrNone(req, rid);
+    if (caller) return caller;
+    throw new CortadoError('UNAUTHORIZED', 'sign in first (POST /admin/login, /assistant/login or /auth/login), or send an API token (Authorization: Bearer ctd_…)');
+  }
+
+  /**
+   * signedIn without the refusal: undefined when no credential is sent or none holds. An
+   * anonymous question asks this on every request (to name its user in analytics), so nobody
+   * signed in must not cost an error built and thrown (its stack trace is most of a request's
+   * caller cost).
+   */
+  async function signedInOrNone(req: HttpRequest, rid: string): Promise<SessionCaller | TokenCaller | undefined> {
     if (mcpToken(req)) return mcp(req, rid);
     const unless401 = (err: unknown): undefined => {
       if (err instanceof CortadoError && err.code === 'UNAUTHORIZED') return undefined;
@@ -391,7 +403,7 @@ export function createCallerResolver(deps: { bus: Bus; config: Config }): Caller
       const s = await authSession(req, rid).catch(unless401);
       if (s) return s;
     }
-    throw new CortadoError('UNAUTHORIZED', 'sign in first (POST /admin/login, /assistant/login or /auth/login), or send an API token (Authorization: Bearer ctd_…)');
+    return undefined;
   }
 
   /** An `open` route's caller: anyone, unless logins are required (see `open` in the table above). */
@@ -430,7 +442,7 @@ export function createCallerResolver(deps: { bus: Bus; config: Config }): Caller
   return {
     async user(req, rid) {
       try {
-        return (await signedIn(req, rid)).user;
+        return (await signedInOrNone(req, rid))?.user;
       } catch (err) {
         if (err instanceof CortadoError && (err.code === 'UNAUTHORIZED' || err.code === 'FORBIDDEN' || err.code === 'NOT_FOUND')) return undefined;
         throw err;
