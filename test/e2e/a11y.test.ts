@@ -6,12 +6,12 @@
  * its CSP or asks another host (test/helpers/page-guard.ts). A screenshot of each page goes to
  * test-artifacts/ (never into docs/: the README's images come from scripts/screenshots.ts).
  */
-import { mkdirSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { mkdirSync } from 'node:fs';
 import t, { type Test } from 'tap';
 import type { Page } from 'playwright-core';
 import { generateFernetKey } from '../../actors/lib/crypto/fernet.js';
 import { launchBrowser } from '../helpers/browser.js';
+import { axeSerious } from '../helpers/axe.js';
 import { guardPage } from '../helpers/page-guard.js';
 import { testConfig } from '../helpers/config.js';
 import { sqlAnswer, startFakeLlm } from '../helpers/fake-llm.js';
@@ -21,7 +21,6 @@ import { startStack } from '../helpers/stack.js';
 
 const ARTIFACTS = 'test-artifacts';
 mkdirSync(ARTIFACTS, { recursive: true });
-const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
 const nats = await startNats();
 const db = await createTestDb('a11y');
@@ -52,19 +51,9 @@ t.teardown(async () => {
   await nats.stop();
 });
 
-interface Violation { id: string; impact: string | null; help: string; nodes: Array<{ target: string[] }> }
-
-/** axe on the page as it is now: the serious and critical violations, one line each. */
-async function serious(page: Page): Promise<string[]> {
-  // evaluated over the DevTools protocol: the page's strict CSP (no inline script) stays as served
-  if (!(await page.evaluate('typeof window.axe === "object"'))) await page.evaluate(AXE);
-  const found = await page.evaluate(`axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations)`) as Violation[];
-  return found.filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => `${v.impact} ${v.id}: ${v.help} (${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join('; ')})`);
-}
 
 async function check(t: Test, page: Page, what: string): Promise<void> {
-  const list = await serious(page);
+  const list = await axeSerious(page);
   t.same(list, [], `${what}: no serious or critical violations`);
 }
 

@@ -8,11 +8,11 @@
  * written"; an unknown address is a page for a browser and JSON for an API client. Light and
  * dark, 1440 × 900 and 390 × 844; screenshots go to test-artifacts/biz-error-*.png and biz-filler-*.png; axe-core.
  */
-import { mkdirSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { mkdirSync } from 'node:fs';
 import t, { type Test } from 'tap';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { launchBrowser } from '../helpers/browser.js';
+import { axeSerious } from '../helpers/axe.js';
 import { guardPage } from '../helpers/page-guard.js';
 import { testConfig } from '../helpers/config.js';
 import { sqlAnswer, startFakeLlm } from '../helpers/fake-llm.js';
@@ -22,14 +22,7 @@ import { call, startStack } from '../helpers/stack.js';
 
 const ARTIFACTS = 'test-artifacts';
 mkdirSync(ARTIFACTS, { recursive: true });
-const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
-async function axeSerious(page: Page): Promise<string[]> {
-  if (!(await page.evaluate('typeof window.axe === "object"'))) await page.evaluate(AXE);
-  const found = await page.evaluate(`axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations)`) as Array<{ id: string; impact: string | null; help: string; nodes: Array<{ target: string[] }> }>;
-  return found.filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => `${v.impact} ${v.id}: ${v.help} (${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join('; ')})`);
-}
 
 const nats = await startNats();
 const db = await createTestDb('bizerr');

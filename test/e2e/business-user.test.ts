@@ -8,13 +8,13 @@
  * people; phones at 390 × 844 (/demo, the tab strip's hint, the Schedules actions). Screenshots
  * go to test-artifacts/biz-*.png; axe-core on the new views.
  */
-import { mkdirSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { mkdirSync } from 'node:fs';
 import ExcelJS from 'exceljs';
 import t, { type Test } from 'tap';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { generateFernetKey } from '../../actors/lib/crypto/fernet.js';
 import { downloaded, launchBrowser } from '../helpers/browser.js';
+import { axeSerious } from '../helpers/axe.js';
 import { guardPage } from '../helpers/page-guard.js';
 import { testConfig } from '../helpers/config.js';
 import { sqlAnswer, startFakeLlm } from '../helpers/fake-llm.js';
@@ -24,15 +24,7 @@ import { startStack } from '../helpers/stack.js';
 
 const ARTIFACTS = 'test-artifacts';
 mkdirSync(ARTIFACTS, { recursive: true });
-const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
-/** axe-core on the page as it is: its serious and critical violations, one line each. */
-async function axeSerious(page: Page): Promise<string[]> {
-  if (!(await page.evaluate('typeof window.axe === "object"'))) await page.evaluate(AXE);
-  const found = await page.evaluate(`axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations)`) as Array<{ id: string; impact: string | null; help: string; nodes: Array<{ target: string[] }> }>;
-  return found.filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => `${v.impact} ${v.id}: ${v.help} (${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join('; ')})`);
-}
 const tag = `${process.pid}_${Date.now().toString(36)}`;
 const role = `biz_${tag}`;
 const PASSWORD = 'biz-pw-1';
