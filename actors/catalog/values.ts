@@ -119,9 +119,18 @@ export function literalMisses(literals: readonly string[], hits: ReadonlyMap<str
  */
 export function createValueSource(profile: (input: SqlProfileRequest, ctx: Ctx) => Promise<SqlProfileReply>, ttl: number | (() => number), now: () => number = Date.now): ValueSource {
   const kept = new Map<string, { at: number; columns: Map<string, string[]>; whole: Set<string> }>();
+  // One profile of a table at a time, per scope: after an idle spell, 32 questions about the same
+  // table would each profile it (a sample scan of several hundred ms each). A question that finds
+  // a profile under way waits for it (bounded by that profile's own VALUE_WAIT_MS) and reads what
+  // it kept.
+  const pending = new Map<string, Promise<void>>();
+  // Bumped by drop(): a profile that began before a mask rule changed keeps nothing.
+  let generation = 0;
   return {
     drop() {
+      generation += 1;
       kept.clear();
+      pending.clear();
     },
     whole(ctx) {
       const scope = `${ctx.scope ?? ''}\u0000`;
@@ -136,14 +145,27 @@ export function createValueSource(profile: (input: SqlProfileRequest, ctx: Ctx) 
     async get(catalog, tables, ctx) {
       const out: KnownValues = new Map();
       const bySchema = new Map<string, Array<{ name: string; table: string }>>();
+      const waits: Array<Promise<void>> = [];
       const scope = ctx.scope ?? '';
+      const fresh = (key: string) => {
+        const hit = kept.get(key);
+        return hit && now() - hit.at < secondsOf(ttl) * 1000 ? hit : undefined;
+      };
       for (const name of tables.slice(0, VALUE_TABLES)) {
         const entry = catalog.entries.find((e) => e.name === name);
         if (!entry) continue;
         const key = `${scope}\u0000${name}`;
-        const hit = kept.get(key);
-        if (hit && now() - hit.at < secondsOf(ttl) * 1000) {
+        const hit = fresh(key);
+        if (hit) {
           out.set(name, hit.columns);
+          continue;
+        }
+        const running = pending.get(key);
+        if (running) {
+          waits.push(running.then(() => {
+            const got = kept.get(key);
+            if (got) out.set(name, got.columns);
+          }));
           continue;
         }
         if (!entry.table.columns.some((c) => isText(c.type))) continue;
@@ -152,28 +174,39 @@ export function createValueSource(profile: (input: SqlProfileRequest, ctx: Ctx) 
         bySchema.set(entry.table.schema, list);
       }
       const deadline = Math.min(ctx.deadline ?? Infinity, now() + VALUE_WAIT_MS);
-      await Promise.all([...bySchema].map(async ([schema, list]) => {
-        try {
-          const reply = await profile({ schema, tables: list.map((l) => l.table) }, { ...ctx, deadline });
-          for (const t of reply.tables) {
-            const name = list.find((l) => l.table === t.name)?.name;
-            if (name === undefined) continue;
-            const columns = new Map<string, string[]>();
-            const whole = new Set<string>();
-            for (const c of t.columns) {
-              if (c.masked) continue; // its values are masked: nothing to match or offer
-              const values = c.sample_values.filter((v): v is string => typeof v === 'string');
-              if (values.length) columns.set(c.name, values);
-              if (values.length && c.distinct_count !== undefined && c.distinct_count <= new Set(values).size) whole.add(c.name);
+      const began = generation;
+      const asked = [...bySchema].map(([schema, list]) => {
+        const run = (async () => {
+          try {
+            const reply = await profile({ schema, tables: list.map((l) => l.table) }, { ...ctx, deadline });
+            for (const t of reply.tables) {
+              const name = list.find((l) => l.table === t.name)?.name;
+              if (name === undefined) continue;
+              const columns = new Map<string, string[]>();
+              const whole = new Set<string>();
+              for (const c of t.columns) {
+                if (c.masked) continue; // its values are masked: nothing to match or offer
+                const values = c.sample_values.filter((v): v is string => typeof v === 'string');
+                if (values.length) columns.set(c.name, values);
+                if (values.length && c.distinct_count !== undefined && c.distinct_count <= new Set(values).size) whole.add(c.name);
+              }
+              if (generation !== began) continue; // a mask rule changed meanwhile: neither kept nor used
+              if (kept.size >= MAX_KEPT) kept.delete(kept.keys().next().value ?? '');
+              kept.set(`${scope}\u0000${name}`, { at: now(), columns, whole });
+              out.set(name, columns);
             }
-            if (kept.size >= MAX_KEPT) kept.delete(kept.keys().next().value ?? '');
-            kept.set(`${scope}\u0000${name}`, { at: now(), columns, whole });
-            out.set(name, columns);
+          } catch {
+            // no values for these tables this time: the question goes on without them
           }
-        } catch {
-          // no values for these tables this time: the question goes on without them
+        })();
+        for (const l of list) {
+          const key = `${scope}\u0000${l.name}`;
+          pending.set(key, run);
+          void run.then(() => { if (pending.get(key) === run) pending.delete(key); });
         }
-      }));
+        return run;
+      });
+      await Promise.all([...asked, ...waits]);
       return out;
     },
   };

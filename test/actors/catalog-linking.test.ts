@@ -227,6 +227,51 @@ t.test('literals are matched to known values, lift their table, and the values a
   t.same([...(await source.get(catalog, ['shop.prd'], ctx)).keys()], [], 'a failed profile: no values, no error');
 });
 
+t.test('questions that arrive together while a table is profiled share that one profile', async (t) => {
+  let calls = 0;
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => { release = resolve; });
+  const source = createValueSource(async (input) => {
+    calls += 1;
+    await gate;
+    return {
+      dialect: 'postgresql', provider: 'postgresql', schema: input.schema, missing: [], overlaps: [], truncated: false, duration_ms: 1,
+      tables: (input.tables ?? []).map((name) => ({
+        schema: input.schema, name, kind: 'table', primary_key: [], foreign_keys: [], source: 'statistics', select_sql: '',
+        columns: [{ name: 'city', data_type: 'text', nullable: true, sample_values: ['Berlin'] }],
+      })),
+    } satisfies SqlProfileReply;
+  }, 300);
+  const together = Array.from({ length: 32 }, (_, i) => source.get(catalog, ['shop.cst'], { requestId: `q${i}` }));
+  await new Promise((r) => setImmediate(r));
+  release();
+  const got = await Promise.all(together);
+  t.equal(calls, 1, 'one profile for 32 questions');
+  t.ok(got.every((g) => g.get('shop.cst')?.get('city')?.[0] === 'Berlin'), 'each question has the values');
+  // another scope (another tenant's login) profiles on its own
+  await source.get(catalog, ['shop.cst'], { requestId: 'other', scope: 'tenant-b' });
+  t.equal(calls, 2);
+  // a mask rule change while a profile runs: what it brings is not kept
+  let release2!: () => void;
+  const gate2 = new Promise<void>((resolve) => { release2 = resolve; });
+  const slow = createValueSource(async (input) => {
+    await gate2;
+    return {
+      dialect: 'postgresql', provider: 'postgresql', schema: input.schema, missing: [], overlaps: [], truncated: false, duration_ms: 1,
+      tables: (input.tables ?? []).map((name) => ({
+        schema: input.schema, name, kind: 'table', primary_key: [], foreign_keys: [], source: 'statistics', select_sql: '',
+        columns: [{ name: 'city', data_type: 'text', nullable: true, sample_values: ['Berlin'] }],
+      })),
+    } satisfies SqlProfileReply;
+  }, 300);
+  const during = slow.get(catalog, ['shop.cst'], { requestId: 'a' });
+  await new Promise((r) => setImmediate(r));
+  slow.drop();
+  release2();
+  t.same([...(await during).keys()], [], 'values read before the mask change are not used');
+  t.same(slow.whole({ requestId: 'b' }).size, 0);
+});
+
 // ---- synonyms ------------------------------------------------------------------------------------
 
 t.test('the semantic layer\'s synonyms and descriptions find tables their names hide', async (t) => {
