@@ -22,7 +22,7 @@ import {
   SqlExecute,
   SqlGenerate,
 } from '../../protocol/subjects.js';
-import { ownedKey } from '../../protocol/scope.js';
+import { ownedKey, parseOwner } from '../../protocol/scope.js';
 import type { AskConfirmRequest, AskReply, AskRequest } from '../../protocol/schemas/ask.js';
 import { addUsage, ZERO_USAGE, type Channel, type Column, type ColumnLabel, type Dialect, type Usage } from '../../protocol/schemas/common.js';
 import type { ProgressEvent } from '../../protocol/schemas/progress.js';
@@ -297,7 +297,10 @@ export async function ask(input: AskRequest, deps: AssistantDeps, ctx: Ctx): Pro
       return run.finish({ intent: 'sql', sql, ...(explanation ? { explanation } : {}), executed: false, tables: context.tables });
     }
 
-    if (interactive && config.query.confirm_before_execute) {
+    // SPEC: confirmation is for the two interactive widgets; an API token (owner `t:`) always
+    // executes, on whichever route it asks: a program has nobody to press the button
+    const byToken = input.owner !== undefined && parseOwner(input.owner)?.kind === 'token';
+    if (interactive && config.query.confirm_before_execute && !byToken) {
       if (!deps.confirmations) throw new CortadoError('INTERNAL', 'query.confirm_before_execute needs JetStream KV, which is not available');
       // the guard (and BigQuery's dry run) now, so nobody is asked to confirm SQL that cannot run
       const est = await timed('estimate', () => bus.request(SqlEstimate, { sql }, ctx));

@@ -71,6 +71,16 @@ t.test('confirm_before_execute does not apply to /api/query (not an interactive 
   t.notOk(r.body.confirmation);
 });
 
+t.test('confirm_before_execute does not apply to an API token: POST /query with a Bearer token runs at once', async (t) => {
+  const { token } = await confirmStack.running.bus.request(TokenIssue, { username: 'script-user', ttl_hours: 1 }, { requestId: 't' });
+  fake.script({ text: sqlAnswer(COUNT) });
+  const r = await call(`${confirmStack.url}/query`, { body: { question: 'how many orders?' }, headers: { authorization: `Bearer ${token}` } });
+  t.equal(r.status, 200, r.text);
+  t.notOk(r.body.requires_confirmation, 'nothing held');
+  t.equal(r.body.executed, true);
+  t.same(r.body.data, [[40]], 'the SQL ran');
+});
+
 t.test('confirmations expire, and a second edge sees them (KV)', async (t) => {
   const bus = await Bus.connect({ url: nats.url, prefix: 'cortado', name: 'conf-test', log: createLogger({ svc: 'test', level: 'silent' }) });
   t.teardown(() => bus.close());
