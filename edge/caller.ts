@@ -7,7 +7,7 @@
  * |-------------|--------------------------------------------------------------------|--------------|
  * | `none`      | anyone (no caller is resolved)                                      | —            |
  * | `admin`     | the admin panel's session (cookie `cortado_admin`)                  | 401; 403 CSRF |
- * | `assistant` | the assistant gate's session (cookie `cortado_assistant`)           | 401; 403 CSRF |
+ * | `assistant` | the assistant gate's session (`X-Session-ID`, or cookie `cortado_assistant`) | 401; 403 CSRF |
  * | `auth`      | a plugins.auth session or auto session (`X-Session-ID`, or cookie `cortado_auth`; an auto session only from an Origin in auto_session.allowed_origins when that list is set) | 404 when plugins.auth is off; 401; 403 CSRF; 403 origin |
  * | `any`       | the legacy assistant's callers, first that applies: the assistant session (required when plugins.assistant_login is on; its cookie, or its secret in `X-Session-ID` for an embedded widget), an API token (`Authorization: Bearer ctd_…`), the assistant cookie, a session in `X-Session-ID` (the assistant gate's, or a plugins.auth session or auto session; an auto session only from an Origin in auto_session.allowed_origins when that list is set), else an anonymous widget (its `session_id` and the client address) unless query.require_session | 401; 403 origin |
  * | `token`     | an API token (MCP): `x-mcp-token`, `Authorization: Bearer`, or `?token=` | 401 |
@@ -257,6 +257,18 @@ export function createCallerResolver(deps: { bus: Bus; config: Config }): Caller
     return { kind, user: s.username, owner, secret, session: s };
   }
 
+  /**
+   * The assistant gate's session: the header (an embedded widget on another site, where no
+   * cookie goes; its secret came back in the login's body), else the cookie (CSRF-checked on
+   * writes) — as the auth routes and the other signed-in routes take it.
+   */
+  async function assistantSession(req: HttpRequest, rid: string): Promise<SessionCaller<'assistant'>> {
+    const header = req.headers[SESSION_HEADER]?.trim();
+    if (!header) return cookieSession('assistant', req, rid);
+    const s = await session(header, 'assistant', rid);
+    return { kind: 'assistant', user: s.username, owner: ownerOf('assistant', digest(header)), secret: header, session: s };
+  }
+
   /** A plugins.auth session: the header (SQLatte widgets), else the cookie (CSRF-checked on writes). */
   async function authSession(req: HttpRequest, rid: string): Promise<SessionCaller<'auth' | 'auto'>> {
     if (!config.plugins.auth.enabled) throw new CortadoError('NOT_FOUND', 'no such route: multi-user sessions are off (plugins.auth.enabled is false)');
@@ -460,7 +472,7 @@ export function createCallerResolver(deps: { bus: Bus; config: Config }): Caller
       let caller: Caller;
       switch (auth) {
         case 'admin': caller = await cookieSession('admin', req, rid); break;
-        case 'assistant': caller = await cookieSession('assistant', req, rid); break;
+        case 'assistant': caller = await assistantSession(req, rid); break;
         case 'auth': caller = await authSession(req, rid); break;
         case 'any': caller = await legacy(req, rid, hint); break;
         case 'token': caller = await mcp(req, rid); break;

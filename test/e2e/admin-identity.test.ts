@@ -70,6 +70,20 @@ t.test('a person the assistant gate admits is not an admin, with the same passwo
   }
 });
 
+t.test('the assistant gate\'s session in X-Session-ID is taken by its own routes, as the other signed-in routes take it', async (t) => {
+  const gate = await login('/assistant/login', 'alice', USERS.alice.password);
+  t.equal(gate.status, 200, gate.text);
+  const id = gate.body.session_id as string;
+  const viaHeader = await call(`${url}/assistant/session`, { headers: { 'x-session-id': id } });
+  t.equal(viaHeader.status, 200, `an embedded widget reads its session: ${viaHeader.text}`);
+  t.equal(viaHeader.body.username, 'alice');
+  const stale = await call(`${url}/assistant/session`, { headers: { 'x-session-id': 'not-a-session' } });
+  t.equal(stale.status, 401, 'a header that holds no session is refused, never ignored');
+  const out = await call(`${url}/assistant/logout`, { method: 'POST', headers: { 'x-session-id': id } });
+  t.equal(out.status, 200, `and signs out with it, no CSRF token (no ambient credential): ${out.text}`);
+  t.equal((await call(`${url}/assistant/session`, { headers: { 'x-session-id': id } })).status, 401, 'ended');
+});
+
 t.test('no directory user is an admin without admin.ldap_group_dn, whatever groups they are in', async (t) => {
   for (const [name, password] of [["o'neil", USERS.oneil.password], ['bob', USERS.bob.password], ['doe, jane', USERS.doe.password]] as const) {
     const r = await login('/admin/login', name, password);

@@ -81,6 +81,22 @@ t.test('confirm_before_execute does not apply to an API token: POST /query with 
   t.same(r.body.data, [[40]], 'the SQL ran');
 });
 
+t.test('legacy /query without a session_id gets one, and the next question with it continues the conversation', async (t) => {
+  fake.script({ text: sqlAnswer(COUNT) });
+  const { token } = await confirmStack.running.bus.request(TokenIssue, { username: 'script-user', ttl_hours: 1 }, { requestId: 't' });
+  const first = await call(`${confirmStack.url}/query`, { body: { question: 'how many orders?' }, headers: { authorization: `Bearer ${token}` } });
+  t.equal(first.status, 200, first.text);
+  const id = first.body.session_id as string;
+  t.type(id, 'string', 'a session_id, never null');
+  t.match(id, /^[A-Za-z0-9_.:-]{1,128}$/, 'one the endpoint takes back');
+  const before = fake.requests.length;
+  fake.script({ text: sqlAnswer(COUNT) });
+  const next = await call(`${confirmStack.url}/query`, { body: { question: 'and the ones from last week?', session_id: id }, headers: { authorization: `Bearer ${token}` } });
+  t.equal(next.status, 200, next.text);
+  t.equal(next.body.session_id, id);
+  t.match(JSON.stringify(fake.requests[before]), /how many orders\?/, 'the first question is the second one\'s context');
+});
+
 t.test('confirmations expire, and a second edge sees them (KV)', async (t) => {
   const bus = await Bus.connect({ url: nats.url, prefix: 'cortado', name: 'conf-test', log: createLogger({ svc: 'test', level: 'silent' }) });
   t.teardown(() => bus.close());

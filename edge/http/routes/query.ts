@@ -6,6 +6,7 @@
  * owner (edge/caller.ts), which binds its conversation, a held confirmation and its feedback
  * to that caller: /api/query's is the session or token the request carries, else its address.
  */
+import { randomUUID } from 'node:crypto';
 import { Compile } from 'typebox/compile';
 import type { Bus, Ctx } from '../../../runtime/bus.js';
 import { toCortadoError } from '../../../protocol/errors.js';
@@ -196,12 +197,15 @@ export function queryRoutes(router: Router, deps: QueryRouteDeps): void {
 
   router.post('/query', { auth: 'any', summary: 'Ask one question, SQLatte-compatible (the legacy widget\'s shape)', body: LegacyQueryBody, sse: true }, async (req, res, ctx) => {
     const body = await readJson(req, checkLegacy, { text: BODY_TEXT.legacy, fields: 'strip' });
-    const sessionId = body.session_id ?? undefined;
+    // a client that sent none gets one (SQLatte widgets keep the session_id of the answer and
+    // send it back): the question's conversation and an anonymous widget's owner are named by it
+    // from this first question on, so the next question with it continues this one
+    const sessionId = body.session_id || randomUUID();
     const caller = await ctx.caller({ widgetSession: sessionId });
     const tables = body.tables?.length ? body.tables : tablesFromSchemaText(body.table_schema ?? body.schema);
     const ask: AskRequest = { question: body.question, channel: 'legacy', owner: caller.owner, widget: 'assistant' };
     if (tables.length) ask.tables = tables;
-    if (sessionId) ask.conversation_id = sessionId;
+    ask.conversation_id = sessionId;
     await runAsk(bus, req, res, ctx, ask, (r) => legacyShape(r, sessionId), await askCtx(ctx, caller));
   });
 
