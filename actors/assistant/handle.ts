@@ -289,13 +289,17 @@ export async function ask(input: AskRequest, deps: AssistantDeps, ctx: Ctx): Pro
     let sql = generated.sql;
     let explanation = generated.explanation;
     bus.publish(QueryGeneratedEvt, { ...run.event(), question, sql, model: generated.model, usage: generated.usage, attempt: 0 }, ctx);
-    progress('sql', { sql, ...(explanation ? { explanation } : {}) });
 
     const interactive = INTERACTIVE.has(input.channel);
     if (interactive && !config.query.execute_generated_sql) {
-      await deps.conversations.append(conversation, { question, sql, ...(explanation ? { answer: explanation } : {}) });
-      return run.finish({ intent: 'sql', sql, ...(explanation ? { explanation } : {}), executed: false, tables: context.tables });
+      // SQL handed to a person to copy is checked as if it were run: a DROP the model wrote is
+      // refused as it would be, and what is shown is what Cortado would have run (with its LIMIT)
+      const est = await timed('estimate', () => bus.request(SqlEstimate, { sql }, ctx));
+      progress('sql', { sql: est.sql, ...(explanation ? { explanation } : {}) });
+      await deps.conversations.append(conversation, { question, sql: est.sql, ...(explanation ? { answer: explanation } : {}) });
+      return run.finish({ intent: 'sql', sql: est.sql, ...(explanation ? { explanation } : {}), executed: false, tables: context.tables });
     }
+    progress('sql', { sql, ...(explanation ? { explanation } : {}) });
 
     // SPEC: confirmation is for the two interactive widgets; an API token (owner `t:`) always
     // executes, on whichever route it asks: a program has nobody to press the button

@@ -122,11 +122,20 @@ t.test('execute_generated_sql: false returns the SQL without running it (interac
   const legacy = await call(`${s.url}/query`, { body: { question: 'how many orders?' } });
   t.equal(legacy.status, 200);
   t.equal(legacy.body.executed, false);
-  t.equal(legacy.body.sql, COUNT);
+  t.equal(legacy.body.sql, `${COUNT}\nLIMIT 100`, 'the SQL as Cortado would have run it, guarded');
   t.same(legacy.body.data, []);
   fake.script({ text: sqlAnswer(COUNT) });
   const api = await call(`${s.url}/api/query`, { body: { question: 'how many orders?' } });
   t.same(api.body.rows, [[40]], '/api/query still executes');
+
+  // SQL a person would copy is checked as if it ran: the guard's refusal, never an answer
+  fake.script({ text: sqlAnswer('DROP TABLE orders') });
+  const drop = await call(`${s.url}/query`, { body: { question: 'drop the orders' } });
+  t.equal(drop.status, 422, drop.text);
+  t.equal(drop.body.error.code, 'SQL_REJECTED');
+  t.notMatch(drop.text, /DROP TABLE/, 'the statement is not handed back');
+  const stillThere = await db.pool.query('SELECT count(*)::int AS n FROM orders');
+  t.equal(stillThere.rows[0].n, 40);
 });
 
 t.test('require_session: the legacy endpoint needs a session or an API token', async (t) => {
