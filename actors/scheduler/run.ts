@@ -2,6 +2,10 @@
  * One scheduled run, as a worker takes it from the queue (queue.ts), and Run Now.
  *
  * A run, in the schedule creator's scope (protocol/scope.ts; never with more rights):
+ * 0. the run-time period: a schedule whose question asks for a relative period ("last month")
+ *    pins SQL with the parameters {{period_start}}, {{period_end}}, {{period_last}}
+ *    (periods.ts); they become the dates of that period at the run's planned time, in the
+ *    schedule's zone, before the guard, the drift check or the database see the SQL;
  * 1. drift check: the guard (SqlCheck) names the tables the pinned SQL reads; each must still be
  *    there (SchemaDescribe; the catalog read again once before a table counts as gone), and a
  *    column the SQL names as `table.column` must still be in its table. A database that answers
@@ -34,6 +38,7 @@ import type { Execution, ExecutionOutcome, ExecutionsRepository, ScheduleRecord,
 import { reportMail, type ReportFile } from '../lib/mail/template.js';
 import type { JobQueue } from './queue.js';
 import { ownedSchedule, scheduleCtx } from './schedules.js';
+import { bindPeriod, hasPeriodParams, relativePeriod, resolve } from './periods.js';
 import { observeScheduledRun } from '../../runtime/metrics.js';
 
 export interface RunDeps {
@@ -150,6 +155,16 @@ function failureMessage(err: unknown, config: Config): string {
   return e.message;
 }
 
+/** 0. The SQL this run executes: the pinned SQL with its period parameters bound to the run's period. */
+export function runSql(s: Pick<ScheduleRecord, 'sql' | 'question' | 'timezone'>, at: Date): string {
+  if (!hasPeriodParams(s.sql)) return s.sql;
+  const rule = relativePeriod(s.question);
+  if (!rule) {
+    throw new RunFailure(`The report's SQL takes its dates from the question's period ({{period_start}} and the like), but the question names no period such as "last month". ${REGENERATE}`);
+  }
+  return bindPeriod(s.sql, resolve(rule, at, s.timezone));
+}
+
 interface Report {
   file: ReportFile;
   rows: number;
@@ -163,11 +178,12 @@ interface Report {
  */
 async function produce(s: ScheduleRecord, deps: RunDeps, ctx: Ctx, at: Date): Promise<Report> {
   const { bus, config } = deps;
-  await checkDrift(s.sql, bus, ctx);
+  const sql = runSql(s, at);
+  await checkDrift(sql, bus, ctx);
   let out;
   try {
     out = await bus.request(SqlExport, {
-      sql: s.sql, format: s.format, title: s.name, at: at.toISOString(), timezone: s.timezone,
+      sql, format: s.format, title: s.name, at: at.toISOString(), timezone: s.timezone,
       timeout_ms: config.scheduler.job_timeout_seconds * 1000,
     }, ctx);
   } catch (err) {
@@ -175,7 +191,7 @@ async function produce(s: ScheduleRecord, deps: RunDeps, ctx: Ctx, at: Date): Pr
     if (!isGone(e)) throw e;
     // the catalog was older than the database: read it again, and say what is gone when it can
     await bus.request(SchemaTables, { refresh: true }, ctx).catch(() => undefined);
-    await checkDrift(s.sql, bus, ctx);
+    await checkDrift(sql, bus, ctx);
     throw drift(e.message);
   }
   const file: ReportFile = { filename: out.filename, content_type: out.content_type, bytes: out.bytes, too_large: out.too_large };

@@ -38,6 +38,7 @@ import type { Bus, Ctx } from '../../runtime/bus.js';
 import { CortadoError, toCortadoError } from '../../protocol/errors.js';
 import type { Logger } from '../../runtime/log.js';
 import type * as S from '../../protocol/schemas/schedules.js';
+import { bindPeriod, fixedPeriod, hasPeriodParams, periodLabel, pinPeriod, relativePeriod, resolve, type Period } from './periods.js';
 import { parseScope } from '../../protocol/scope.js';
 import { SchemaContext, SqlCheck, SqlGenerate } from '../../protocol/subjects.js';
 import type { Config } from '../../config/schema.js';
@@ -96,13 +97,31 @@ export function upcoming(s: Pick<ScheduleRecord, 'cron' | 'timezone' | 'enabled'
   }
 }
 
+/**
+ * What the page says of the dates a report covers: the next run's period for a relative
+ * question whose SQL takes it at run time (now's when no run is coming), the one period a
+ * fixed question names, or that the SQL froze a relative question's dates.
+ */
+export function periodView(s: Pick<ScheduleRecord, 'question' | 'sql' | 'timezone'>, nextRun: string | undefined, now: Date): S.Schedule['period'] {
+  const rule = relativePeriod(s.question);
+  const shown = (p: Period): { start: string; last: string; label: string } => ({ start: p.start, last: p.last, label: periodLabel(p) });
+  if (rule) {
+    if (!hasPeriodParams(s.sql)) return { kind: 'frozen', phrase: rule.phrase };
+    return { kind: 'relative', phrase: rule.phrase, ...shown(resolve(rule, nextRun ? new Date(nextRun) : now, s.timezone)) };
+  }
+  const fixed = fixedPeriod(s.question);
+  return fixed ? { kind: 'fixed', ...shown(fixed) } : undefined;
+}
+
 async function views(records: ScheduleRecord[], deps: SchedulesDeps): Promise<S.Schedule[]> {
   const last = await deps.store.executions.lastDone(records.map((s) => s.id));
   const at = clock(deps);
   return records.map((r) => {
     const { fired_through: _f, ...s } = r;
     const e = last.get(s.id);
-    return { ...s, next_runs: upcoming(s, at), ...(e ? { last_run: { at: e.execution_time, success: e.success } } : {}) };
+    const next = upcoming(s, at);
+    const period = periodView(s, next[0], at);
+    return { ...s, next_runs: next, ...(e ? { last_run: { at: e.execution_time, success: e.success } } : {}), ...(period ? { period } : {}) };
   });
 }
 
@@ -176,11 +195,28 @@ async function guarded(sql: string, what: string, deps: SchedulesDeps, ctx: Ctx)
   if (!check.ok) throw new CortadoError('SQL_REJECTED', `${what}: the SQL guard refuses it: ${check.reason ?? 'not a single read-only statement'}`, { field: 'sql' });
 }
 
-/** The question turned into SQL once (the schema context, then the model in mode 'sql'), checked by the guard. */
-async function generate(question: string, tables: readonly string[], deps: SchedulesDeps, ctx: Ctx): Promise<Pinned> {
+/**
+ * What the model is told of a relative period when the SQL is pinned: the literals to write for
+ * it today, which pinPeriod then turns into the run-time parameters (a CURRENT_DATE expression
+ * would read the database server's clock and zone, not the schedule's).
+ */
+function periodNote(phrase: string, p: Period): string {
+  return `This SQL is pinned for a scheduled report that runs again and again. For "${phrase}" filter on the dates `
+    + `from '${p.start}' (inclusive) to '${p.end}' (exclusive), written as those exact date literals (for example DATE '${p.start}'), `
+    + 'never as CURRENT_DATE or NOW() arithmetic: the scheduler replaces these two dates with the right ones at each run.';
+}
+
+/**
+ * The question turned into SQL once (the schema context, then the model in mode 'sql'), checked
+ * by the guard; a relative period's date literals then become the run-time parameters.
+ */
+async function generate(question: string, tables: readonly string[], zone: string, deps: SchedulesDeps, ctx: Ctx): Promise<Pinned> {
   const context = await deps.bus.request(SchemaContext, { question, ...(tables.length ? { tables: [...tables] } : {}) }, ctx);
+  const rule = relativePeriod(question);
+  const today = rule ? resolve(rule, clock(deps), zone) : undefined;
+  const business = rule && today ? [context.business_context, periodNote(rule.phrase, today)].filter(Boolean).join('\n\n') : context.business_context;
   const gen = await deps.bus.request(SqlGenerate, {
-    question, history: [], schema_text: context.schema_text, business_context: context.business_context, dialect: context.dialect, mode: 'sql',
+    question, history: [], schema_text: context.schema_text, business_context: business, dialect: context.dialect, mode: 'sql',
   }, ctx);
   const sql = gen.sql?.trim();
   if (gen.intent !== 'sql' || !sql) {
@@ -188,13 +224,22 @@ async function generate(question: string, tables: readonly string[], deps: Sched
     throw invalid('question', `the model wrote no SQL for it${said}; ask for data, or send your own sql`);
   }
   await guarded(sql, 'the SQL generated for the question', deps, ctx);
-  return { sql, explanation: gen.explanation ?? '' };
+  return { sql: today ? pinPeriod(sql, today).sql : sql, explanation: gen.explanation ?? '' };
 }
 
-/** The creator's own SQL, guard-checked. */
-async function own(sql: string, deps: SchedulesDeps, ctx: Ctx): Promise<Pinned> {
+/**
+ * The creator's own SQL, guard-checked as a run would run it: run-time period parameters
+ * (periods.ts) need a question that names a relative period, and are bound to today's for the guard.
+ */
+async function own(sql: string, question: string, zone: string, deps: SchedulesDeps, ctx: Ctx): Promise<Pinned> {
   const text = notBlank('sql', sql).trim();
-  await guarded(text, 'sql', deps, ctx);
+  let seen = text;
+  if (hasPeriodParams(text)) {
+    const rule = relativePeriod(question);
+    if (!rule) throw invalid('sql', 'it uses {{period_start}}, {{period_end}} or {{period_last}}, but the question names no relative period (such as "last month" or "the last 7 days") for them to follow');
+    seen = bindPeriod(text, resolve(rule, clock(deps), zone));
+  }
+  await guarded(seen, 'sql', deps, ctx);
   return { sql: text, explanation: '' };
 }
 
@@ -220,7 +265,7 @@ export async function create(input: S.ScheduleCreateRequest, deps: SchedulesDeps
   if (taken) throw new CortadoError('CONFLICT', `you have a schedule named "${name}" already`);
 
   const runCtx = scheduleCtx({ ...(asker.scope ? { scope: asker.scope } : {}) }, ctx);
-  const pinned = input.sql !== undefined ? await own(input.sql, deps, runCtx) : await generate(question, tables, deps, runCtx);
+  const pinned = input.sql !== undefined ? await own(input.sql, question, zone, deps, runCtx) : await generate(question, tables, zone, deps, runCtx);
   const record = await deps.store.schedules.create({
     name, question, tables, cron: input.cron.trim().replace(/\s+/g, ' '), own_timezone: input.timezone != null ? canonicalZone(input.timezone) : null,
     email_recipients: recipients,
@@ -282,11 +327,12 @@ export async function update(input: S.ScheduleUpdateRequest, deps: SchedulesDeps
   const tables = change.tables ?? current.tables;
   const reworded = question !== current.question || !sameList(tables, current.tables);
   const runCtx = scheduleCtx(current, ctx);
+  const zone = change.own_timezone === undefined ? current.timezone : zoneFor(change.own_timezone, deps);
   let pinned: Pinned | undefined;
   if (ownSql !== undefined) {
-    pinned = await own(ownSql, deps, runCtx);
+    pinned = await own(ownSql, question, zone, deps, runCtx);
   } else if (regenerate || reworded) {
-    pinned = await generate(question, tables, deps, runCtx);
+    pinned = await generate(question, tables, zone, deps, runCtx);
   }
   if (pinned) Object.assign(change, pinned);
 

@@ -59,6 +59,23 @@ export const Schedule = Type.Object({
   /** the next (up to) five run times, ISO with offset, computed on read */
   next_runs: Type.Array(Type.String()),
   last_run: Type.Optional(Type.Object({ at: Type.String(), success: Type.Boolean() })),
+  /**
+   * The dates the report covers (actors/scheduler/periods.ts), computed on read; none when the
+   * question names no period. relative: the next run's period (the question's "last month");
+   * fixed: the one period the question names, every run; frozen: the question asks for a
+   * relative period but the SQL names fixed dates (pinned before run-time periods existed, or
+   * written so): every run reports the same dates until it is regenerated.
+   */
+  period: Type.Optional(Type.Object({
+    kind: Type.Enum(['relative', 'fixed', 'frozen']),
+    /** the question's words for it ("last month") */
+    phrase: Type.Optional(Type.String()),
+    /** first and last day, YYYY-MM-DD, both inclusive */
+    start: Type.Optional(Type.String()),
+    last: Type.Optional(Type.String()),
+    /** "1 Nov – 30 Nov 2026" */
+    label: Type.Optional(Type.String()),
+  })),
 });
 export type Schedule = Static<typeof Schedule>;
 
