@@ -28,6 +28,7 @@ export const ACTOR_MODULES: Readonly<Record<Actor, () => Promise<ActorModule>>> 
   [Actor.Ops]: () => import('./ops/actor.js'),
   [Actor.Alarms]: () => import('./alarms/actor.js'),
   [Actor.Workspace]: () => import('./workspace/actor.js'),
+  [Actor.Eval]: () => import('./eval/actor.js'),
 };
 
 /**
@@ -44,6 +45,8 @@ export const DRAIN_ORDER: readonly Actor[] = [
   Actor.Alarms,
   // the console's operations: an entry point of its own (the alarms ask it)
   Actor.Ops,
+  // the accuracy harness: it asks the assistant and the executor, so it stops before them
+  Actor.Eval,
   Actor.Assistant,
   Actor.Intent,
   Actor.SqlGen,

@@ -28,6 +28,7 @@ import * as Ops from './schemas/ops.js';
 import * as Al from './schemas/alarms.js';
 import * as W from './schemas/workspace.js';
 import * as Own from './schemas/own-tokens.js';
+import * as Ev from './schemas/eval.js';
 import { SqlProfileReply, SqlProfileRequest, SqlValuesReply, SqlValuesRequest } from './schemas/profile.js';
 import { LlmCompleteReply, LlmCompleteRequest, LlmStatusReply } from './schemas/llm.js';
 import {
@@ -67,6 +68,7 @@ export const Actor = {
   Ops: 'ops',
   Alarms: 'alarms',
   Workspace: 'workspace',
+  Eval: 'eval',
 } as const;
 export type Actor = (typeof Actor)[keyof typeof Actor];
 export const ALL_ACTORS: readonly Actor[] = Object.values(Actor);
@@ -287,6 +289,15 @@ export const DashboardGet = workspace('dashboard.get', W.WorkspaceItemRequest, W
 export const DashboardSave = workspace('dashboard.save', W.DashboardSaveRequest, W.Dashboard);
 export const DashboardDelete = workspace('dashboard.delete', W.WorkspaceItemRequest, W.WorkspaceOk);
 
+// ---- the accuracy harness (actors/eval; `cortado eval`, POST /admin/eval) ----------------------
+
+/**
+ * A golden set through the live pipeline (`ask`, and `sql.execute` for the expected rows), as
+ * configured and optionally with candidate prompts. Long: it works up to EVAL_RUN_MS, or to the
+ * request's deadline, and answers in time with the questions it did not reach said so.
+ */
+export const EvalRun = defineRequest({ subject: 'eval.run', owner: Actor.Eval, timeoutMs: Ev.EVAL_RUN_MS + 15_000, request: Ev.EvalRunRequest, reply: Ev.EvalRunReply });
+
 /**
  * The scheduler's work queue (runtime/bus-queue.ts, `bus.workQueue`): each execution to run,
  * put by the leader (a due tick) or by Run Now, taken by one worker of any scheduler process.
@@ -338,6 +349,7 @@ export const REQUESTS = [
   OpsStatus, OpsRun, AuthTokenList, AuthTokenRevoke,
   AlarmList, AlarmGet, AlarmCreate, AlarmUpdate, AlarmDelete, AlarmTest, AlarmHistory,
   HistoryAdd, HistoryList, HistoryFavourite, HistoryDelete, DashboardList, DashboardGet, DashboardSave, DashboardDelete,
+  EvalRun,
 ] as const;
 export const EVENTS = [
   QueryGeneratedEvt, QueryExecutedEvt, QueryRejectedEvt, QueryFailedEvt, ConfigChangedEvt, LoginEvt, TokenEvt, AlertRaisedEvt, MailSentEvt, MailFailedEvt,

@@ -127,8 +127,8 @@ export type PromptBody = Static<typeof PromptBody>;
 export const ADMIN_EVAL_MAX = 50;
 
 /**
- * POST /admin/eval: a golden set (YAML or JSON text, a list, or {questions}; checked by
- * edge/eval/golden.ts) and the candidate prompts to try on it, for this run only (never saved).
+ * POST /admin/eval: a golden set (YAML or JSON text, a list, or {questions}; checked by the
+ * eval actor, `eval.run`) and the candidate prompts to try on it, for this run only (never saved).
  */
 export const EvalBody = Type.Object({
   golden: Type.Union([

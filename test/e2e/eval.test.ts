@@ -1,8 +1,9 @@
 /**
- * The accuracy harness end to end: a real stack (every actor, real PostgreSQL data, a local
- * server speaking Anthropic's Messages API scripted to answer some golden questions right and
- * some wrong), `cortado eval FILE` run as the command a person runs (bin/cortado.js, over the
- * same NATS), and the admin panel's POST /admin/eval trying a candidate prompt without saving it.
+ * The accuracy harness end to end: a real stack (every actor, the eval actor among them, real
+ * PostgreSQL data, a local server speaking Anthropic's Messages API scripted to answer some
+ * golden questions right and some wrong), `cortado eval FILE` run as the command a person runs
+ * (bin/cortado.js, asking `eval.run` over the same NATS), the admin panel's POST /admin/eval
+ * trying a candidate prompt without saving it, and a run that meets its deadline.
  */
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -13,9 +14,10 @@ import t from 'tap';
 import YAML from 'yaml';
 import { generateFernetKey } from '../../actors/lib/crypto/fernet.js';
 import { DEFAULT_PROMPTS } from '../../config/prompts.js';
-import { parseGolden, sameRows } from '../../edge/eval/golden.js';
+import { parseGolden } from '../../actors/eval/golden.js';
+import { REPLY_MARGIN_MS, sameRows } from '../../actors/eval/handle.js';
 import { parseMinAccuracy } from '../../cli/eval.js';
-import { ALL_ACTORS, Actor } from '../../protocol/subjects.js';
+import { ALL_ACTORS, Actor, EvalRun } from '../../protocol/subjects.js';
 import { launchBrowser } from '../helpers/browser.js';
 import { testConfig, testConfigObject } from '../helpers/config.js';
 import { sqlAnswer, startFakeLlm } from '../helpers/fake-llm.js';
@@ -61,11 +63,13 @@ const ANSWERS: Array<{ word: string; sql: string; wrong?: string }> = [
   { word: 'largest order', sql: 'SELECT max(amount) AS largest FROM orders', wrong: 'SELECT min(amount) AS largest FROM orders' },
   { word: 'which statuses', sql: 'SELECT DISTINCT status FROM orders' },
 ];
+/** how long the model takes over each answer (the long-run tests slow it down) */
+let modelMs = 0;
 fake.fallback((req) => {
   const q = req.last.toLowerCase();
   const a = ANSWERS.find((x) => q.includes(x.word));
   if (!a) return { status: 500, message: 'unscripted' };
-  return { text: sqlAnswer(req.system.includes(MARK) || !a.wrong ? a.sql : a.wrong) };
+  return { text: sqlAnswer(req.system.includes(MARK) || !a.wrong ? a.sql : a.wrong), ...(modelMs ? { delayMs: modelMs } : {}) };
 });
 
 const GOLDEN = [
@@ -193,6 +197,13 @@ t.test('POST /admin/eval: a candidate prompt tried on the golden set, never save
   t.match(unknown.body.error.message, /there is no prompt "nope"/);
   const badGolden = await call(`${stack.url}/admin/eval`, { body: { golden: [{ question: 'x' }] }, headers: h });
   t.equal(badGolden.status, 400);
+  t.match(badGolden.body.error.message, /neither expected_sql nor expected_rows/, 'the eval actor names the question at fault');
+  // a text is not counted by the body's schema: the eval actor holds the panel's bound, before asking anything
+  const asked = fake.requests.length;
+  const tooMany = await call(`${stack.url}/admin/eval`, { body: { golden: YAML.stringify(Array.from({ length: 51 }, (_, i) => ({ ...GOLDEN[0], id: `q${i}` }))) }, headers: h });
+  t.equal(tooMany.status, 400, tooMany.text);
+  t.match(tooMany.body.error.message, /51 questions; this run takes at most 50/);
+  t.equal(fake.requests.length, asked, 'no question of it was asked');
   t.equal((await call(`${stack.url}/admin/eval`, { body: { golden: GOLDEN } })).status, 401, 'admins only');
 });
 
@@ -220,4 +231,33 @@ t.test('the prompts tab: golden questions, and "Evaluate before saving" shows be
   const prompts = await call(`${stack.url}/admin/prompts`, { headers: { cookie: (await signIn()).cookie! } });
   t.equal(prompts.body.prompts.find((p: { key: string }) => p.key === 'sql_generation').source, 'default', 'still not saved');
   t.same(errors, [], 'no script errors');
+});
+
+t.test('a run longer than the broker\'s silence window completes, with progress on the way', async (t) => {
+  // 5 questions at 1.5 s each: past the 6 s after which a requester gives up on a silent long
+  // request (runtime/bus-requests.ts), so the report arrives only because the eval actor's process
+  // says it is still working; the command shows each judged question meanwhile
+  modelMs = 1_500;
+  t.teardown(() => { modelMs = 0; });
+  const started = Date.now();
+  const r = await cortado('eval', goldenFile, '--config', configFile, '--min-accuracy', '0.5');
+  t.ok(Date.now() - started > 7_000, `the run took ${Date.now() - started} ms`);
+  t.equal(r.code, 0, r.stderr);
+  t.match(r.stdout, /execution accuracy: 60\.0 % \(3 of 5\)/);
+  for (const [i, v] of ['correct', 'correct', 'wrong', 'wrong', 'correct'].entries()) t.match(r.stderr, new RegExp(`^  ${i + 1}/5 ${v}$`, 'm'), `progress of question ${i + 1}`);
+});
+
+t.test('a run meets its deadline: the report in time, the questions it did not reach said so', async (t) => {
+  modelMs = 1_500;
+  t.teardown(() => { modelMs = 0; });
+  // room for about two questions before the run must answer (the reply margin kept back)
+  const deadline = Date.now() + REPLY_MARGIN_MS + 4_000;
+  const r = await stack.running.bus.request(EvalRun, { golden: GOLDEN }, { requestId: 'e2e-eval-deadline', user: 'admin', deadline });
+  t.ok(Date.now() <= deadline, 'answered before the deadline, not at it');
+  const results = r.report.results;
+  t.equal(results.length, 5, 'every question is in the report');
+  t.equal(r.report.totals.questions, 5);
+  t.equal(results[0]?.verdict, 'correct', 'the first question, asked in time, is judged');
+  t.match(results[4]?.reason, /^TIMEOUT: not asked, the request's deadline was reached$/, 'the last one was not reached');
+  for (const x of results) t.ok(x.verdict === 'correct' || x.verdict === 'wrong' || /^TIMEOUT/.test(x.reason ?? ''), `${x.id}: judged, or cut by the deadline (${x.verdict}: ${x.reason ?? ''})`);
 });

@@ -9,8 +9,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
-import { ALL_ACTORS, AuditQuery, Bucket, MaskRuleCreate, ResultMask, SemanticDiscover, SqlExecute, SqlExport, SqlProfile, SqlValues } from '../../protocol/subjects.js';
-import { runEval } from '../../edge/eval/golden.js';
+import { ALL_ACTORS, AuditQuery, Bucket, EvalRun, MaskRuleCreate, ResultMask, SemanticDiscover, SqlExecute, SqlExport, SqlProfile, SqlValues } from '../../protocol/subjects.js';
 import { testConfig } from '../helpers/config.js';
 import { sqlAnswer, startFakeLlm, type RecordedRequest } from '../helpers/fake-llm.js';
 import { closeClient, connectClient, issueToken, until } from '../helpers/mcp.js';
@@ -298,9 +297,10 @@ t.test('no route and no actor gets rows that skipped masking', async (t) => {
   const discovered = await bus.request(SemanticDiscover, { schema: 'public', tables: ['customers'] }, { ...rctx, user: 'admin' });
   assertNoRawValues(t, discovered, 'semantic discovery\'s reply');
 
-  // the accuracy harness: the expected rows are masked as the answer's are (else a right answer would score wrong)
+  // the accuracy harness (the eval actor): the expected rows are masked as the answer's are (else
+  // a right answer would score wrong), and its report holds no raw value
   fake.script({ text: sqlAnswer(SQL) });
-  const report = await runEval(bus, [{ question: 'every customer', expected_sql: SQL, ordered: true }], { requestId: 'e2e-every-route-eval' });
+  const { report } = await bus.request(EvalRun, { golden: [{ question: 'every customer', expected_sql: SQL, ordered: true }] }, { requestId: 'e2e-every-route-eval' });
   t.equal(report.results[0]?.verdict, 'correct', JSON.stringify(report.results[0]));
   assertNoRawValues(t, report, 'the evaluation report');
 });

@@ -11,10 +11,9 @@ import {
   ADMIN_EVAL_MAX, AdminTokenBody, BODY_TEXT, ConfigValueBody, EvalBody, LdapBody, LdapTestBody, LoginBody, MaskRuleBody, MaskRulePatchBody, PromptBody, TestEmailBody,
 } from '../../../protocol/schemas/http.js';
 import { configKeyOk, type AuditQueryRequest } from '../../../protocol/schemas/identity.js';
+import type { EvalReport } from '../../../protocol/schemas/eval.js';
 import * as S from '../../../protocol/subjects.js';
 import type { Config } from '../../../config/schema.js';
-import { PROMPT_KEYS } from '../../../config/prompts.js';
-import { goldenFrom, parseGolden, runEval, type EvalReport } from '../../eval/golden.js';
 import { toCsv } from '../csv.js';
 import { checkText } from '../json.js';
 import { readJson, SECURITY_HEADERS, sendJson } from '../reply.js';
@@ -250,29 +249,10 @@ export function adminRoutes(router: Router, deps: AdminRouteDeps): void {
 
 /**
  * POST /admin/eval: the golden set as configured (`before`), and, with candidate prompts, again
- * with them applied to these questions only (`after`), and what changed. Nothing is saved.
+ * with them applied to these questions only (`after`), and what changed. Nothing is saved. The
+ * eval actor does the work (`eval.run`); the panel's runs are bounded to ADMIN_EVAL_MAX questions.
  */
-async function evalPrompts(bus: Bus, body: EvalBody, b: Ctx & { user: string }): Promise<{ before: EvalReport; after?: EvalReport; difference?: Record<string, number> }> {
-  const golden = typeof body.golden === 'string' ? parseGolden(body.golden) : goldenFrom(body.golden);
-  if (golden.length > ADMIN_EVAL_MAX) throw new CortadoError('VALIDATION_FAILED', `the panel runs at most ${ADMIN_EVAL_MAX} golden questions (use cortado eval for more)`);
-  const prompts = body.prompts && Object.keys(body.prompts).length ? body.prompts : undefined;
-  for (const key of Object.keys(prompts ?? {})) {
-    if (!(PROMPT_KEYS as readonly string[]).includes(key)) throw new CortadoError('VALIDATION_FAILED', `there is no prompt "${key}" (one of ${PROMPT_KEYS.join(', ')})`);
-  }
-  const before = await runEval(bus, golden, { requestId: `${b.requestId}-before`, user: b.user });
-  if (!prompts) return { before };
-  const after = await runEval(bus, golden, { requestId: `${b.requestId}-after`, user: b.user, prompts });
-  const d = (x: number, y: number): number => Math.round((y - x) * 10_000) / 10_000;
-  return {
-    before,
-    after,
-    difference: {
-      accuracy: d(before.totals.accuracy, after.totals.accuracy),
-      correct: after.totals.correct - before.totals.correct,
-      ...(before.totals.recall !== undefined && after.totals.recall !== undefined ? { recall: d(before.totals.recall, after.totals.recall) } : {}),
-      input_tokens: after.totals.input_tokens - before.totals.input_tokens,
-      output_tokens: after.totals.output_tokens - before.totals.output_tokens,
-      latency_ms_mean: d(before.totals.latency_ms_mean, after.totals.latency_ms_mean),
-    },
-  };
+async function evalPrompts(bus: Bus, body: EvalBody, b: Ctx): Promise<{ before: EvalReport; after?: EvalReport; difference?: Record<string, number> }> {
+  const r = await bus.request(S.EvalRun, { golden: body.golden, ...(body.prompts ? { prompts: body.prompts } : {}), max_questions: ADMIN_EVAL_MAX }, b);
+  return { before: r.report, ...(r.candidate ? { after: r.candidate } : {}), ...(r.difference ? { difference: r.difference } : {}) };
 }
