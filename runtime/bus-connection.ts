@@ -6,6 +6,7 @@
  * what it owns), and the close of the connection itself.
  */
 import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { CortadoError } from '../protocol/errors.js';
 import type { Logger } from './log.js';
 
 export interface BusOptions {
@@ -42,6 +43,14 @@ export interface ConnectionWatcher {
 
 /** writes kept while the connection is away; past it they are dropped (requests then fail, runtime/bus-requests.ts) */
 const HELD_MAX = 50_000;
+/**
+ * How long what has not reached the broker yet waits for a lost connection to come back: a
+ * request not sent (runtime/bus-requests.ts), a round trip (`roundTrip`). A broker restart
+ * takes a few seconds; past this the caller hears a retryable ACTOR_UNAVAILABLE.
+ */
+export const HOLD_MS = 10_000;
+/** while a round trip waits for the connection, how often it looks again (the client's status events can lag) */
+const ROUND_TRIP_RETRY_MS = 250;
 
 export class BusConnection {
   readonly prefix: string;
@@ -73,6 +82,8 @@ export class BusConnection {
   private held: Array<() => void> = [];
   private heldDropped = 0;
   private readonly watchers: ConnectionWatcher[] = [];
+  /** round trips waiting for the connection to come back */
+  private waitingForBack = new Set<() => void>();
 
   static async open(opts: BusOptions): Promise<BusConnection> {
     const nc = await connect({
@@ -145,6 +156,41 @@ export class BusConnection {
   /** Write what waits for the end of this turn now. */
   writeNow(): void {
     this.flushOutgoing();
+  }
+
+  /**
+   * A round trip to the server (PING, PONG): what this process wrote before is on the server
+   * after it (a subscription is in place, published messages were delivered first). The
+   * client's own flush fails while the connection is lost (each reconnect attempt drops it), so
+   * this one waits for the connection to come back, as a request not sent yet does, and tries
+   * again; at `until` (a request's deadline), HOLD_MS at the latest, it gives up with
+   * ACTOR_UNAVAILABLE (retryable), once closed with SHUTTING_DOWN. Never an unexplained
+   * INTERNAL because the broker restarted.
+   */
+  async roundTrip(until?: number): Promise<void> {
+    const from = Date.now();
+    const deadline = Math.min(until ?? Infinity, from + HOLD_MS);
+    this.flushOutgoing();
+    for (;;) {
+      if (this.shut || this.nc.isClosed()) throw new CortadoError('SHUTTING_DOWN', 'the bus connection is closed');
+      const left = deadline - Date.now();
+      if (left <= 0) {
+        throw new CortadoError('ACTOR_UNAVAILABLE', `the message broker could not be reached for ${Math.round((Date.now() - from) / 100) / 10} s: try again`, { broker: this.isDown ? 'reconnecting' : 'slow' });
+      }
+      if (!this.isDown) {
+        // a flush lost with the connection rejects; one that never ends (a broker gone without
+        // closing the socket) is bounded by the deadline
+        const ok = await within(this.nc.flush().then(() => true, () => false), left);
+        if (ok) return;
+        if (Date.now() >= deadline) continue;
+      }
+      // lost (or its status event is on its way): wait until it is back, a little at a time
+      await new Promise<void>((resolve) => {
+        const wake = (): void => { clearTimeout(timer); this.waitingForBack.delete(wake); resolve(); };
+        const timer = setTimeout(wake, Math.max(1, Math.min(ROUND_TRIP_RETRY_MS, deadline - Date.now())));
+        this.waitingForBack.add(wake);
+      });
+    }
   }
 
   // ---- lifecycle ----------------------------------------------------------------------
@@ -233,5 +279,14 @@ export class BusConnection {
     this.outgoing = held.concat(this.outgoing);
     this.flushOutgoing();
     for (const w of this.watchers) w.back();
+    for (const wake of [...this.waitingForBack]) wake();
   }
+}
+
+/** true or false as `p` settles, false if it has not within `ms` */
+function within(p: Promise<boolean>, ms: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(false), ms);
+    void p.then((v) => { clearTimeout(timer); resolve(v); });
+  });
 }

@@ -16,7 +16,7 @@ import { describeErrors, type RequestDef, type ReplyOf, type RequestOf } from '.
 import { CortadoError } from '../protocol/errors.js';
 import { Header, MAX_HOPS } from '../protocol/headers.js';
 import { headersFor, type Ctx } from './bus-headers.js';
-import type { BusConnection } from './bus-connection.js';
+import { HOLD_MS, type BusConnection } from './bus-connection.js';
 import type { Envelope, LocalRoute, Serving } from './bus-serving.js';
 import { ALIVE_EVERY_MS } from './bus-serving.js';
 import { busSeries, type BusSeries } from './metrics.js';
@@ -37,8 +37,6 @@ interface Pending {
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
-/** how long a request not yet sent waits for a lost connection to come back */
-const HOLD_MS = 10_000;
 /**
  * after a reconnect, how long "no responders" is taken for an actor's process that has not
  * resubscribed yet (the request goes again every RESEND_NO_RESPONDERS_MS) rather than for none

@@ -102,12 +102,22 @@ export class Bus {
 
   /**
    * Round trip to the server: everything published before is on the server after it, and the
-   * durable events waiting in the outbox are stored (waited for up to OUTBOX_WAIT_MS).
+   * durable events waiting in the outbox are stored (waited for up to OUTBOX_WAIT_MS). While the
+   * connection is lost it waits for it as `roundTrip` does, and fails as it does.
    */
   async flush(): Promise<void> {
-    this.connection.writeNow();
-    await this.connection.nc.flush();
+    await this.connection.roundTrip();
     await this.events.settled(Date.now() + OUTBOX_WAIT_MS);
+  }
+
+  /**
+   * Round trip to the server only (no wait for the outbox): what this process published and
+   * subscribed before is on the server after it. While the connection is lost it waits for it
+   * to come back up to `deadline` (HOLD_MS from now at the latest), then fails with
+   * ACTOR_UNAVAILABLE, retryable (runtime/bus-connection.ts `roundTrip`).
+   */
+  roundTrip(deadline?: number): Promise<void> {
+    return this.connection.roundTrip(deadline);
   }
 
   // ---- requests and serving (runtime/bus-requests.ts, runtime/bus-serving.ts) ----------

@@ -55,11 +55,12 @@ export function parseResponses(data: Buffer, methods: readonly string[] = []): {
   return { responses, rest: data.subarray(at) };
 }
 
-export type Step = string | Buffer | { waitMs: number } | { upload: number };
+export type Step = string | Buffer | { waitMs: number } | { upload: number } | { halfClose: true };
 
 /**
  * Connects, sends the steps in order (`waitMs` pauses; `upload` streams that many bytes as fast
- * as the server takes them, in the background: put it last), then waits until the server closes, or `untilMs` has passed, or
+ * as the server takes them, in the background: put it last; `halfClose` ends our side, a FIN,
+ * and keeps reading), then waits until the server closes, or `untilMs` has passed, or
  * `done` says enough was read.
  */
 export async function exchange(port: number, steps: readonly Step[], opts: { untilMs: number; methods?: readonly string[]; done?: (x: RawExchange) => boolean }): Promise<RawExchange> {
@@ -91,6 +92,7 @@ export async function exchange(port: number, steps: readonly Step[], opts: { unt
     if (socket.destroyed) break;
     if (typeof step === 'string' || Buffer.isBuffer(step)) socket.write(step);
     else if ('waitMs' in step) await sleep(step.waitMs);
+    else if ('halfClose' in step) socket.end();
     else void upload(socket, step.upload);
   }
   const deadline = started + opts.untilMs;

@@ -68,6 +68,9 @@ export async function askCtx(ctx: RouteContext, caller: Caller): Promise<Ctx> {
   return user ? { ...c, user } : c;
 }
 
+/** How long an answer or an error waits for the steps published before it (a round trip; longer only while the broker is away). */
+const STEPS_WAIT_MS = 2_000;
+
 /** Run one question, as JSON or as an SSE stream of its steps. */
 async function runAsk(
   bus: Bus,
@@ -91,11 +94,15 @@ async function runAsk(
     else if (ev.step !== 'error') sse.send(ev.step, ev.data, ev.seq);
   });
   try {
-    await bus.flush();
+    // the progress subscription is on the server before the question leaves (its first steps
+    // are not lost); while the broker restarts this waits for it as the question itself would
+    // (runtime/bus-connection.ts roundTrip), then fails with a retryable ACTOR_UNAVAILABLE
+    await bus.roundTrip(busCtx.deadline);
     const reply = await bus.request(Ask, { ...ask, stream: true }, busCtx);
     // an answer from this very process (preferLocal) outruns its last steps over NATS: one
-    // round trip lets them in first (the server sends what was published before the PONG)
-    await bus.flush();
+    // round trip lets them in first (the server sends what was published before the PONG).
+    // The answer is here: it goes out even if the broker is away now, after a short wait
+    await bus.roundTrip(Date.now() + STEPS_WAIT_MS).catch(() => undefined);
     sse.send('result', render(reply));
     if (reply.insights_pending) {
       const ev = await later.wait();
@@ -109,7 +116,7 @@ async function runAsk(
   } catch (err) {
     const e = toCortadoError(err);
     // as for an answer: the steps published before the failure (the SQL that failed) go first
-    await bus.flush().catch(() => undefined);
+    await bus.roundTrip(Date.now() + STEPS_WAIT_MS).catch(() => undefined);
     sse.send('error', errorBody(e, ctx.rid));
     ctx.log.info({ code: e.code }, e.message);
   } finally {
