@@ -33,6 +33,8 @@ export interface TileRecord {
   refresh: string;
   /** the cron's time zone (default scheduler.timezone) */
   timezone?: string;
+  /** the tile's width in the grid: `small` (left out) or `wide` */
+  size?: 'small' | 'wide';
 }
 
 export interface DashboardRecord {

@@ -30,6 +30,7 @@ import { configuredTimeoutMs } from './engines/index.js';
 import { capsFromConfig } from './engines/wire-cap.js';
 import type { GuardLimits } from './guard/index.js';
 import { guardIsolated, type IsolatedGuard } from './guard/isolated.js';
+import { withDateRange } from './date-range.js';
 import { sanitizeDbError } from './sanitize.js';
 import { baseLease, type Lease, type ScopeRegistry } from './scopes.js';
 import { countRejection, observedQuery } from './observe.js';
@@ -105,7 +106,8 @@ export async function execute(input: SqlExecuteRequest, deps: ExecutorDeps, ctx:
     const { engine } = lease;
     // with rules active, the guard also reads the lineage from its own parse where it can
     const rules = await rulesAsked;
-    const { guarded, lineage } = await guardFor(input.sql, lease, limitsFor(input, deps.config, await lease.engine.serverMajorVersion?.()), false, rules.length > 0);
+    const sql = input.date_range ? withDateRange(input.sql, engine.dialect, input.date_range) : input.sql;
+    const { guarded, lineage } = await guardFor(sql, lease, limitsFor(input, deps.config, await lease.engine.serverMajorVersion?.()), false, rules.length > 0);
     ran = guarded.runSql;
     if (!lease.scoped) await deps.ensureReadOnly?.();
     // timed and traced (observe.ts): the run only, not the guard nor the wait for a slot

@@ -118,7 +118,7 @@ async function checkTiles(tiles: W.TileInput[], deps: WorkspaceDeps, ctx: Ctx): 
     const id = t.id ?? randomUUID();
     if (ids.has(id)) throw bad('id', 'two tiles with one id');
     ids.add(id);
-    out.push({ id, title: t.title.trim() || t.title, refresh, ...(question ? { question } : {}), ...(sql ? { sql } : {}), ...(t.timezone ? { timezone: t.timezone } : {}) });
+    out.push({ id, title: t.title.trim() || t.title, refresh, ...(question ? { question } : {}), ...(sql ? { sql } : {}), ...(t.timezone ? { timezone: t.timezone } : {}), ...(t.size === 'wide' ? { size: t.size } : {}) });
   }
   return out;
 }

@@ -1,6 +1,6 @@
 import Type, { type Static } from 'typebox';
 import { Cell, Column, Dialect, PromptOverrides, Turn, Usage } from './common.js';
-import { TextString } from './text.js';
+import { NameString, TextString } from './text.js';
 import { MaskedColumn } from './policy.js';
 
 // ---- sqlgen -------------------------------------------------------------------------------
@@ -58,9 +58,28 @@ export type ChatReplyReply = Static<typeof ChatReplyReply>;
 
 // ---- executor -----------------------------------------------------------------------------
 
+/** A calendar day, YYYY-MM-DD (the executor also checks that it is a real day). */
+export const IsoDate = Type.String({ pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}$' });
+
+/**
+ * Keep only the rows whose `column` falls within from..to (both days included; either may be left
+ * out). The executor wraps the statement as a subquery (`SELECT * FROM (<sql>) WHERE
+ * CAST(<column> AS DATE) BETWEEN DATE '<from>' AND DATE '<to>'`): the column quoted for the
+ * dialect, the days checked, and the whole guarded and masked like any statement. A dashboard's
+ * date filter (docs/ui.md "Dashboards").
+ */
+export const DateRange = Type.Object({
+  column: NameString({ minLength: 1, maxLength: 300 }),
+  from: Type.Optional(IsoDate),
+  to: Type.Optional(IsoDate),
+});
+export type DateRange = Static<typeof DateRange>;
+
 export const SqlExecuteRequest = Type.Object({
   /** tabs and line breaks, but no other control character (NUL ends a string on PostgreSQL's wire) */
   sql: TextString({ minLength: 1 }),
+  /** only the rows within these days (DateRange) */
+  date_range: Type.Optional(DateRange),
   /** rows when the SQL has no LIMIT (defaults to query.default_limit) */
   default_limit: Type.Optional(Type.Integer({ minimum: 1 })),
   /** hard cap (defaults to query.max_limit) */

@@ -5,6 +5,8 @@
  */
 import Type, { type Static } from 'typebox';
 import { NameString, TextString } from './text.js';
+import { Column, Cell } from './common.js';
+import { DateRange, SqlExecuteReply } from './sql.js';
 
 export const WORKSPACE_LIMITS = {
   /** the longest question kept */
@@ -67,6 +69,9 @@ export const WorkspaceOk = Type.Object({ ok: Type.Boolean() });
 
 // ---- dashboards -------------------------------------------------------------------------------
 
+/** A tile's width in the dashboard's grid. */
+export const TileSize = Type.Enum(['small', 'wide']);
+
 /** A tile: a question re-asked, or pinned SQL re-run, each time it refreshes. */
 export const TileInput = Type.Object({
   /** kept when given (a tile edited in place), else made */
@@ -78,6 +83,8 @@ export const TileInput = Type.Object({
   refresh: Type.Optional(NameString({ minLength: 1, maxLength: 200 })),
   /** the cron's time zone (default scheduler.timezone) */
   timezone: Type.Optional(NameString({ minLength: 1, maxLength: 64 })),
+  /** its width in the grid: one column (`small`, the default) or two (`wide`) */
+  size: Type.Optional(TileSize),
 });
 export type TileInput = Static<typeof TileInput>;
 
@@ -98,6 +105,7 @@ export const Tile = Type.Object({
   next_refresh_at: Type.Optional(Type.String()),
   /** cron tiles: the cron in words */
   refresh_description: Type.Optional(Type.String()),
+  size: Type.Optional(TileSize),
 });
 export type Tile = Static<typeof Tile>;
 
@@ -116,3 +124,26 @@ export type DashboardListReply = Static<typeof DashboardListReply>;
 /** create (no id) or replace (id) */
 export const DashboardSaveRequest = Type.Object({ owner: WorkspaceOwner, id: Type.Optional(WorkspaceId), dashboard: DashboardInput });
 export type DashboardSaveRequest = Static<typeof DashboardSaveRequest>;
+
+// ---- running a tile ---------------------------------------------------------------------------
+
+/** POST /api/tiles/run: a tile's SQL run again, as JSON (typed columns), maybe within days (DateRange). */
+export const TileRunBody = Type.Object({
+  sql: TextString({ minLength: 1, maxLength: WORKSPACE_LIMITS.sql }),
+  date_range: Type.Optional(DateRange),
+});
+export type TileRunBody = Static<typeof TileRunBody>;
+
+export const TileRunReply = Type.Object({
+  intent: Type.Literal('sql'),
+  /** the statement as it ran (wrapped by the date filter, LIMIT added or clamped) */
+  sql: Type.String(),
+  columns: Type.Array(Column),
+  rows: Type.Array(Type.Array(Cell)),
+  row_count: SqlExecuteReply.properties.row_count,
+  truncated: Type.Boolean(),
+  masked: SqlExecuteReply.properties.masked,
+  /** the filter that applied */
+  date_range: Type.Optional(DateRange),
+});
+export type TileRunReply = Static<typeof TileRunReply>;

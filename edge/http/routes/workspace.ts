@@ -25,6 +25,11 @@
  * | GET    /api/dashboards/:id    | DashboardGet               | 200 dashboard     |
  * | PUT    /api/dashboards/:id    | DashboardSave (replace)    | 200 dashboard     |
  * | DELETE /api/dashboards/:id    | DashboardDelete            | 200 {ok}          |
+ * | POST   /api/tiles/run         | SqlExecute (the caller's scope) | 200 TileRunReply |
+ *
+ * A tile's SQL runs as an export's does (routes/export.ts): through the executor's guard, in the
+ * caller's own database scope, masked; a date filter is the executor's wrap (date_range), never
+ * SQL written here.
  */
 import { createHash } from 'node:crypto';
 import Type from 'typebox';
@@ -43,6 +48,7 @@ const FavouriteBody = Type.Object({ favourite: Type.Boolean() });
 const checkHistory = Compile(W.HistoryInput);
 const checkFavourite = Compile(FavouriteBody);
 const checkDashboard = Compile(W.DashboardInput);
+const checkTileRun = Compile(W.TileRunBody);
 const ID = /^[A-Za-z0-9_-]{1,64}$/;
 const WhoReply = Type.Object({
   kind: Type.String(), user: Type.String(), stored: W.Stored, csrf_token: Type.Optional(Type.String()),
@@ -157,6 +163,17 @@ export function workspaceRoutes(router: Router, deps: WorkspaceRouteDeps): void 
   router.add('DELETE', '/api/dashboards/:id', { auth, summary: 'delete a dashboard', reply: W.WorkspaceOk }, async (req, res, ctx) => {
     const { owner, b } = await who(ctx);
     sendJson(res, 200, await bus.request(S.DashboardDelete, { owner, id: pathId(req) }, b), ctx.rid);
+  });
+
+  router.post('/api/tiles/run', { auth, summary: 'run a dashboard tile\'s SQL (guarded, masked, in the caller\'s scope), maybe within days (date_range)', body: W.TileRunBody, reply: W.TileRunReply }, async (req, res, ctx) => {
+    const caller = await ctx.caller();
+    const body = await readJson(req, checkTileRun, { text: ['sql'] });
+    const r = await bus.request(S.SqlExecute, { sql: body.sql, ...(body.date_range ? { date_range: body.date_range } : {}) }, callerCtx(ctx.rid, caller));
+    const reply: W.TileRunReply = {
+      intent: 'sql', sql: r.sql, columns: r.columns, rows: r.rows, row_count: r.row_count, truncated: r.truncated, masked: r.masked,
+      ...(body.date_range ? { date_range: body.date_range } : {}),
+    };
+    sendJson(res, 200, reply, ctx.rid);
   });
 
   // the Tokens tab: a plugins.auth user's own API tokens (minting is POST /auth/tokens)

@@ -3,7 +3,8 @@
 // shadow root of its own, so the page's buttons and tables do not restyle it. A signed-in
 // person's dashboards are the server's (/api/dashboards), a visitor's this browser's.
 import { $, el, errorBox, icon } from './lib/dom.js';
-import { formatLocal, formatLocalTime } from './lib/format.js';
+import { lastDashboard, rememberDashboard, tileInput } from './lib/dashboards.js';
+import { columnLabel, formatLocal, formatLocalTime } from './lib/format.js';
 
 /** Dashboards of a signed-in person are the server's; a visitor's are this browser's (questions refreshed on open). */
 function dashboardStore(api, signedIn) {
@@ -41,38 +42,6 @@ function dashboardStore(api, signedIn) {
   };
 }
 
-/** One CSV line set (RFC 4180) → rows of strings. */
-function parseCsv(text) {
-  const rows = [];
-  let row = [];
-  let cell = '';
-  let quoted = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i];
-    if (quoted) {
-      if (c === '"' && text[i + 1] === '"') { cell += '"'; i++; } else if (c === '"') quoted = false; else cell += c;
-    } else if (c === '"') quoted = true;
-    else if (c === ',') { row.push(cell); cell = ''; } else if (c === '\n' || c === '\r') {
-      if (c === '\r' && text[i + 1] === '\n') i++;
-      row.push(cell); rows.push(row); row = []; cell = '';
-    } else cell += c;
-  }
-  if (cell || row.length) { row.push(cell); rows.push(row); }
-  return rows;
-}
-
-/** Pinned SQL's rows come back as CSV (/api/export): a column is numeric when every value in it is. */
-function replyFromCsv(sql, text) {
-  const [head = [], ...rows] = parseCsv(text.replace(/^\uFEFF/, '').replace(/\r?\n$/, ''));
-  const numeric = head.map((_, i) => rows.every((r) => r[i] === '' || !Number.isNaN(Number(r[i]))));
-  return {
-    intent: 'sql', sql,
-    columns: head.map((name, i) => ({ name, type: numeric[i] ? 'numeric' : 'text' })),
-    rows: rows.map((r) => r.map((v, i) => (v !== '' && numeric[i] && !Number.isNaN(Number(rows[0]?.[i])) ? Number(v) : v))),
-    row_count: rows.length,
-  };
-}
-
 function plainTable(columns, rows) {
   return el('div', { class: 'grid' }, el('table', {},
     el('thead', {}, el('tr', {}, ...columns.map((c) => el('th', { scope: 'col', text: c.name })))),
@@ -81,30 +50,68 @@ function plainTable(columns, rows) {
 
 let answerElement;
 
-/** A tile's result: <cortado-answer> (table, chart, insights) when the answer view loads, else a plain table. */
-async function renderTileResult(body, reply) {
+/** A tile's result: <cortado-answer> in its tile layout (the chart or the number, the SQL behind a toggle), else a plain table. */
+async function renderTileResult(body, reply, { sql, note, title }) {
   try {
     await (answerElement ??= import('./answer/element.js'));
     const view = document.createElement('cortado-answer');
-    view.options = { feedback: false, downloads: false };
+    view.options = { feedback: false, downloads: false, layout: 'tile', question: title, ...(sql ? { sql } : {}), ...(note ? { note } : {}) };
     view.reply = reply;
     body.replaceChildren(view);
     return;
   } catch {
     answerElement = undefined; // the answer view is missing: the rows as a table, and try again next time
   }
-  body.replaceChildren(reply.columns ? plainTable(reply.columns, reply.rows ?? []) : el('p', { class: 'message', text: reply.message ?? '' }));
+  body.replaceChildren(...(note ? [el('p', { class: 'muted tile-note', text: note })] : []),
+    reply.columns ? plainTable(reply.columns, reply.rows ?? []) : el('p', { class: 'message', text: reply.message ?? '' }));
 }
 
-/** Run one tile (its question, or its pinned SQL) and draw the answer into its article. */
-async function runTile(api, tile, article) {
+/**
+ * The column a date filter narrows: the first whose type is a day or a moment (date, datetime,
+ * timestamp…), from the types the database reported; a time of day or an interval is none.
+ */
+export function dateColumn(columns) {
+  return (columns ?? []).find((c) => /date|timestamp/i.test(c.type ?? '') && !/interval/i.test(c.type ?? ''));
+}
+
+const dayText = (d) => new Date(`${d}T00:00:00`).toLocaleDateString(undefined, { year: 'numeric', month: 'short', day: 'numeric' });
+
+/** The date filter in words: "from 1 Mar 2024 to 31 May 2024". */
+function rangeText({ from, to }) {
+  if (from && to) return `from ${dayText(from)} to ${dayText(to)}`;
+  return from ? `from ${dayText(from)}` : `up to ${dayText(to)}`;
+}
+
+/**
+ * Run one tile and draw its answer into its article. A question is asked again (POST /api/query);
+ * pinned SQL runs as it is (POST /api/tiles/run: guarded and masked, typed columns). With the
+ * date filter on, the tile's SQL (a question's: that of its last answer) runs again within the
+ * days on its date column (the executor's wrap, never SQL written here); a tile without a date
+ * column says the filter does not apply. `seen` keeps each tile's SQL and date column.
+ */
+async function runTile(api, tile, article, { filter, seen }) {
   const body = $('.tile-body', article);
   article.setAttribute('aria-busy', 'true');
   try {
-    const reply = tile.sql
-      ? replyFromCsv(tile.sql, await api.post('/api/export', { sql: tile.sql, format: 'csv', title: tile.title }, { as: 'text' }))
-      : await api.post('/api/query', { question: tile.question });
-    await renderTileResult(body, reply);
+    let known = seen.get(tile.id);
+    let reply;
+    if (!known || !filter) {
+      reply = tile.sql ? await api.post('/api/tiles/run', { sql: tile.sql }) : await api.post('/api/query', { question: tile.question });
+      known = { sql: tile.sql ?? reply.sql, column: dateColumn(reply.columns) };
+      seen.set(tile.id, known);
+    }
+    let note;
+    if (filter) {
+      if (known.column && known.sql) {
+        reply = await api.post('/api/tiles/run', { sql: known.sql, date_range: { column: known.column.name, ...filter } });
+        note = `Only ${columnLabel(known.column)} ${rangeText(filter)}.`;
+      } else {
+        reply ??= known.sql ? await api.post('/api/tiles/run', { sql: known.sql }) : await api.post('/api/query', { question: tile.question });
+        note = 'The date filter does not apply: this tile has no date column.';
+      }
+    }
+    article.dataset.filter = !filter ? 'none' : known.column ? 'applied' : 'not-applicable';
+    await renderTileResult(body, reply, { sql: known.sql, note, title: tile.title });
     article.dataset.runs = String(Number(article.dataset.runs ?? '0') + 1);
     article.dataset.refreshedAt = new Date().toISOString();
     $('.tile-when', article).textContent = `refreshed ${formatLocalTime()}`;
@@ -135,27 +142,50 @@ function tileForm(signedIn) {
   return f;
 }
 
-/** One tile's card: its title, refresh and remove buttons, when it ran, and its body. */
-function tileArticle(t, { onRefresh, onRemove }) {
-  return el('article', { class: 'tile card', 'data-tile-id': t.id, 'aria-labelledby': `tile-h-${t.id}` },
-    el('header', { class: 'row' },
-      el('h3', { id: `tile-h-${t.id}`, text: t.title }), el('div', { class: 'spacer' }),
-      el('button', { type: 'button', class: 'icon-button', 'aria-label': `Refresh ${t.title}`, title: 'Refresh', onclick: onRefresh }, icon('refresh')),
-      el('button', { type: 'button', class: 'icon-button', 'aria-label': `Remove ${t.title}`, title: 'Remove the tile', onclick: onRemove }, icon('trash'))),
+/** One tile's card: its title, refresh and remove buttons, when it ran, its body, and the buttons that arrange it. */
+function tileArticle(t, { onRefresh, onRemove, onMove, onSize }) {
+  const wide = t.size === 'wide';
+  return el('article', { class: `tile card${wide ? ' wide' : ''}`, 'data-tile-id': t.id, 'aria-labelledby': `tile-h-${t.id}` },
+    el('header', { class: 'tile-head' },
+      el('h3', { id: `tile-h-${t.id}`, text: t.title }),
+      el('div', { class: 'tile-tools' },
+        el('button', { type: 'button', class: 'icon-button', 'aria-label': `Refresh ${t.title}`, title: 'Refresh', onclick: onRefresh }, icon('refresh')),
+        el('button', { type: 'button', class: 'icon-button', 'aria-label': `Remove ${t.title}`, title: 'Remove the tile', onclick: onRemove }, icon('trash')))),
     el('p', { class: 'muted tile-meta' },
       el('span', { class: 'tile-refresh', text: t.refresh === 'on_open' ? 'refreshed on open' : `refreshed ${t.refresh_description ?? t.refresh}` }), ' · ',
       el('span', { class: 'tile-when', text: 'not run yet' }), ' ',
       el('span', { class: 'tile-next', text: t.next_refresh_at ? `· next ${formatLocal(t.next_refresh_at)}` : '' })),
-    el('div', { class: 'tile-body' }, el('span', { class: 'muted', text: 'Loading…' })));
+    el('div', { class: 'tile-body' }, el('span', { class: 'muted', text: 'Loading…' })),
+    el('div', { class: 'tile-arrange', role: 'group', 'aria-label': `Arrange ${t.title}` },
+      el('button', { type: 'button', class: 'icon-button move-earlier', 'aria-label': `Move ${t.title} earlier`, title: 'Move earlier (left, or up)', onclick: () => onMove(-1) }, icon('left')),
+      el('button', { type: 'button', class: 'icon-button move-later', 'aria-label': `Move ${t.title} later`, title: 'Move later (right, or down)', onclick: () => onMove(1) }, icon('right')),
+      el('button', { type: 'button', class: 'icon-button tile-size', 'aria-pressed': String(wide), 'aria-label': `Wide: ${t.title} across two columns`, title: wide ? 'Make it small' : 'Make it wide', onclick: onSize }, icon('widen'))));
 }
 
-/** The tile input the API takes back (what it added, such as next_refresh_at, left out). */
-const tileInput = (t) => ({ id: t.id, title: t.title, ...(t.question ? { question: t.question } : {}), ...(t.sql ? { sql: t.sql } : {}), refresh: t.refresh, ...(t.timezone ? { timezone: t.timezone } : {}) });
+/** The date filter above the tiles: from and to days (either may be left empty), Apply and Clear. */
+function filterForm() {
+  const f = {
+    from: el('input', { id: 'dash-from', type: 'date' }),
+    to: el('input', { id: 'dash-to', type: 'date' }),
+    clear: el('button', { type: 'button', id: 'dash-filter-clear', class: 'ghost', text: 'Clear' }),
+    state: el('p', { id: 'dash-filter-state', class: 'muted', 'aria-live': 'polite', text: 'All dates.' }),
+  };
+  f.form = el('form', { id: 'dash-filter', class: 'card filter', 'aria-label': 'Date filter' },
+    el('div', { class: 'row' },
+      el('span', { class: 'filter-title' }, icon('calendar'), el('span', { text: 'Dates' })),
+      el('label', { for: 'dash-from', class: 'inline' }, 'From ', f.from),
+      el('label', { for: 'dash-to', class: 'inline' }, 'To ', f.to),
+      el('button', { type: 'submit', id: 'dash-filter-apply', text: 'Apply' }), f.clear),
+    f.state);
+  return f;
+}
 
 /** Mount the tab into `root`; {api (lib/api.js, with the session's CSRF token), signedIn}. */
 export function mountDashboards(root, { api, signedIn }) {
   const store = dashboardStore(api, signedIn);
   let current; // the dashboard shown
+  let filter; // {from?, to?}: the date filter on every tile, or none
+  const seen = new Map(); // tile id → {sql, column}: what its last run said (runTile)
   const timers = new Set();
   const clearTimers = () => { for (const t of timers) clearTimeout(t); timers.clear(); };
 
@@ -169,9 +199,13 @@ export function mountDashboards(root, { api, signedIn }) {
   const select = el('select', { id: 'dash-select', 'aria-label': 'Dashboard' });
   const name = el('input', { id: 'dash-name', required: true, maxlength: '200', autocomplete: 'off' });
   const tiles = el('div', { id: 'dash-tiles', class: 'tiles', 'aria-live': 'polite' });
-  const empty = el('p', { id: 'dash-empty', class: 'muted', text: 'No dashboard yet: create one, then pin questions to it as tiles.' });
+  const empty = el('p', { id: 'dash-empty', class: 'muted', text: 'No dashboard yet: create one, or pin an answer from the Assistant ("Pin to dashboard").' });
   const form = tileForm(signedIn);
+  const dates = filterForm();
+  // the filter runs a tile's SQL on the server (POST /api/tiles/run): for signed-in people
+  dates.form.hidden = true;
   const articleOf = (id) => $(`[data-tile-id="${CSS.escape(id)}"]`, tiles);
+  const run = (t) => runTile(api, t, articleOf(t.id), { filter, seen });
 
   root.replaceChildren(
     el('div', { class: 'card' },
@@ -185,9 +219,22 @@ export function mountDashboards(root, { api, signedIn }) {
         el('button', { type: 'submit', text: 'Create' })),
       el('p', { class: 'muted', text: store.where === 'server' ? 'Kept on the server for you.' : 'Kept in this browser: sign in to keep them on the server.' }),
       flash),
-    empty, tiles, form.form);
+    dates.form, empty, tiles, form.form);
   form.form.addEventListener('submit', guard(addTile));
   select.addEventListener('change', guard(() => open(select.value)));
+  dates.form.addEventListener('submit', guard(() => applyFilter({ ...(dates.from.value ? { from: dates.from.value } : {}), ...(dates.to.value ? { to: dates.to.value } : {}) })));
+  dates.clear.addEventListener('click', guard(() => {
+    dates.from.value = '';
+    dates.to.value = '';
+    return applyFilter({});
+  }));
+
+  async function applyFilter(f) {
+    if (f.from && f.to && f.from > f.to) throw new Error('the first day is after the last: swap them');
+    filter = f.from || f.to ? f : undefined;
+    dates.state.textContent = filter ? `Tiles with a date column show only the rows ${rangeText(filter)}.` : 'All dates.';
+    await runAll();
+  }
 
   async function create() {
     const d = await store.create({ name: name.value.trim(), tiles: [] });
@@ -204,21 +251,56 @@ export function mountDashboards(root, { api, signedIn }) {
     await load();
   }
 
+  const saveTiles = async (list) => { current = await store.save(current.id, { name: current.name, tiles: list.map(tileInput) }); };
+
   async function addTile() {
     if (!current) return;
     const tile = { title: form.title.value.trim(), [form.kind.value]: form.text.value.trim(), refresh: form.refresh.value.trim() || 'on_open' };
-    current = await store.save(current.id, { name: current.name, tiles: [...current.tiles.map(tileInput), tile] });
+    await saveTiles([...current.tiles, tile]);
     form.title.value = '';
     form.text.value = '';
     draw();
     const made = current.tiles.at(-1);
-    await runTile(api, made, articleOf(made.id));
+    await run(made);
     say(`Tile "${made.title}" added.`);
   }
 
   async function removeTile(id) {
-    current = await store.save(current.id, { name: current.name, tiles: current.tiles.filter((t) => t.id !== id).map(tileInput) });
+    await saveTiles(current.tiles.filter((t) => t.id !== id));
+    seen.delete(id);
     draw();
+  }
+
+  /** One place earlier (-1) or later (+1) in the grid; the focus stays on the button pressed. */
+  async function moveTile(id, by) {
+    const list = [...current.tiles];
+    const i = list.findIndex((t) => t.id === id);
+    const j = i + by;
+    if (i < 0 || j < 0 || j >= list.length) {
+      say(by < 0 ? 'It is the first tile already.' : 'It is the last tile already.');
+      return;
+    }
+    [list[i], list[j]] = [list[j], list[i]];
+    await saveTiles(list);
+    draw();
+    $(by < 0 ? '.move-earlier' : '.move-later', articleOf(id))?.focus();
+    say(`"${list[j].title}" moved to place ${j + 1} of ${list.length}.`);
+  }
+
+  async function resizeTile(id) {
+    const list = current.tiles.map((t) => (t.id === id ? { ...t, size: t.size === 'wide' ? 'small' : 'wide' } : t));
+    await saveTiles(list);
+    const t = current.tiles.find((x) => x.id === id);
+    const article = articleOf(id);
+    const wide = t.size === 'wide';
+    article.classList.toggle('wide', wide);
+    const b = $('.tile-size', article);
+    b.setAttribute('aria-pressed', String(wide));
+    b.title = wide ? 'Make it small' : 'Make it wide';
+    // the chart fits its new width (Chart.js follows its box; the answer is drawn again)
+    const view = $('cortado-answer', article);
+    if (view) view.reply = view.reply;
+    say(`"${t.title}" is ${wide ? 'wide' : 'small'} now.`);
   }
 
   /** Re-run a cron tile when it is due while the page is open, then ask when it is due next. */
@@ -229,7 +311,7 @@ export function mountDashboards(root, { api, signedIn }) {
       timers.delete(timer);
       const article = articleOf(tile.id);
       if (!article || !current) return;
-      await runTile(api, tile, article);
+      await run(tile);
       const fresh = await store.get(current.id).catch(() => undefined);
       const next = fresh?.tiles.find((t) => t.id === tile.id);
       if (next) {
@@ -242,24 +324,29 @@ export function mountDashboards(root, { api, signedIn }) {
 
   function draw() {
     clearTimers();
-    // a tile already drawn keeps its result (adding or removing another does not run it again)
+    // a tile already drawn keeps its result (adding, removing or moving another does not run it again)
     const drawn = new Map([...tiles.children].map((a) => [a.dataset.tileId, a]));
     tiles.replaceChildren(...(current?.tiles ?? []).map((t) => drawn.get(t.id) ?? tileArticle(t, {
-      onRefresh: guard(() => runTile(api, t, articleOf(t.id))),
+      onRefresh: guard(() => run(t)),
       onRemove: guard(() => removeTile(t.id)),
+      onMove: (by) => guard(() => moveTile(t.id, by))(),
+      onSize: guard(() => resizeTile(t.id)),
     })));
     empty.hidden = Boolean(current);
     form.form.hidden = !current;
+    dates.form.hidden = !current || !signedIn;
     for (const t of current?.tiles ?? []) schedule(t);
   }
 
   async function runAll() {
-    await Promise.all((current?.tiles ?? []).map((t) => runTile(api, t, articleOf(t.id))));
+    await Promise.all((current?.tiles ?? []).map((t) => run(t)));
   }
 
   async function open(id) {
     current = await store.get(id);
+    rememberDashboard(id);
     tiles.replaceChildren();
+    seen.clear();
     draw();
     await runAll();
   }
@@ -267,7 +354,8 @@ export function mountDashboards(root, { api, signedIn }) {
   async function load(want) {
     const list = await store.list();
     select.replaceChildren(...list.map((d) => el('option', { value: d.id, text: d.name })));
-    const id = want && list.some((d) => d.id === want) ? want : current?.id && list.some((d) => d.id === current.id) ? current.id : list[0]?.id;
+    const has = (id) => id && list.some((d) => d.id === id);
+    const id = has(want) ? want : has(current?.id) ? current.id : has(lastDashboard()) ? lastDashboard() : list[0]?.id;
     if (id) {
       select.value = id;
       await open(id);

@@ -5,6 +5,7 @@
 // (dashboard-tokens.js); the other pages embedded.
 import { createHistory } from './history.js';
 import { createApi } from './lib/api.js';
+import { createPinner } from './lib/dashboards.js';
 import { $, el, errorBox, icon } from './lib/dom.js';
 import { formatLocal } from './lib/format.js';
 
@@ -137,6 +138,8 @@ async function mountAssistant(root) {
     state.ask = mountAsk($('#assistant-root', root) ?? root, {
       // the CSRF token of a cookie session: with plugins.auth.require_login, /api/query takes signed-in callers only
       endpoint: '/api/query', widget: 'dashboard', history, api,
+      // "Pin to dashboard" on each answer: a signed-in person's dashboards are the server's
+      ...(state.who && state.ui.sections.dashboards !== false ? { pin: createPinner(api) } : {}),
       tables: () => [...document.querySelectorAll('#tables input:checked')].map((i) => i.value),
       examples: [...document.querySelectorAll('#examples .chip')].map((c) => c.textContent),
     });

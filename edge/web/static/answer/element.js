@@ -58,6 +58,8 @@ export class CortadoAnswer extends HTMLElement {
   }
 
   #render() {
+    // a dashboard tile's layout (renderAnswer's `layout: 'tile'`) has rules of its own (styles.js)
+    this.#body.classList.toggle('tile-view', this.#options.layout === 'tile');
     this.#view?.destroy();
     this.#view = this.#reply ? renderAnswer(this.#body, this.#reply, this.#options) : undefined;
     if (!this.#view) this.#body.replaceChildren();

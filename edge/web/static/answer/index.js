@@ -156,13 +156,84 @@ function renderFavourite(opts) {
 }
 
 /**
+ * "Pin to dashboard" (opts.pin, lib/dashboards.js createPinner): one click pins the answer's SQL
+ * as a tile, titled with the question, to the dashboard last used (or a new one); with several
+ * dashboards a list beside the button says which, and may choose another.
+ */
+function renderPin(r, opts) {
+  const status = el('span', { class: 'muted pin-status', 'aria-live': 'polite' });
+  const to = el('select', { class: 'pin-to', 'aria-label': 'Dashboard to pin to', hidden: true });
+  const button = el('button', { type: 'button', class: 'pin ghost small', title: 'Pin this answer to a dashboard as a tile' }, icon('pin'), el('span', { text: 'Pin to dashboard' }));
+  opts.pin.choices().then(({ dashboards, last }) => {
+    if (dashboards.length < 2) return;
+    to.replaceChildren(...dashboards.map((d) => el('option', { value: d.id, text: d.name })));
+    to.value = last;
+    to.hidden = false;
+  }, () => undefined);
+  button.addEventListener('click', async () => {
+    button.disabled = true;
+    status.textContent = 'Pinning…';
+    try {
+      const d = await opts.pin.pin({ ...(to.hidden ? {} : { dashboard: to.value }), title: (opts.question ?? 'Answer').slice(0, 200), sql: opts.writtenSql ?? r.sql });
+      status.textContent = `Pinned to "${d.name}".`;
+      button.setAttribute('aria-pressed', 'true');
+    } catch (e) {
+      status.textContent = `Not pinned: ${readableMessage(e)}`;
+      button.disabled = false;
+    }
+  });
+  return el('span', { class: 'pin-wrap', role: 'group', 'aria-label': 'Pin to a dashboard' }, button, to, status);
+}
+
+/**
+ * A dashboard tile's answer (opts.layout 'tile'): what the shape says to show (the number, or the
+ * chart, the same one the answer view draws: lib/chart-model.js), else the rows; the rows under
+ * a chart and the SQL behind toggles; opts.note (a date filter's word) above.
+ */
+function renderTileAnswer(container, r, opts) {
+  const parts = [];
+  let chart;
+  if (opts.note) parts.push(el('p', { class: 'muted tile-note', text: opts.note }));
+  if (r.intent === 'chat' || r.intent === 'clarify') {
+    const msg = el('div', { class: 'message' });
+    msg.append(renderMarkdown(r.message ?? ''));
+    parts.push(msg);
+  } else if (r.columns) {
+    const rows = r.rows ?? [];
+    chart = rows.length ? renderChart(r.columns, rows, { base: opts.base, question: opts.question }) : null;
+    // a chart the shape does not suit by itself is not a tile's to offer: the rows instead
+    if (chart && chart.dataset.type === 'none') chart = null;
+    if (!rows.length) parts.push(el('p', { class: 'muted', text: 'No rows.' }));
+    else if (chart?.dataset.type === 'kpi') parts.push(chart);
+    else if (chart) parts.push(chart, el('details', { class: 'tile-rows' }, el('summary', { text: 'Show the rows' }), renderTable(r.columns, rows)));
+    else parts.push(renderTable(r.columns, rows));
+    const count = r.row_count ?? rows.length;
+    parts.push(el('div', { class: 'meta muted', text: `${count.toLocaleString()} row${count === 1 ? '' : 's'}${r.truncated ? ' (cut at the row limit)' : ''}${r.masked?.length ? ` · masked: ${r.masked.map((m) => m.column).join(', ')}` : ''}` }));
+  }
+  const sql = opts.sql ?? r.sql;
+  if (sql) parts.push(el('details', { class: 'tile-sql' }, el('summary', { text: 'Show the SQL' }), renderSql(sql)));
+  container.replaceChildren(...parts);
+  const charts = chart ? [chart] : [];
+  return {
+    reply: r,
+    drawn: Promise.all(charts.map((c) => c.drawChart())),
+    setFavouriteEntry: () => {},
+    setInsights: () => {},
+    destroy() { for (const c of charts) c.destroyChart(); charts.length = 0; },
+  };
+}
+
+/**
  * Render one finished reply (an /api/query reply, or a legacy /query one) into `container`.
  * opts: {base, headers, credentials, question, onChoice(text), onConfirm(reply) → Promise,
- *        feedback (default true), downloads (default true), history, onAuthRequired}
+ *        feedback (default true), downloads (default true), history, onAuthRequired,
+ *        pin (lib/dashboards.js createPinner: "Pin to dashboard"; writtenSql the SQL it pins),
+ *        layout ('tile': a dashboard tile's view, with sql and note)}
  * Returns {reply, drawn (a promise: every chart drawn), setFavouriteEntry(entry), setInsights(list), destroy()}.
  */
 export function renderAnswer(container, reply, opts = {}) {
   const r = normaliseReply(reply);
+  if (opts.layout === 'tile') return renderTileAnswer(container, r, opts);
   const parts = [];
   let charts = [];
   if (r.intent === 'chat') {
@@ -207,6 +278,7 @@ export function renderAnswer(container, reply, opts = {}) {
     fav = renderFavourite(opts);
     actions.push(fav.node);
   }
+  if (opts.pin && r.sql && r.columns && r.executed !== false && !r.confirmation?.id) actions.push(renderPin(r, opts));
   if (actions.length) parts.push(el('div', { class: 'actions' }, ...actions));
   container.replaceChildren(...parts);
   const drawn = Promise.all(charts.map((c) => c.drawChart()));
@@ -332,7 +404,8 @@ export function mountAsk(root, opts) {
         const r = normaliseReply(data);
         if (r.conversation_id && !legacy) conversation = r.conversation_id;
         view?.destroy();
-        view = renderAnswer(c.body, r, renderOpts);
+        // a pinned tile keeps the SQL as written (the guard bounds each run again), not as it ran
+        view = renderAnswer(c.body, r, { ...renderOpts, ...(lastSql ? { writtenSql: lastSql } : {}) });
         // the answer of a fixed query keeps the one that failed, one click away
         if (failedSql) c.body.prepend(retryNote(failedSql));
         views.add(view);

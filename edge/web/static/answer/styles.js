@@ -102,5 +102,16 @@ export const ANSWER_CSS = `
 .ctd-ask .confirm { border: 2px solid var(--ctd-accent, #8a5a2e); border-radius: 10px; padding: 12px; margin-top: 10px; background: var(--ctd-card, #fff); }
 .ctd-ask .confirm h3 { margin: 0 0 8px; font-size: 15px; }
 .ctd-ask .choices { display: flex; flex-wrap: wrap; gap: 6px; margin-top: 8px; }
+.ctd-ask .pin-wrap { display: inline-flex; flex-wrap: wrap; gap: 6px; align-items: center; }
+.ctd-ask button.pin[aria-pressed="true"] .ctd-icon { fill: currentColor; }
+/* a dashboard tile (layout 'tile'): the chart or the number first, the rows and the SQL behind toggles */
+.ctd-ask .tile-note { margin: 0 0 6px; }
+.ctd-ask .tile-sql, .ctd-ask .tile-rows { margin-top: 8px; }
+.ctd-ask .tile-sql summary, .ctd-ask .tile-rows summary { cursor: pointer; font-size: 13px; color: var(--ctd-accent-ink, #6b4423); width: max-content; }
+.ctd-ask .tile-sql[open] summary, .ctd-ask .tile-rows[open] summary { margin-bottom: 6px; }
+.ctd-ask.tile-view .chart { margin: 0; }
+.ctd-ask.tile-view .chart-bar { display: none; }
+.ctd-ask.tile-view .chart-box { height: 220px; }
+.ctd-ask.tile-view .kpi-value { font-size: 34px; }
 @media (max-width: 480px) { .ctd-ask .answer { padding: 10px; } .ctd-ask pre.sql { padding-right: 14px; padding-top: 34px; } .ctd-ask .chart-box { height: 200px; } }
 `;

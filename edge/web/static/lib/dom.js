@@ -58,6 +58,11 @@ const ICONS = {
   bell: ['M6 8a6 6 0 0 1 12 0c0 7 3 9 3 9H3s3-2 3-9', 'M10.3 21a1.94 1.94 0 0 0 3.4 0'],
   edit: ['M4 20h4L19 9l-4-4L4 16z', 'M14 6l4 4'],
   clock: ['M12 7v5l3 2', 'M12 21a9 9 0 1 0 0-18 9 9 0 0 0 0 18'],
+  pin: ['M12 16v5', 'M9 3h6l-1 6 4 4v3H6v-3l4-4z'],
+  left: ['M15 6l-6 6 6 6'],
+  right: ['M9 6l6 6-6 6'],
+  widen: ['M3 12h18', 'M7 8l-4 4 4 4', 'M17 8l4 4-4 4'],
+  calendar: ['M4 6h16v14H4z', 'M4 10h16', 'M8 3v4', 'M16 3v4'],
 };
 
 /** An icon by name; with a `label` it is an image of that name, without it is hidden from assistive technology. */
