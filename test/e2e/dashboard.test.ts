@@ -306,7 +306,8 @@ t.test('a dashboard of two tiles, refreshed on open', async (t) => {
   await page.fill('#tile-text', 'Revenue per region?');
   await page.click('#tile-add');
   const first = page.locator('#dash-tiles .tile', { hasText: 'Revenue by region' });
-  await first.locator('table tbody tr').first().waitFor();
+  // a tile shows the chart its shape suits (the rows behind "Show the rows"; dashboard-tiles.test.ts)
+  await first.locator('figure.chart[data-type=bar]').waitFor();
 
   await page.fill('#tile-title', 'Months');
   await page.selectOption('#tile-kind', 'sql');
@@ -316,7 +317,7 @@ t.test('a dashboard of two tiles, refreshed on open', async (t) => {
   const second = page.locator('#dash-tiles .tile', { hasText: 'Months' });
   await page.locator('#dash-tiles .tile[data-runs="1"]', { hasText: 'Months' }).waitFor();
   t.equal(await first.getAttribute('data-runs'), '1', 'adding a tile leaves the first one\'s result');
-  t.ok(await first.locator('table tbody tr').count() > 0, 'still shown');
+  t.ok(await first.locator('figure.chart').count() > 0, 'still shown');
   t.match(await second.locator('.tile-refresh').textContent(), /08:00/, 'the cron in words');
   t.match(await second.locator('.tile-next').textContent(), /next/, 'and when it is next due');
 
@@ -350,7 +351,8 @@ t.test('a tile draws its answer in <cortado-answer>: the page\'s styles do not r
   await page.click('#tile-add');
   const tile = page.locator('#dash-tiles .tile[data-runs="1"]', { hasText: 'Styled' });
   await tile.waitFor();
-  await tile.locator('td').first().waitFor();
+  // its rows and SQL are in the tile, behind toggles: their styles are read all the same
+  await tile.locator('td').first().waitFor({ state: 'attached' });
 
   // computed styles of the answer's parts, read inside the element's shadow root; written as a
   // function's text, since tsx would wrap named functions in a helper the page does not have
