@@ -18,7 +18,8 @@
  *    anyway. A firing alarm whose issue could not be opened tries again at its next evaluation.
  */
 import { randomUUID } from 'node:crypto';
-import type { Bus, Ctx } from '../../runtime/bus.js';
+import type { Bus } from '../../runtime/bus.js';
+import type { Ctx } from '../../protocol/headers.js';
 import { CortadoError, toCortadoError } from '../../protocol/errors.js';
 import type { Logger } from '../../runtime/log.js';
 import * as A from '../../protocol/schemas/alarms.js';

@@ -17,7 +17,8 @@
  *   holds a week of events, or a long outage) are not scored.
  */
 import { createHash } from 'node:crypto';
-import type { Bus, Ctx } from '../../runtime/bus.js';
+import type { Bus } from '../../runtime/bus.js';
+import type { Ctx } from '../../protocol/headers.js';
 import type { Kv } from '../../runtime/kv.js';
 import type { Logger } from '../../runtime/log.js';
 import type { Channel } from '../../protocol/schemas/common.js';

@@ -7,7 +7,8 @@
  * and `confirm` runs exactly that SQL later.
  */
 import { randomUUID } from 'node:crypto';
-import type { Bus, Ctx } from '../../runtime/bus.js';
+import type { Bus } from '../../runtime/bus.js';
+import type { Ctx } from '../../protocol/headers.js';
 import { CortadoError, toCortadoError } from '../../protocol/errors.js';
 import {
   ChatReply,

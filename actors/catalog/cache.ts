@@ -2,7 +2,7 @@
  * The catalog cache: one introspection per scope kept for catalog.cache_ttl_seconds; callers
  * that arrive while it loads share the one load.
  */
-import type { Ctx } from '../../runtime/bus.js';
+import type { Ctx } from '../../protocol/headers.js';
 import type { SqlIntrospectReply } from '../../protocol/schemas/sql.js';
 import { buildCatalog, type Catalog } from './catalog.js';
 

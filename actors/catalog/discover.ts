@@ -10,7 +10,7 @@
  * then its allowed_schemas restrict the schemas; it also matches a schema (MySQL database,
  * BigQuery dataset) of that name directly.
  */
-import type { Ctx } from '../../runtime/bus.js';
+import type { Ctx } from '../../protocol/headers.js';
 import type { SchemaDiscoverReply, SchemaDiscoverRequest } from '../../protocol/schemas/policy.js';
 import type { Config } from '../../config/schema.js';
 import type { CatalogSource } from './cache.js';

@@ -15,7 +15,8 @@
  * - cache.ts: the schema from the executor (`sql.introspect`), kept for
  *   catalog.cache_ttl_seconds, one load shared by the callers that arrive while it runs.
  */
-import type { Bus, Ctx } from '../../runtime/bus.js';
+import type { Bus } from '../../runtime/bus.js';
+import type { Ctx } from '../../protocol/headers.js';
 import type {
   Ambiguity,
   SchemaContextReply,

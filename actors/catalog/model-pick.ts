@@ -12,7 +12,7 @@
  * each line is one line (control and format characters and the list's own markers removed, cut
  * short), the list sits between markers, and the system prompt says so.
  */
-import type { Ctx } from '../../runtime/bus.js';
+import type { Ctx } from '../../protocol/headers.js';
 import { toCortadoError } from '../../protocol/errors.js';
 import type { Logger } from '../../runtime/log.js';
 import { countTableLinking } from '../../runtime/metrics.js';

@@ -5,7 +5,7 @@
  * whole layer once and keeps it until SemanticChangedEvt says it changed (or a TTL passes), with
  * whether the layer can inject a block at all: when it cannot, no question asks for one.
  */
-import type { Ctx } from '../../runtime/bus.js';
+import type { Ctx } from '../../protocol/headers.js';
 import type { ContextReply, ContextRequest, SemanticMetric } from '../../protocol/schemas/semantic.js';
 import { displayName } from './catalog.js';
 

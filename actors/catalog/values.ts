@@ -12,7 +12,7 @@
  * looked up here: a masked value is neither matched nor offered in a clarifying question. A mask
  * rule change drops what is kept (`drop`, on evt.mask.changed).
  */
-import type { Ctx } from '../../runtime/bus.js';
+import type { Ctx } from '../../protocol/headers.js';
 import type { SqlProfileReply, SqlProfileRequest, SqlValuesReply } from '../../protocol/schemas/profile.js';
 import type { Catalog } from './catalog.js';
 

@@ -10,7 +10,8 @@
  * lineage is parsed in the masking library's worker.
  */
 import { randomUUID } from 'node:crypto';
-import type { Bus, Ctx } from '../../runtime/bus.js';
+import type { Bus } from '../../runtime/bus.js';
+import type { Ctx } from '../../protocol/headers.js';
 import { CortadoError, toCortadoError, type ErrorCode } from '../../protocol/errors.js';
 import type { Logger } from '../../runtime/log.js';
 import type {

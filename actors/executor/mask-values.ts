@@ -9,7 +9,7 @@
  *   matches a question's words against them and offers them in clarifying questions: a masked
  *   value can do neither).
  */
-import type { Ctx } from '../../runtime/bus.js';
+import type { Ctx } from '../../protocol/headers.js';
 import type { Cell, Dialect } from '../../protocol/schemas/common.js';
 import type { IndexedColumn, IndexedDates, TableProfile } from '../../protocol/schemas/profile.js';
 import type { MaskRuleLite } from '../../protocol/schemas/policy.js';

@@ -4,7 +4,7 @@
  * text before it is sanitised) and the database metrics (runtime/metrics.ts: time, rows and
  * errors by engine). Only the run is timed: the guard and the wait for a worker slot are not.
  */
-import type { Ctx } from '../../runtime/bus.js';
+import type { Ctx } from '../../protocol/headers.js';
 import { toCortadoError } from '../../protocol/errors.js';
 import { countGuardRejection, observeDb } from '../../runtime/metrics.js';
 import { startSpan, traceOf, SpanAttr } from '../../runtime/tracing.js';

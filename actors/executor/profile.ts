@@ -17,7 +17,7 @@
  *
  * Every identifier is quoted and every value a literal of the dialect (profile-sql.ts).
  */
-import type { Ctx } from '../../runtime/bus.js';
+import type { Ctx } from '../../protocol/headers.js';
 import { CortadoError, toCortadoError } from '../../protocol/errors.js';
 import type { Cell, Dialect } from '../../protocol/schemas/common.js';
 import type { DbTable } from '../../protocol/schemas/sql.js';

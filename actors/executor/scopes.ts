@@ -21,7 +21,8 @@
  *   like the server's at start (privilege.ts): one that may do more than read is FORBIDDEN
  *   unless database.allow_privileged_role.
  */
-import type { Bus, Ctx } from '../../runtime/bus.js';
+import type { Bus } from '../../runtime/bus.js';
+import type { Ctx } from '../../protocol/headers.js';
 import { CortadoError, toCortadoError } from '../../protocol/errors.js';
 import type { Logger } from '../../runtime/log.js';
 import { dbWorkers } from '../../runtime/metrics.js';

@@ -11,7 +11,7 @@
  * its best tables through `sql.profile`. The scope's visibility applies, as to introspection; the
  * values and dates of a column a mask rule covers are left out (mask-values.ts).
  */
-import type { Ctx } from '../../runtime/bus.js';
+import type { Ctx } from '../../protocol/headers.js';
 import type { SqlValuesReply, SqlValuesRequest } from '../../protocol/schemas/profile.js';
 import type { DbTable } from '../../protocol/schemas/sql.js';
 import { leaseFor, type ExecutorDeps } from './handle.js';

@@ -16,7 +16,8 @@
  * API tokens.
  */
 import { parseScope, scopeOf as scopeId } from '../../protocol/scope.js';
-import type { Bus, Ctx } from '../../runtime/bus.js';
+import type { Bus } from '../../runtime/bus.js';
+import type { Ctx } from '../../protocol/headers.js';
 import { CortadoError, toCortadoError } from '../../protocol/errors.js';
 import type * as I from '../../protocol/schemas/identity.js';
 import type { ScopeInfo } from '../../protocol/schemas/scope.js';

@@ -5,7 +5,8 @@
  */
 import { scopeOf as scopeId } from '../../protocol/scope.js';
 import { randomUUID, timingSafeEqual } from 'node:crypto';
-import type { Bus, Ctx } from '../../runtime/bus.js';
+import type { Bus } from '../../runtime/bus.js';
+import type { Ctx } from '../../protocol/headers.js';
 import { CortadoError } from '../../protocol/errors.js';
 import type { Logger } from '../../runtime/log.js';
 import type * as I from '../../protocol/schemas/identity.js';

@@ -6,7 +6,7 @@
  * discovery token — the same catalog and schema. Another user's token, or the same user name on
  * another database, is NOT_FOUND, as a token that does not exist.
  */
-import type { Ctx } from '../../runtime/bus.js';
+import type { Ctx } from '../../protocol/headers.js';
 import { CortadoError } from '../../protocol/errors.js';
 import type * as I from '../../protocol/schemas/identity.js';
 import type { OwnTokenRevokeRequest, OwnTokensRequest } from '../../protocol/schemas/own-tokens.js';

@@ -14,7 +14,8 @@
  * dates). Sums are exact: numeric cells are added as decimals (big numerics arrive as strings);
  * the statistics read differences from the smallest value in floating point.
  */
-import type { Bus, Ctx } from '../../runtime/bus.js';
+import type { Bus } from '../../runtime/bus.js';
+import type { Ctx } from '../../protocol/headers.js';
 import { ZERO_USAGE } from '../../protocol/schemas/common.js';
 import type { Insight, InsightsGenerateReply, InsightsGenerateRequest } from '../../protocol/schemas/insights.js';
 import type { Config } from '../../config/schema.js';

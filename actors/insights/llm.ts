@@ -13,7 +13,8 @@
  * not drops all of the model's insights (logged with the reason, at warn), and so does a model
  * that cannot be reached: the statistical insights stand in, and the answer is never lost.
  */
-import type { Bus, Ctx } from '../../runtime/bus.js';
+import type { Bus } from '../../runtime/bus.js';
+import type { Ctx } from '../../protocol/headers.js';
 import { toCortadoError } from '../../protocol/errors.js';
 import type { Logger } from '../../runtime/log.js';
 import { InsightsGenerate, LlmComplete } from '../../protocol/subjects.js';

@@ -4,7 +4,8 @@
  * configuration sqlgen decides the intent in the same call as the SQL. The question is fenced
  * as data and the system prompt says so (lib/model-io/prompting.ts), as in sqlgen.
  */
-import type { Bus, Ctx } from '../../runtime/bus.js';
+import type { Bus } from '../../runtime/bus.js';
+import type { Ctx } from '../../protocol/headers.js';
 import { LlmComplete } from '../../protocol/subjects.js';
 import type { ChatReplyReply, ChatReplyRequest, IntentDetectReply, IntentDetectRequest } from '../../protocol/schemas/sql.js';
 import { CortadoError } from '../../protocol/errors.js';

@@ -3,7 +3,7 @@
  * timeouts and token accounting are decided once. The route (provider and model) of a task
  * comes from config/model-routing.ts.
  */
-import type { Ctx } from '../../runtime/bus.js';
+import type { Ctx } from '../../protocol/headers.js';
 import { CortadoError } from '../../protocol/errors.js';
 import type { Logger } from '../../runtime/log.js';
 import type { LlmCompleteReply, LlmCompleteRequest, LlmStatusReply } from '../../protocol/schemas/llm.js';

@@ -3,7 +3,7 @@
  * provider, model, task, tokens — never the prompt or the answer) and the model metrics
  * (runtime/metrics.ts: calls, tokens, cost, errors, latency by provider and model).
  */
-import type { Ctx } from '../../runtime/bus.js';
+import type { Ctx } from '../../protocol/headers.js';
 import { toCortadoError } from '../../protocol/errors.js';
 import { observeModelCall } from '../../runtime/metrics.js';
 import { inSpan, SpanAttr } from '../../runtime/tracing.js';

@@ -4,7 +4,8 @@
  * failure, a late one's TIMEOUT included, is its own `error`, the others answer as they are). Operations outside ops_agent.config.allowed_operations are refused (FORBIDDEN), as
  * is everything while ops_agent.enabled is false.
  */
-import type { Bus, Ctx } from '../../runtime/bus.js';
+import type { Bus } from '../../runtime/bus.js';
+import type { Ctx } from '../../protocol/headers.js';
 import { CortadoError, toCortadoError } from '../../protocol/errors.js';
 import type { Logger } from '../../runtime/log.js';
 import { OpsRun } from '../../protocol/subjects.js';

@@ -13,7 +13,8 @@
  * fenced as data, each name kept on its line and capped, and the system prompt says fenced text
  * is data (lib/model-io/prompting.ts).
  */
-import type { Bus, Ctx } from '../../runtime/bus.js';
+import type { Bus } from '../../runtime/bus.js';
+import type { Ctx } from '../../protocol/headers.js';
 import { toCortadoError } from '../../protocol/errors.js';
 import type { Logger } from '../../runtime/log.js';
 import { LlmComplete, OpsRun } from '../../protocol/subjects.js';

@@ -23,7 +23,8 @@
  * Retention is not the leader's: every scheduler process prunes (retention.ts), firing on or off.
  */
 import { randomUUID } from 'node:crypto';
-import type { Bus, Ctx } from '../../runtime/bus.js';
+import type { Bus } from '../../runtime/bus.js';
+import type { Ctx } from '../../protocol/headers.js';
 import type { Kv } from '../../runtime/kv.js';
 import type { Logger } from '../../runtime/log.js';
 import { Bucket } from '../../protocol/subjects.js';

@@ -12,7 +12,8 @@
  * steps, taken over by another) is one message (JetStream drops the duplicate by id), and the
  * worker runs an execution only while it is not done (store: markRunning).
  */
-import type { Bus, Ctx, WorkQueue } from '../../runtime/bus.js';
+import type { Bus, WorkQueue } from '../../runtime/bus.js';
+import type { Ctx } from '../../protocol/headers.js';
 import type { Logger } from '../../runtime/log.js';
 import type { ScheduleJob } from '../../protocol/schemas/schedules.js';
 import { ScheduleRunQueue } from '../../protocol/subjects.js';

@@ -28,7 +28,8 @@
  * Nothing of the rows is logged: counts only.
  */
 import { randomUUID } from 'node:crypto';
-import type { Bus, Ctx } from '../../runtime/bus.js';
+import type { Bus } from '../../runtime/bus.js';
+import type { Ctx } from '../../protocol/headers.js';
 import { CortadoError, toCortadoError } from '../../protocol/errors.js';
 import type { Logger } from '../../runtime/log.js';
 import type { ScheduleIdRequest, ScheduleJob } from '../../protocol/schemas/schedules.js';

@@ -34,7 +34,8 @@
  * refuses is SQL_REJECTED with its reason, and nothing is saved.
  */
 import type { Static } from 'typebox';
-import type { Bus, Ctx } from '../../runtime/bus.js';
+import type { Bus } from '../../runtime/bus.js';
+import type { Ctx } from '../../protocol/headers.js';
 import { CortadoError, toCortadoError } from '../../protocol/errors.js';
 import type { Logger } from '../../runtime/log.js';
 import type * as S from '../../protocol/schemas/schedules.js';

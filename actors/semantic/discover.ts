@@ -15,7 +15,8 @@
  * table's SELECT for the lineage): a masked column is `masked: true` with masked values.
  * Nothing is stored here: the suggestions say which tables already have an entity.
  */
-import type { Bus, Ctx } from '../../runtime/bus.js';
+import type { Bus } from '../../runtime/bus.js';
+import type { Ctx } from '../../protocol/headers.js';
 import { CortadoError } from '../../protocol/errors.js';
 import type { Logger } from '../../runtime/log.js';
 import { textProblem } from '../../protocol/schemas/text.js';

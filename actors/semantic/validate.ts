@@ -9,7 +9,8 @@
  * Every refusal is VALIDATION_FAILED naming the field; when the catalog or the executor cannot
  * be asked, the error says so and keeps its own code (a 503, not a 400).
  */
-import type { Bus, Ctx } from '../../runtime/bus.js';
+import type { Bus } from '../../runtime/bus.js';
+import type { Ctx } from '../../protocol/headers.js';
 import { CortadoError, toCortadoError } from '../../protocol/errors.js';
 import type { SchemaDescribeReply } from '../../protocol/schemas/catalog.js';
 import type { Dialect } from '../../protocol/schemas/common.js';

@@ -9,7 +9,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Static } from 'typebox';
-import type { Bus, Ctx } from '../../runtime/bus.js';
+import type { Bus } from '../../runtime/bus.js';
+import type { Ctx } from '../../protocol/headers.js';
 import { CortadoError } from '../../protocol/errors.js';
 import type { Logger } from '../../runtime/log.js';
 import type * as I from '../../protocol/schemas/identity.js';

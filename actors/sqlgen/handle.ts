@@ -9,7 +9,8 @@
  * layer; the question, the earlier turns and the database's error are fenced here; the system
  * prompt ends with the rule that fenced text is data, never instructions.
  */
-import type { Bus, Ctx } from '../../runtime/bus.js';
+import type { Bus } from '../../runtime/bus.js';
+import type { Ctx } from '../../protocol/headers.js';
 import { LlmComplete } from '../../protocol/subjects.js';
 import type { SqlGenerateReply, SqlGenerateRequest } from '../../protocol/schemas/sql.js';
 import type { LlmMessage } from '../../protocol/schemas/llm.js';

@@ -8,7 +8,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { orderedId } from './ordered-id.js';
-import type { Bus, Ctx } from '../../runtime/bus.js';
+import type { Bus } from '../../runtime/bus.js';
+import type { Ctx } from '../../protocol/headers.js';
 import { CortadoError } from '../../protocol/errors.js';
 import type { Logger } from '../../runtime/log.js';
 import * as W from '../../protocol/schemas/workspace.js';

@@ -39,7 +39,7 @@
  * (isolated.ts: bounded in size, time and memory); a parse that fails there, runs too long or
  * breaks its parser is the same unknown lineage.
  */
-import type { Ctx } from '../../../runtime/bus.js';
+import type { Ctx } from '../../../protocol/headers.js';
 import { CortadoError } from '../../../protocol/errors.js';
 import type { Logger } from '../../../runtime/log.js';
 import type { Cell, Column, Dialect } from '../../../protocol/schemas/common.js';

@@ -5,7 +5,8 @@
  * sql.export, sql.profile, sql.values: docs/architecture.md "Masking"), and the masking actor
  * serves `result.mask` with it for rows a caller brings.
  */
-import type { Bus, Ctx } from '../../../runtime/bus.js';
+import type { Bus } from '../../../runtime/bus.js';
+import type { Ctx } from '../../../protocol/headers.js';
 import type { Logger } from '../../../runtime/log.js';
 import { countMaskingHit } from '../../../runtime/metrics.js';
 import type { MaskRuleLite, ResultMaskReply, ResultMaskRequest } from '../../../protocol/schemas/policy.js';
