@@ -1,6 +1,13 @@
 /**
  * Connecting to NATS, and starting a private nats-server when none answers and one is
  * installed: the repo's nats.conf, data under data/nats, stopped when Cortado stops.
+ *
+ * Only the one-process demo (`cortado` with every role) starts one. A process that runs part of
+ * a deployment (`--role edge`, `--role actors…`) joins a broker someone else runs: were it to
+ * start its own while that one is down, it would take the broker's port (the real one then
+ * cannot start, "address already in use"), and stopping that process would be a second outage.
+ * A broker we started ends with us, even when we are killed: a watchdog holding a pipe from this
+ * process stops it once the pipe closes.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
@@ -20,7 +27,10 @@ function natsServerOnPath(): boolean {
   return spawnSync('nats-server', ['--version'], { stdio: 'ignore' }).status === 0;
 }
 
-export async function connectBus(config: Config, log: Logger, name: string): Promise<BusHandle> {
+/**
+ * `mayStart`: whether this process may start a broker (bus.autostart): only the one-process demo.
+ */
+export async function connectBus(config: Config, log: Logger, name: string, mayStart = true): Promise<BusHandle> {
   const opts = {
     url: config.bus.url, prefix: config.bus.prefix, name, log, strict: process.env.CORTADO_STRICT === '1', preferLocal: config.bus.prefer_local,
     outboxMaxEvents: config.bus.outbox_max_events, replicas: config.bus.replicas,
@@ -31,6 +41,12 @@ export async function connectBus(config: Config, log: Logger, name: string): Pro
     const url = safeUrl(config.bus.url);
     if (!config.bus.autostart || !url || !['127.0.0.1', 'localhost', '::1'].includes(url.hostname)) {
       throw new Error(`cannot reach NATS at ${config.bus.url} (${(first as Error).message}). Start a nats-server there, or set bus.url in the config.`);
+    }
+    if (!mayStart) {
+      throw new Error(
+        `cannot reach NATS at ${config.bus.url} (${(first as Error).message}). This process runs part of a deployment (--role), so it does not ` +
+          `start a broker of its own (bus.autostart is for the one-process demo): start the deployment's nats-server, or fix bus.url.`,
+      );
     }
     if (!natsServerOnPath()) {
       throw new Error(
@@ -51,7 +67,8 @@ export async function connectBus(config: Config, log: Logger, name: string): Pro
     });
     let stderr = '';
     child.stderr?.on('data', (d: Buffer) => { stderr = (stderr + d.toString()).slice(-4000); });
-    log.info({ port, dataDir }, 'no NATS answered: started nats-server with nats.conf');
+    if (child.pid !== undefined) watch(child);
+    log.warn({ port, dataDir, pid: child.pid }, 'no NATS answered: started nats-server with nats.conf (it stops when this process stops)');
     const deadline = Date.now() + 10_000;
     for (;;) {
       if (child.exitCode !== null) throw new Error(`nats-server exited (code ${child.exitCode}): ${stderr.trim().split('\n').pop() ?? ''}`);
@@ -68,12 +85,38 @@ export async function connectBus(config: Config, log: Logger, name: string): Pro
   }
 }
 
+/** each started broker's watchdog */
+const watchdogs = new WeakMap<ChildProcess, ChildProcess>();
+
+/**
+ * A broker must not outlive the process that started it unnoticed: a `kill -9` of Cortado would
+ * leave it holding the port. The watchdog (a shell) reads a pipe whose other end only this
+ * process holds; the kernel closes it however we end, and the watchdog then stops the broker
+ * (SIGTERM, SIGKILL 5 s later if it still runs). It ignores SIGINT: a Ctrl-C reaches the whole
+ * process group, and stopping the broker is then our job (stopChild), in order.
+ */
+function watch(broker: ChildProcess): void {
+  const script = 'trap "" INT; read _; kill -TERM "$1" 2>/dev/null || exit 0; sleep 5; kill -KILL "$1" 2>/dev/null; exit 0';
+  const dog = spawn('sh', ['-c', script, 'cortado-nats-watchdog', String(broker.pid)], { stdio: ['pipe', 'ignore', 'ignore'] });
+  dog.on('error', () => undefined);
+  dog.stdin?.on('error', () => undefined);
+  // neither the watchdog nor its pipe keeps this process's event loop alive
+  dog.unref();
+  (dog.stdin as unknown as { unref?: () => void } | null)?.unref?.();
+  watchdogs.set(broker, dog);
+}
+
 export async function stopChild(child: ChildProcess | undefined): Promise<void> {
-  if (!child || child.exitCode !== null) return;
-  const exited = new Promise((r) => child.once('exit', r));
-  child.kill('SIGTERM');
-  await Promise.race([exited, new Promise((r) => setTimeout(r, 5_000))]);
-  if (child.exitCode === null) child.kill('SIGKILL');
+  if (!child) return;
+  const dog = watchdogs.get(child);
+  if (child.exitCode === null && child.signalCode === null) {
+    const exited = new Promise((r) => child.once('exit', r));
+    child.kill('SIGTERM');
+    await Promise.race([exited, new Promise((r) => setTimeout(r, 5_000))]);
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  }
+  // the broker is gone: the watchdog has nothing left to stop
+  dog?.kill('SIGKILL');
 }
 
 function safeUrl(u: string): URL | undefined {

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Bus } from '../runtime/bus.js';
 import type { Logger } from '../runtime/log.js';
-import type { Actor } from '../protocol/subjects.js';
+import { ALL_ACTORS, type Actor } from '../protocol/subjects.js';
 import { ROOT } from '../config/load.js';
 import type { Config } from '../config/schema.js';
 import { startActors, type ActorHost } from '../actors/runtime/host.js';
@@ -55,7 +55,9 @@ export async function runCortado(opts: RunOptions): Promise<Running> {
     instance: name,
     roles: [...(roles.edge ? ['edge'] : []), ...roles.actors].join(','),
   });
-  const { bus, child } = await connectBus(config, log, name);
+  // only the one-process demo may start a broker of its own (cli/nats.ts)
+  const whole = roles.edge && ALL_ACTORS.every((a) => roles.actors.includes(a));
+  const { bus, child } = await connectBus(config, log, name, whole);
   let actors: ActorHost | undefined;
   let edge: Edge | undefined;
   let metrics: MetricsListener | undefined;
