@@ -29,8 +29,11 @@ export function parseListen(listen: string): { host: string; port: number } {
   return { host: host || '0.0.0.0', port };
 }
 
-/** What `/health` on the listener reports: `ok` false answers 503. */
-export type ProcessHealth = () => { ok: boolean; [detail: string]: unknown };
+/**
+ * What `/health` on the listener reports: `ok` false answers 503 (`unavailable`); `degraded` true
+ * answers 200 `degraded` — the process runs, but something it serves fails (a restart would not help).
+ */
+export type ProcessHealth = () => { ok: boolean; degraded?: boolean; [detail: string]: unknown };
 
 export async function startMetricsListener(listen: string, log: Logger, health?: ProcessHealth): Promise<MetricsListener> {
   const { host, port } = parseListen(listen);
@@ -45,8 +48,8 @@ export async function startMetricsListener(listen: string, log: Logger, health?:
       return;
     }
     if (path === '/health') {
-      const { ok, ...detail } = health ? health() : { ok: true };
-      const body = JSON.stringify({ status: ok ? 'ok' : 'unavailable', ...detail });
+      const { ok, degraded, ...detail } = health ? health() : { ok: true };
+      const body = JSON.stringify({ status: !ok ? 'unavailable' : degraded ? 'degraded' : 'ok', ...detail });
       res.writeHead(ok ? 200 : 503, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(req.method === 'HEAD' ? undefined : body);
       return;
     }

@@ -4,8 +4,10 @@
  * the edge (503 for new requests, in-flight answers finish), then the actors, then the bus.
  */
 import { readFileSync } from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import type { Bus } from '../runtime/bus.js';
+import { CortadoError } from '../protocol/errors.js';
 import type { Logger } from '../runtime/log.js';
 import { ALL_ACTORS, type Actor } from '../protocol/subjects.js';
 import { ROOT } from '../config/load.js';
@@ -46,6 +48,9 @@ export interface Running {
 
 export async function runCortado(opts: RunOptions): Promise<Running> {
   const { config, roles, log } = opts;
+  // a port someone else holds is said at once, by its key, before anything starts (it was found
+  // only once every actor had started, ~20 s later, without naming app.port)
+  if (roles.edge) await portAvailable(opts.host ?? config.app.host, opts.port ?? config.app.port, opts.port !== undefined ? '--port' : 'app.port');
   const name = opts.name ?? `cortado-${roles.edge ? 'edge' : 'actors'}-${process.pid}`;
   // metrics and traces are the process's (runtime/metrics.ts, runtime/tracing.ts)
   setMetricsEnabled(config.metrics.enabled);
@@ -78,7 +83,13 @@ export async function runCortado(opts: RunOptions): Promise<Running> {
       const roleList = [...(roles.edge ? ['edge'] : []), ...roles.actors];
       metrics = await startMetricsListener(config.metrics.listen, log, () => {
         const b = bus.state();
-        return { ok: stopping === undefined && b.state !== 'closed', roles: roleList, bus: b.state, ...(b.down_for_ms !== undefined ? { bus_down_for_ms: b.down_for_ms } : {}) };
+        // the audit path: "bus up" is not enough when JetStream cannot store the events (issue 31)
+        const audit = bus.auditTrouble();
+        return {
+          ok: stopping === undefined && b.state !== 'closed', degraded: audit !== undefined, roles: roleList, bus: b.state,
+          ...(b.down_for_ms !== undefined ? { bus_down_for_ms: b.down_for_ms } : {}),
+          audit: audit ? 'unavailable' : 'ok', ...(audit ? { audit_error: audit.message } : {}),
+        };
       });
     }
   } catch (err) {
@@ -109,4 +120,22 @@ export async function runCortado(opts: RunOptions): Promise<Running> {
     },
   };
   return running;
+}
+
+/** Refuses (CONFIG_INVALID, exit 2) when `port` cannot be bound on `host`, naming the key it came from. */
+async function portAvailable(host: string, port: number, key: string): Promise<void> {
+  if (port === 0) return;
+  const srv = net.createServer();
+  const err = await new Promise<NodeJS.ErrnoException | undefined>((resolve) => {
+    srv.once('error', (e: NodeJS.ErrnoException) => resolve(e));
+    srv.listen({ host, port, exclusive: true }, () => resolve(undefined));
+  });
+  await new Promise<void>((r) => (srv.listening ? srv.close(() => r()) : r()));
+  if (!err) return;
+  const why = err.code === 'EADDRINUSE'
+    ? `${host}:${port} is in use (another Cortado, or another program, listens there): stop it, or set ${key} to a free port`
+    : err.code === 'EACCES'
+      ? `${host}:${port} needs privileges this process does not have: set ${key} to a port above 1023`
+      : `cannot listen on ${host}:${port} (${err.code ?? err.message}): check ${key}${key === 'app.port' ? ' and app.host' : ''}`;
+  throw new CortadoError('CONFIG_INVALID', `${key}: ${why}`);
 }

@@ -15,6 +15,7 @@ import { DiscardPolicy, jetstreamManager, RetentionPolicy, StorageType } from '@
 import { CortadoError } from '../protocol/errors.js';
 import type { Logger } from './log.js';
 import { Outbox, type OutboxItem } from './outbox.js';
+import { WANTED_BYTES, type StoragePlan } from './bus-storage.js';
 import { eventsStreamName, EVENTS_WILDCARD } from '../protocol/subjects.js';
 
 /** the default of bus.outbox_max_events */
@@ -26,7 +27,10 @@ const DUPLICATE_WINDOW_S = 120;
 
 export interface StreamOptions {
   maxAgeMs?: number;
+  /** the stream's max_bytes; else what the storage plan gives it */
   maxBytes?: number;
+  /** what the server offers, asked before the stream is made (runtime/bus-storage.ts) */
+  plan?: () => Promise<StoragePlan>;
   /** copies JetStream keeps of the stream (config bus.replicas) */
   replicas?: number;
 }
@@ -255,6 +259,8 @@ export class DurableEvents {
       try {
         await jsm.streams.info(name);
       } catch {
+        const plan = opts.plan ? await opts.plan() : undefined;
+        if (plan?.short !== undefined) return plan.short;
         await jsm.streams.add({
           name,
           subjects: [`${this.prefix}.${EVENTS_WILDCARD}`],
@@ -263,10 +269,10 @@ export class DurableEvents {
           num_replicas: opts.replicas ?? 1,
           discard: DiscardPolicy.Old,
           max_age: (opts.maxAgeMs ?? 7 * 24 * 3600_000) * 1_000_000,
-          max_bytes: opts.maxBytes ?? 1024 * 1024 * 1024,
+          max_bytes: opts.maxBytes ?? plan?.eventsBytes ?? WANTED_BYTES.events,
           duplicate_window: DUPLICATE_WINDOW_S * 1_000_000_000,
         });
-        this.log.info({ stream: name }, 'created the event stream');
+        this.log.info({ stream: name, max_bytes: opts.maxBytes ?? plan?.eventsBytes ?? WANTED_BYTES.events }, 'created the event stream');
       }
       return undefined;
     } catch (err) {

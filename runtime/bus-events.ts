@@ -18,6 +18,7 @@ import { ctxFrom, eventHeaders, type Ctx } from './bus-headers.js';
 import type { BusConnection } from './bus-connection.js';
 import { pullConsumer, type ConsumeOptions } from './bus-consumer.js';
 import { DurableEvents, type OutboxStats, type StreamOptions } from './bus-durable.js';
+import { planStorage, type StoragePlan } from './bus-storage.js';
 import type { Serving } from './bus-serving.js';
 import { logHandled } from './bus-stats.js';
 import { registerOutbox } from './metrics.js';
@@ -28,6 +29,8 @@ import { ProgressEvent } from '../protocol/schemas/progress.js';
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 const checkProgress = Compile(ProgressEvent);
+/** while the event stream does not fit in what JetStream offers, how often the storage plan is made again */
+const REPLAN_MS = 60_000;
 
 export class Events {
   /** the event stream and the outbox of durable events */
@@ -264,7 +267,17 @@ export class Events {
    * making the stream is tried again every few seconds until it works.
    */
   ensureEventStream(opts: StreamOptions = {}): Promise<boolean> {
-    return this.durable.ensureStream({ replicas: this.conn.replicas, ...opts });
+    const { nc, prefix, replicas, log } = this.conn;
+    // planned once, before the actors make their buckets: the plan's probe holds storage for a
+    // moment, and a bucket made meanwhile could be refused. While the event stream does not fit,
+    // planned again now and then (REPLAN_MS), to notice a server given more storage.
+    let last: { at: number; plan: StoragePlan } | undefined;
+    const plan = async (): Promise<StoragePlan> => {
+      if (last && (last.plan.short === undefined || Date.now() - last.at < REPLAN_MS)) return last.plan;
+      last = { at: Date.now(), plan: await planStorage(nc, prefix, replicas, log) };
+      return last.plan;
+    };
+    return this.durable.ensureStream({ replicas, plan, ...opts });
   }
 
   /**

@@ -7,12 +7,14 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import type { BusConnection } from './bus-connection.js';
 import { Kvm, KvWatchInclude, type KV, type KvEntry as NatsEntry } from '@nats-io/kv';
 import { Kv, type KvBackend, type KvEntry } from './kv.js';
+import { reservedBytes } from './bus-storage.js';
 import { bucketName, type Bucket } from '../protocol/subjects.js';
 
 export interface BucketOptions {
   /** how long a key lives after its last write */
   ttlMs?: number;
   history?: number;
+  /** the bucket's bytes at most; the limited buckets' sizes are in runtime/bus-storage.ts */
   maxBytes?: number;
   /** copies JetStream keeps (the bus passes config bus.replicas) */
   replicas?: number;
@@ -37,7 +39,9 @@ async function openNatsKv(nc: NatsConnection, name: string, opts: BucketOptions 
 
 /** A typed bucket on the bus's connection, `<prefix>_<bucket>`, made when missing. */
 export async function openBucket<T>(conn: BusConnection, bucket: Bucket, opts: BucketOptions = {}): Promise<Kv<T>> {
-  return new Kv<T>(new NatsBackend(await openNatsKv(conn.nc, bucketName(conn.prefix, bucket), { replicas: conn.replicas, ...opts })));
+  // a bucket that keeps user data has a byte limit, fitted to what the server offers (runtime/bus-storage.ts)
+  const maxBytes = opts.maxBytes ?? reservedBytes(conn.nc, bucket);
+  return new Kv<T>(new NatsBackend(await openNatsKv(conn.nc, bucketName(conn.prefix, bucket), { replicas: conn.replicas, ...(maxBytes !== undefined ? { maxBytes } : {}), ...opts })));
 }
 
 function live(e: NatsEntry | null): e is NatsEntry {

@@ -10,6 +10,7 @@
  * | events | runtime/bus-events.ts | `publish`, `on`, `consume` (typed, checked once where they enter), the outbox, `listen`, progress |
  * | streams | runtime/bus-queue.ts, runtime/bus-consumer.ts, runtime/bus-durable.ts | work queues, the event consumer's pull loop, the event stream |
  * | KV, objects | runtime/bus-kv.ts, runtime/bus-objects.ts | typed buckets (runtime/kv.ts), the object store |
+ * | storage | runtime/bus-storage.ts | the byte limits of the event stream and the buckets, fitted to what JetStream offers |
  *
  * `Bus` below is the facade the actors, the edge and the commands hold: each method hands over
  * to its part, and the parts are there too (`bus.serving`, …) for what needs one of them only.
@@ -24,7 +25,7 @@
  */
 import type { Static, TSchema } from 'typebox';
 import type { EventDef, EventOf, PayloadOf, ReplyOf, RequestDef, RequestOf } from '../protocol/define.js';
-import type { CortadoError } from '../protocol/errors.js';
+import { CortadoError } from '../protocol/errors.js';
 import type { Ctx } from './bus-headers.js';
 import { BusConnection, type BusOptions } from './bus-connection.js';
 import type { ConsumeOptions } from './bus-consumer.js';
@@ -45,12 +46,16 @@ export type { WorkQueue, WorkItem, WorkQueueOptions, QueueDef } from './bus-queu
 
 /** how long flush() waits for the outbox, and close() without a deadline */
 export const OUTBOX_WAIT_MS = 5_000;
+/** how long a refusal for want of the audit trail, heard from another process, counts in auditTrouble() */
+const AUDIT_REFUSAL_MS = 30_000;
 
 export class Bus {
   readonly connection: BusConnection;
   readonly serving: Serving;
   readonly requests: Requests;
   readonly events: Events;
+  /** the last AUDIT_UNAVAILABLE another process answered us with (auditTrouble) */
+  private auditRefused: { at: number; err: CortadoError } | undefined;
 
   private constructor(conn: BusConnection, opts: BusOptions) {
     this.connection = conn;
@@ -124,7 +129,11 @@ export class Bus {
 
   /** `remote: true` always crosses NATS, even when this process serves the actor. */
   request<D extends RequestDef>(def: D, input: RequestOf<D>, ctx: Ctx, opts?: { timeoutMs?: number; remote?: boolean }): Promise<ReplyOf<D>> {
-    return this.requests.request(def, input, ctx, opts);
+    return this.requests.request(def, input, ctx, opts).catch((err: unknown) => {
+      // another process refused for want of the audit trail: this one's /health says so (auditTrouble)
+      if (err instanceof CortadoError && err.code === 'AUDIT_UNAVAILABLE') this.auditRefused = { at: Date.now(), err };
+      throw err;
+    });
   }
 
   /** The answers of every process to a request each serves (sys.stats), within `timeoutMs`. */
@@ -196,6 +205,18 @@ export class Bus {
 
   eventTrouble(): CortadoError | undefined {
     return this.events.eventTrouble();
+  }
+
+  /**
+   * What `/health` says of the audit path: this process's own eventTrouble(), else the refusal
+   * (AUDIT_UNAVAILABLE) another process answered one of our requests with in the last
+   * AUDIT_REFUSAL_MS — an edge learns so that the actors' outbox is full, which it cannot see.
+   */
+  auditTrouble(): CortadoError | undefined {
+    const own = this.events.eventTrouble();
+    if (own) return own;
+    const r = this.auditRefused;
+    return r && Date.now() - r.at < AUDIT_REFUSAL_MS ? r.err : undefined;
   }
 
   outboxStats(): OutboxStats {

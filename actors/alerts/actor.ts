@@ -14,7 +14,7 @@ export async function start(deps: ActorDeps): Promise<RunningActor> {
   const { bus, config, log } = deps;
   let kv: Kv<number> | undefined;
   try {
-    kv = await bus.bucket<number>(Bucket.Alerts, { ttlMs: STATE_TTL_MS, maxBytes: 64 * 1024 * 1024 });
+    kv = await bus.bucket<number>(Bucket.Alerts, { ttlMs: STATE_TTL_MS });
   } catch (err) {
     log.warn({ err: (err as Error).message }, 'no JetStream KV: alert claims and counts stay in this process');
   }

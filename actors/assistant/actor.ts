@@ -11,7 +11,7 @@ export async function start(deps: ActorDeps): Promise<RunningActor> {
   const { max_turns, ttl_minutes } = deps.config.conversation;
   let conversations: ConversationStore;
   try {
-    const kv = await deps.bus.bucket<Turn[]>(Bucket.Conversations, { ttlMs: ttl_minutes * 60_000, maxBytes: 256 * 1024 * 1024 });
+    const kv = await deps.bus.bucket<Turn[]>(Bucket.Conversations, { ttlMs: ttl_minutes * 60_000 });
     conversations = new KvConversationStore(kv, max_turns, deps.log);
   } catch (err) {
     deps.log.warn({ err: (err as Error).message }, 'JetStream KV is not available: conversations are kept in this process only');
@@ -26,7 +26,7 @@ export async function start(deps: ActorDeps): Promise<RunningActor> {
   let followUps: Kv<InsightsFollowUp> | undefined;
   // opened whatever the mode: insights.mode may become hybrid at run time (admin edits)
   try {
-    followUps = await deps.bus.bucket<InsightsFollowUp>(Bucket.Insights, { ttlMs: INSIGHTS_FOLLOW_UP_TTL_MS, maxBytes: 64 * 1024 * 1024 });
+    followUps = await deps.bus.bucket<InsightsFollowUp>(Bucket.Insights, { ttlMs: INSIGHTS_FOLLOW_UP_TTL_MS });
   } catch (err) {
     deps.log.warn({ err: (err as Error).message }, 'JetStream KV is not available: hybrid insights follow on streams only, JSON answers wait for the model');
   }

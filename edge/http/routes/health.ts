@@ -1,7 +1,9 @@
 /**
  * GET /health: status, version, database, llm. Cheap by design: the database is pinged
  * through the executor's pool with a short timeout; the LLM is only asked whether it is
- * configured — never a paid model call.
+ * configured — never a paid model call. `audit`: whether the audit trail can be written
+ * (Bus.auditTrouble: the event stream kept, the outbox not full, no refusal heard lately); while
+ * it cannot, questions are refused (audit.required), so the status is never `ok` then.
  */
 import type { Bus } from '../../../runtime/bus.js';
 import { LlmStatus, SqlPing } from '../../../protocol/subjects.js';
@@ -9,7 +11,7 @@ import { sendJson } from '../reply.js';
 import type { Router } from '../router.js';
 
 export function healthRoutes(router: Router, deps: { bus: Bus; version: string; closing: () => boolean }): void {
-  router.get('/health', { auth: 'none', summary: 'Liveness and readiness: the bus, the database and the model (503 while closing)' }, async (_req, res, ctx) => {
+  router.get('/health', { auth: 'none', summary: 'Liveness and readiness: the bus, the database, the model and the audit trail (503 while closing)' }, async (_req, res, ctx) => {
     const c = { requestId: ctx.rid };
     const [db, llm] = await Promise.allSettled([
       deps.bus.request(SqlPing, {}, c, { timeoutMs: 2_000 }),
@@ -32,7 +34,10 @@ export function healthRoutes(router: Router, deps: { bus: Bus; version: string; 
       llmState = 'unavailable';
       details.llm = { error: (llm.reason as Error).message };
     }
-    const status = deps.closing() ? 'shutting_down' : database === 'ok' && llmState === 'ok' ? 'ok' : 'degraded';
-    sendJson(res, deps.closing() ? 503 : 200, { status, version: deps.version, database, llm: llmState, details }, ctx.rid);
+    const auditTrouble = deps.bus.auditTrouble();
+    const audit = auditTrouble ? 'unavailable' : 'ok';
+    if (auditTrouble) details.audit = { error: auditTrouble.message, ...(auditTrouble.details ?? {}) };
+    const status = deps.closing() ? 'shutting_down' : database === 'ok' && llmState === 'ok' && audit === 'ok' ? 'ok' : 'degraded';
+    sendJson(res, deps.closing() ? 503 : 200, { status, version: deps.version, database, llm: llmState, audit, details }, ctx.rid);
   });
 }

@@ -229,7 +229,7 @@ export function queryRoutes(router: Router, deps: QueryRouteDeps): void {
   let followUps: Promise<Kv<InsightsFollowUp>> | undefined;
   router.get('/api/insights/:id', { auth: 'none', summary: 'The model\'s insights of a hybrid answer, once ready (kept 10 minutes)', reply: InsightsFollowUp }, async (req, res, ctx) => {
     const id = req.params.id ?? '';
-    followUps ??= bus.bucket<InsightsFollowUp>(Bucket.Insights, { ttlMs: INSIGHTS_FOLLOW_UP_TTL_MS, maxBytes: 64 * 1024 * 1024 })
+    followUps ??= bus.bucket<InsightsFollowUp>(Bucket.Insights, { ttlMs: INSIGHTS_FOLLOW_UP_TTL_MS })
       .catch((err: unknown) => {
         followUps = undefined;
         throw new CortadoError('ACTOR_UNAVAILABLE', `insights are not kept without JetStream KV: ${(err as Error).message}`);
