@@ -103,7 +103,11 @@ export function nodeServer(opts: ServerOptions): HttpServer {
           clock?.done();
           reject(err);
         });
-        nreq.on('close', () => clock?.done());
+        // gone before its end (the client closed, or the seam refused the rest): never left pending
+        nreq.on('close', () => {
+          clock?.done();
+          if (!nreq.complete) reject(new CortadoError('MALFORMED_REQUEST', 'the connection closed before the whole body came'));
+        });
       });
       bodyPromise.catch(() => undefined);
       bodyPromise = checked(bodyPromise, headers);
@@ -150,6 +154,13 @@ export function nodeServer(opts: ServerOptions): HttpServer {
     };
     opts.handler(req, res);
   });
+  // A client that half-closes (a FIN after its request: `shutdown(SHUT_WR)`, some proxies) still
+  // reads the answer. node:http's default drops every request not yet answered on a FIN, so a
+  // question sent whole and then half-closed got no answer at all; with this the FIN only marks
+  // the answer under way as the last (the connection closes after it), and a body cut short by
+  // the FIN fails llhttp's end-of-message check: 400 below, at once. (A property of http.Server
+  // since Node 0.x, not an option of createServer.)
+  (server as http.Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
   // llhttp refused the message (a 400 with its reason), or node:http's header or request timeout
   // struck (408): answered in the error model's shape, then the connection is closed, unread
   server.on('clientError', (err: NodeJS.ErrnoException & { reason?: unknown }, socket: Socket) => {
@@ -160,6 +171,8 @@ export function nodeServer(opts: ServerOptions): HttpServer {
     const reason = typeof err.reason === 'string' && err.reason.length < 100 ? `: ${err.reason}` : '';
     const e = err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
       ? timedOut(`the request did not arrive in time (app.headers_timeout_seconds ${timeouts.headersMs / 1000} s, app.request_timeout_seconds ${timeouts.requestMs / 1000} s)`)
+      : err.code === 'HPE_INVALID_EOF_STATE'
+        ? new CortadoError('MALFORMED_REQUEST', 'the client closed its side of the connection before the whole request came (a body shorter than its Content-Length)')
       : err.code === 'HPE_HEADER_OVERFLOW'
         ? new CortadoError('MALFORMED_REQUEST', `the request headers are over ${MAX_HEADER_BYTES / 1024} KB`)
         : new CortadoError('MALFORMED_REQUEST', `the HTTP request is malformed or its framing ambiguous${reason}`);
