@@ -224,7 +224,8 @@ async function generate(question: string, tables: readonly string[], zone: strin
     const said = gen.message ? ` (the model said: ${gen.message.slice(0, 300)})` : '';
     throw invalid('question', `the model wrote no SQL for it${said}; ask for data, or send your own sql`);
   }
-  await guarded(sql, 'the SQL generated for the question', deps, ctx);
+  // a model that wrote the parameters itself: the guard reads them as today's dates
+  await guarded(today && hasPeriodParams(sql) ? bindPeriod(sql, today) : sql, 'the SQL generated for the question', deps, ctx);
   return { sql: today ? pinPeriod(sql, today).sql : sql, explanation: gen.explanation ?? '' };
 }
 

@@ -257,3 +257,31 @@ t.test('a run failed by a dropped table, and only that, offers to write the SQL 
   t.same(errors, [], 'no script errors');
   await page.close();
 });
+
+t.test('each schedule says the period its next run covers, or the fixed period it always covers', async (t) => {
+  const h = { authorization: `Bearer ${alice}` };
+  const make = async (name: string, question: string, sql: string) => {
+    const r = await call(`${stack.url}/api/schedules`, { body: { name, question, cron: '0 8 1 1 *', email_recipients: ['alice@example.com'], format: 'csv', sql }, headers: h });
+    t.equal(r.status, 201, r.text);
+  };
+  // the next run is on 1 January at 08:00 (UTC): "last month" is the December before it
+  const now = new Date();
+  const y = Date.now() < Date.UTC(now.getUTCFullYear(), 0, 1, 8) ? now.getUTCFullYear() - 1 : now.getUTCFullYear();
+  await make('Revenue last month', 'revenue per status last month',
+    'SELECT status, sum(amount) AS revenue FROM orders WHERE ordered_at >= {{period_start}} AND ordered_at < {{period_end}} GROUP BY status');
+  await make('October revenue', 'revenue per status in October 2026',
+    "SELECT status, sum(amount) AS revenue FROM orders WHERE ordered_at >= DATE '2026-10-01' AND ordered_at < DATE '2026-11-01' GROUP BY status");
+  await make('Frozen revenue', 'revenue per status last month',
+    "SELECT status, sum(amount) AS revenue FROM orders WHERE ordered_at >= DATE '2026-10-01' AND ordered_at < DATE '2026-11-01' GROUP BY status");
+
+  const page = await browser.newPage();
+  await page.goto(`${stack.url}/#schedules`);
+  await page.fill('#sch-token', alice);
+  await page.click('#sch-token-form button[type=submit]');
+  const period = (name: string) => page.locator('#sch-list tr.sch-row', { hasText: name }).locator('.sch-period');
+  await period('Revenue last month').waitFor();
+  t.equal(await period('Revenue last month').textContent(), `Next run covers 1 Dec – 31 Dec ${y} (last month)`);
+  t.equal(await period('October revenue').textContent(), 'Always covers 1 Oct – 31 Oct 2026 (a fixed period)');
+  t.match(await period('Frozen revenue').textContent(), /asks for last month, but the SQL names fixed dates/, 'SQL that froze a relative question is pointed out');
+  await page.close();
+});

@@ -77,6 +77,19 @@ export function callerBox({ api, ui, guard, say, refresh }) {
 }
 
 /** The list of schedules; `actions` = {edit, toggle, run, history, remove}, each given the schedule. */
+/**
+ * The dates a report covers, as the API computed them (period: actors/scheduler/periods.ts): the
+ * next run's period for a relative question, the one period a fixed question names, or a
+ * warning when the SQL froze a relative question's dates.
+ */
+export function periodText(s) {
+  const p = s.period;
+  if (!p) return '';
+  if (p.kind === 'fixed') return `Always covers ${p.label} (a fixed period)`;
+  if (p.kind === 'frozen') return `The question asks for ${p.phrase}, but the SQL names fixed dates: every run reports the same days. Regenerate the SQL from the question to follow ${p.phrase}.`;
+  return s.enabled && s.next_runs?.length ? `Next run covers ${p.label} (${p.phrase})` : `Covers ${p.phrase}: ${p.label} if run now`;
+}
+
 export function scheduleList({ onNew, actions }) {
   const body = el('tbody');
   const empty = el('p', { id: 'sch-empty', class: 'muted', text: 'No schedules yet: create one to have a report e-mailed on a timetable.', hidden: true });
@@ -98,7 +111,8 @@ export function scheduleList({ onNew, actions }) {
       who.kind === 'admin' && s.owner_user ? el('div', { class: 'muted', text: `by ${s.owner_user}` }) : null),
     // data-label: a phone shows each row as a card, each cell under its column's name (style.css)
     el('td', { 'data-label': 'runs' }, el('span', { class: 'sch-words', text: describeCron(s.cron) }), el('div', { class: 'muted' }, el('code', { text: s.cron }), ` ${s.timezone}${s.own_timezone ? '' : ' (the server\'s)'}`)),
-    el('td', { class: 'sch-next', 'data-label': 'next run', text: s.enabled ? formatZoned(s.next_runs?.[0]) : '—' }),
+    el('td', { class: 'sch-next', 'data-label': 'next run' }, s.enabled ? formatZoned(s.next_runs?.[0]) : '—',
+      s.period ? el('div', { class: `sch-period ${s.period.kind === 'frozen' ? 'warn-text' : 'muted'}`, text: periodText(s) }) : null),
     el('td', { class: 'sch-last', 'data-label': 'last run' }, lastRunBadge(s)),
     el('td', { 'data-label': 'state' }, stateBadge(s)),
     el('td', { class: 'sch-actions' }, el('span', { class: 'actions' },
@@ -122,11 +136,12 @@ export function scheduleList({ onNew, actions }) {
 export function pinnedSqlPanel({ api, guard, say, onSaved }) {
   const sql = el('textarea', { id: 'sch-pinned-sql', rows: '6', class: 'mono', spellcheck: 'false' });
   const why = el('p', { id: 'sch-pinned-explanation', class: 'explanation' });
+  const period = el('p', { id: 'sch-pinned-period', class: 'muted' });
   const title = el('h3');
   let id;
   const node = el('section', { id: 'sch-pinned', class: 'card', hidden: true },
-    title, why,
-    el('label', { for: 'sch-pinned-sql', class: 'muted', text: 'Every run executes this SQL (no model call per run). Edit it if you like: the guard checks it.' }),
+    title, why, period,
+    el('label', { for: 'sch-pinned-sql', class: 'muted', text: 'Every run executes this SQL (no model call per run), with {{period_start}}, {{period_end}} and {{period_last}} set to the dates of that run\'s period. Edit it if you like: the guard checks it.' }),
     sql,
     el('div', { class: 'row' },
       el('button', { type: 'button', id: 'sch-pinned-save', text: 'Save SQL', onclick: guard(async () => {
@@ -144,6 +159,8 @@ export function pinnedSqlPanel({ api, guard, say, onSaved }) {
       title.textContent = `The SQL "${s.name}" runs (${what})`;
       why.textContent = s.explanation ?? '';
       why.hidden = !s.explanation;
+      period.textContent = periodText(s);
+      period.hidden = !s.period;
       sql.value = s.sql;
       node.hidden = false;
     },
