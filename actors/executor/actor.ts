@@ -17,6 +17,7 @@ import { checkRoleAtStart } from './privilege.js';
 import { profile } from './profile.js';
 import { values } from './value-index.js';
 import { exportSql, exportsBucket } from './export.js';
+import { warmXlsx } from '../lib/export/xlsx.js';
 import { createMasking } from '../lib/masking/service.js';
 import { lineageReused } from './guard/job.js';
 import { startLineageWorkers } from '../lib/masking/isolated.js';
@@ -55,6 +56,8 @@ export async function start(deps: ActorDeps): Promise<RunningActor> {
   bus.serve(SqlValues, (input, ctx) => values(input, h, ctx));
   const objects = exportsBucket(bus);
   bus.serve(SqlExport, (input, ctx) => exportSql(input, { ...h, bus, objects }, ctx));
+  // the xlsx thread started now, not on the first excel report (actors/lib/export/xlsx.ts)
+  if (config.export.formats.includes('excel')) warmXlsx();
   log.info({ provider: engine.provider, dialect: engine.dialect }, 'executor ready');
 
   return {

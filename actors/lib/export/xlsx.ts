@@ -2,8 +2,11 @@
  * xlsx through exceljs's streaming WorkbookWriter, in a worker thread: building the zip is CPU
  * work that would otherwise hold the event loop of the process that asked (the executor, or
  * everything in a one-process deployment) for as long as the file takes. One thread per process
- * serves every export (started on first use, ended after a minute without work), each export a
- * job of its own. Rows go to the thread a page at a time, each page acknowledged before the
+ * serves every export, each export a job of its own. The thread is started when the executor
+ * starts (warmXlsx) and kept: starting it and loading exceljs took about 1–2 s on a quiet
+ * machine and far more on a busy one, which made a 12-row xlsx report take seconds where its csv
+ * took a tenth of one (issue 28); a warm thread writes it in tens of ms. An idle thread never
+ * keeps the process alive. Rows go to the thread a page at a time, each page acknowledged before the
  * next is sent, so neither side holds more than a page; the thread writes the file itself.
  *
  * Text cells are written as text (inline strings), never as formulas: exceljs writes a formula
@@ -15,7 +18,6 @@ import { Worker } from 'node:worker_threads';
 import type { Cell, Column } from '../../../protocol/schemas/common.js';
 
 const WORKER = new URL('./xlsx-worker.mjs', import.meta.url);
-const IDLE_MS = 60_000;
 
 /** A worksheet name Excel takes: at most 31 characters, none of []:*?/\ . */
 export function sheetName(title: string): string {
@@ -33,7 +35,6 @@ class XlsxThread {
   private readonly failed = new Map<number, Error>();
   private nextId = 1;
   private jobs = 0;
-  private idle: NodeJS.Timeout | undefined;
 
   private thread(): Worker {
     if (this.worker) return this.worker;
@@ -66,8 +67,13 @@ class XlsxThread {
     return w;
   }
 
+  /** Start the thread now (it loads exceljs as it starts), so the first export does not wait for it. */
+  warm(): void {
+    const w = this.thread();
+    if (this.jobs === 0) w.unref();
+  }
+
   open(): number {
-    clearTimeout(this.idle);
     this.jobs++;
     return this.nextId++;
   }
@@ -76,15 +82,8 @@ class XlsxThread {
     this.failed.delete(id);
     this.waiting.delete(id);
     this.worker?.postMessage({ type: 'abort', id });
-    if (--this.jobs > 0) return;
     // an idle thread never keeps the process alive
-    this.worker?.unref();
-    this.idle = setTimeout(() => {
-      const w = this.worker;
-      this.worker = undefined;
-      void w?.terminate();
-    }, IDLE_MS);
-    this.idle.unref();
+    if (--this.jobs === 0) this.worker?.unref();
   }
 
   ask(id: number, message: Record<string, unknown>, want: 'ack' | 'done'): Promise<void> {
@@ -100,6 +99,11 @@ class XlsxThread {
 }
 
 const shared = new XlsxThread();
+
+/** Start the process's xlsx thread ahead of the first excel export (the executor, when export.formats offers excel). */
+export function warmXlsx(): void {
+  shared.warm();
+}
 
 export class XlsxWriter {
   private readonly id = shared.open();
