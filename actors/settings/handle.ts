@@ -82,7 +82,9 @@ export async function configReset(input: { key: string; by: string }, deps: Sett
   noteLocalChange(deps.config, input.key, announce.id);
   applyOverride(deps.config, input.key, undefined);
   deps.bus.publish(ConfigChangedEvt, announce, ctx);
-  const value = configValue(deps.config, input.key);
+  // a key with no value of its own once reset (a prompt: its shipped text is no config value)
+  // answers null: a reply without `value` broke its contract, so Reset of a prompt was a 500
+  const value = configValue(deps.config, input.key) ?? null;
   return { key: input.key, value: isSecretKey(input.key) ? MASKED : value };
 }
 
