@@ -25,10 +25,22 @@ export interface SqlGenDeps {
   now?: () => Date;
 }
 
+/**
+ * The semantic layer's block goes into every SQL prompt (SPEC: the semantic context is injected
+ * into every LLM prompt): a prompt edited at runtime without `{business_context}` gets it after
+ * its `{schema_info}` (else ahead of its text), so it is never dropped because a placeholder was
+ * left out. Empty when the layer defines nothing, so a prompt without it reads as it did.
+ */
+function withBusinessContext(template: string): string {
+  if (template.includes('{business_context}')) return template;
+  if (template.includes('{schema_info}')) return template.replace('{schema_info}', '{schema_info}\n{business_context}');
+  return `{business_context}\n${template}`;
+}
+
 export function buildSqlPrompt(input: SqlGenerateRequest, configured: Config, now: Date): { system: string; messages: LlmMessage[] } {
   // candidate prompts of an evaluation (POST /admin/eval) stand in for the configured ones, for this question only
   const config = input.prompts ? { ...configured, prompts: { ...configured.prompts, ...input.prompts } } : configured;
-  const { system, user } = splitPrompt(promptText(config, 'sql_generation'), {
+  const { system, user } = splitPrompt(withBusinessContext(promptText(config, 'sql_generation')), {
     schema_info: input.schema_text,
     business_context: input.business_context ? `\n${input.business_context}\n` : '',
     dialect: DIALECT_NAMES[input.dialect],

@@ -10,7 +10,7 @@ import { generateFernetKey } from '../../actors/lib/crypto/fernet.js';
 import type { Bus } from '../../runtime/bus.js';
 import { CortadoError } from '../../protocol/errors.js';
 import {
-  ALL_ACTORS, Actor, SemanticContext, SemanticEntityCreate, SemanticMetricCreate, SemanticRelationshipCreate,
+  ALL_ACTORS, Actor, ConfigReset, ConfigUpdate, SemanticContext, SemanticEntityCreate, SemanticMetricCreate, SemanticRelationshipCreate,
 } from '../../protocol/subjects.js';
 import { GUARD_SCHEMA_SQL } from '../fixtures/guard-cases.js';
 import { testConfig } from '../helpers/config.js';
@@ -124,6 +124,18 @@ t.test('a defined metric\'s expression and a relationship\'s join condition reac
   const alone = await promptOf(persistent, 'net revenue by status', ['orders']);
   t.ok(alone.includes(METRIC_SQL));
   t.notOk(alone.includes(JOIN));
+});
+
+t.test('a runtime sql_generation prompt without {business_context} still gets the block (after its schema)', async (t) => {
+  const bus = persistent.running.bus;
+  await bus.request(ConfigUpdate, { key: 'prompts.sql_generation', value: 'You write {dialect} SQL.\nTables:\n{schema_info}\nReply as INTENT: sql, SQL: ..., EXPLANATION: ...\nQuestion: {question}', by: 'admin' }, ctx);
+  t.teardown(() => bus.request(ConfigReset, { key: 'prompts.sql_generation', by: 'admin' }, ctx));
+  await new Promise((r) => setTimeout(r, 200));
+  const system = await promptOf(persistent, 'What is the net revenue per customer from the orders?');
+  t.match(system, /^You write PostgreSQL SQL\./, 'the edited prompt is the one in force');
+  t.ok(system.includes(METRIC_SQL), 'the metric\'s expression, though the prompt names no {business_context}');
+  t.ok(system.indexOf('Business context') > system.indexOf('Table orders'), 'after the schema');
+  t.notMatch(system, /\{business_context\}/, 'no placeholder left behind');
 });
 
 t.test('an answer\'s columns carry the layer\'s display names and a metric\'s format; the SQL keeps its names', async (t) => {

@@ -154,6 +154,7 @@ const LOADERS = {
       const result = el('div', { class: 'eval-result' });
       return el('div', { class: 'prompt' },
         el('h3', { text: `${p.key} ` }, el('span', { class: 'muted', text: `(${p.source})` })),
+        p.key === 'sql_generation' ? el('p', { class: 'muted note', text: 'The semantic layer\'s business context is always included: where this text has no {business_context}, it is added after {schema_info}.' }) : null,
         text,
         el('div', { class: 'row' },
           el('button', { text: 'Save', onclick: run(async () => { await api.put(`/admin/prompts/${p.key}`, { text: text.value }); flash(`${p.key} saved`); await LOADERS.prompts(); }) }),
