@@ -8,9 +8,10 @@
  * columns are fenced as data, and the system prompt says so (lib/model-io/prompting.ts): values, column
  * names and the statistical findings (which quote labels) come from the database.
  *
- * The reply is read strictly: every non-blank line must be
- * `TYPE: <word> | SEVERITY: info|success|warning|critical | MESSAGE: <text>`. One line that is
- * not drops all of the model's insights (logged with the reason, at warn), and so does a model
+ * The reply is read strictly, by the parser the operations console uses too
+ * (lib/model-io/insight-lines.ts): every non-blank line must be `TYPE: <word> | SEVERITY:
+ * info|success|warning|critical | MESSAGE: <text>`; a TYPE the answer view does not know is
+ * shown as `general`. One line that is not in the format drops all of the model's insights (logged with the reason, at warn), and so does a model
  * that cannot be reached: the statistical insights stand in, and the answer is never lost.
  */
 import type { Bus } from '../../runtime/bus.js';
@@ -24,6 +25,7 @@ import type { LlmMessage } from '../../protocol/schemas/llm.js';
 import type { Config } from '../../config/schema.js';
 import { promptText, splitPrompt } from '../../config/prompts.js';
 import { fence, inline, withDataRule } from '../lib/model-io/prompting.js';
+import { GENERAL_TYPE, knownType, parseInsightLines } from '../lib/model-io/insight-lines.js';
 
 /** Rows of the result shown to the model, at most. */
 export const SAMPLE_ROWS = 10;
@@ -202,27 +204,21 @@ function cellText(cell: Cell | undefined): string {
 // ---------------------------------------------------------------------------------------------
 // The reply
 
-const LINE = /^TYPE:[ \t]*([A-Za-z][A-Za-z_-]{0,31})[ \t]*\|[ \t]*SEVERITY:[ \t]*(info|success|warning|critical)[ \t]*\|[ \t]*MESSAGE:[ \t]*(\S.*)$/i;
-
-const ICONS: Readonly<Record<string, string>> = { trend: '📈', leader: '🏆', outlier: '⚠️', risk: '🚨', summary: '📋' };
+const ICONS: Readonly<Record<string, string>> = { trend: '📈', leader: '🏆', outlier: '⚠️', risk: '🚨', summary: '📋', [GENERAL_TYPE]: '💡' };
+/** The types the answer view knows (the prompt asks for these); another word is shown as `general`. */
+const TYPES: ReadonlySet<string> = new Set(Object.keys(ICONS));
 
 export type ParsedInsights = { ok: true; insights: Insight[] } | { ok: false; reason: string };
 
-/**
- * The model's reply, line by line: each non-blank line must be one insight in the format the
- * prompt asks for (labels and severities in any case; nothing before, between or after).
- */
+/** The model's reply, read by the one parser of the format (lib/model-io/insight-lines.ts). */
 export function parseInsightsReply(raw: string): ParsedInsights {
-  const lines = raw.replace(/\r\n?/g, '\n').split('\n').map((l) => l.trim()).filter((l) => l !== '');
-  if (lines.length === 0) return { ok: false, reason: 'the reply is empty' };
-  const insights: Insight[] = [];
-  for (const [i, line] of lines.entries()) {
-    const m = LINE.exec(line);
-    if (!m) return { ok: false, reason: `line ${i + 1} is not "TYPE: … | SEVERITY: … | MESSAGE: …"` };
-    const type = m[1]!.toLowerCase();
-    const message = m[3]!.trim();
-    if ([...message].length > MESSAGE_MAX_CHARS) return { ok: false, reason: `line ${i + 1}: the message is longer than ${MESSAGE_MAX_CHARS} characters` };
-    insights.push({ type, severity: m[2]!.toLowerCase() as Insight['severity'], message, icon: ICONS[type] ?? '💡', source: 'llm' });
-  }
-  return { ok: true, insights };
+  const parsed = parseInsightLines(raw, MESSAGE_MAX_CHARS);
+  if (!parsed.ok) return parsed;
+  return {
+    ok: true,
+    insights: parsed.lines.map((l) => {
+      const type = knownType(l.type, TYPES);
+      return { type, severity: l.severity, message: l.message, icon: ICONS[type] ?? '💡', source: 'llm' };
+    }),
+  };
 }

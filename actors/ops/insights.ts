@@ -4,10 +4,11 @@
  * aggregates only — totals, top users by cost, forecast figures, counts of public datasets,
  * saturated minutes; never a query text, a job id, a dataset name or a row.
  *
- * The reply is read strictly: every non-blank line must be
- * `TYPE: cost|performance|security|capacity | SEVERITY: info|warning|critical | MESSAGE: <text>`.
- * One line that is not drops them all (status bad_reply); a model that cannot be reached gives
- * status unavailable. Either way the operation's view stands. At most ai_insights_max are kept.
+ * The reply is read strictly, by the parser the assistant's insights use too
+ * (lib/model-io/insight-lines.ts): every non-blank line must be `TYPE: <word> | SEVERITY:
+ * info|success|warning|critical | MESSAGE: <text>`; a TYPE other than cost, performance,
+ * security or capacity is shown as `general`. One line that is not in the format drops them all
+ * (status bad_reply); a model that cannot be reached gives status unavailable. Either way the operation's view stands. At most ai_insights_max are kept.
  *
  * The aggregates name users as the warehouse reports them (BigQuery's user_email): the block is
  * fenced as data, each name kept on its line and capped, and the system prompt says fenced text
@@ -23,6 +24,7 @@ import type { OpsOperation, OpsProjectResult, OpsRunReply } from '../../protocol
 import type { Config } from '../../config/schema.js';
 import { promptText, splitPrompt } from '../../config/prompts.js';
 import { fence, inline, withDataRule } from '../lib/model-io/prompting.js';
+import { knownType, parseInsightLines } from '../lib/model-io/insight-lines.js';
 import { round2 } from './compute.js';
 
 export const MESSAGE_MAX_CHARS = 400;
@@ -32,27 +34,16 @@ const TOP_USERS = 5;
 const USER_CHARS = 120;
 const REPLY_MARGIN_MS = 5_000;
 
-const TYPES = new Set(['cost', 'performance', 'security', 'capacity']);
-const LINE = /^TYPE:[ \t]*([A-Za-z]+)[ \t]*\|[ \t]*SEVERITY:[ \t]*([A-Za-z]+)[ \t]*\|[ \t]*MESSAGE:[ \t]*(\S.*)$/i;
+/** The types the console knows (the prompt asks for these); another word is shown as `general`. */
+const TYPES: ReadonlySet<string> = new Set(['cost', 'performance', 'security', 'capacity']);
 
 export type ParsedOpsInsights = { ok: true; insights: Insight[] } | { ok: false; reason: string };
 
+/** The model's reply, read by the one parser of the format (lib/model-io/insight-lines.ts). */
 export function parseOpsInsights(raw: string): ParsedOpsInsights {
-  const lines = raw.replace(/\r\n?/g, '\n').split('\n').map((l) => l.trim()).filter((l) => l !== '');
-  if (lines.length === 0) return { ok: false, reason: 'the reply is empty' };
-  const out: Insight[] = [];
-  for (const [i, line] of lines.entries()) {
-    const m = LINE.exec(line);
-    if (!m) return { ok: false, reason: `line ${i + 1} is not "TYPE: … | SEVERITY: … | MESSAGE: …"` };
-    const type = m[1]!.toLowerCase();
-    const severity = m[2]!.toLowerCase();
-    if (!TYPES.has(type)) return { ok: false, reason: `line ${i + 1}: TYPE ${type} is not cost, performance, security or capacity` };
-    if (severity !== 'info' && severity !== 'warning' && severity !== 'critical') return { ok: false, reason: `line ${i + 1}: SEVERITY ${severity} is not info, warning or critical` };
-    const message = m[3]!.trim();
-    if ([...message].length > MESSAGE_MAX_CHARS) return { ok: false, reason: `line ${i + 1}: the message is longer than ${MESSAGE_MAX_CHARS} characters` };
-    out.push({ type, severity, message, source: 'llm' });
-  }
-  return { ok: true, insights: out };
+  const parsed = parseInsightLines(raw, MESSAGE_MAX_CHARS);
+  if (!parsed.ok) return parsed;
+  return { ok: true, insights: parsed.lines.map((l) => ({ type: knownType(l.type, TYPES), severity: l.severity, message: l.message, source: 'llm' })) };
 }
 
 /** What the model sees: per target, the operation's aggregates (or its error code), one line each. */

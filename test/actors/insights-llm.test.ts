@@ -97,6 +97,9 @@ t.test('a reply in the format: one insight per line, source llm', async (t) => {
   const loose = parseInsightsReply('type: Outlier | severity: CRITICAL | message: March is odd.');
   t.ok(loose.ok, 'labels and severities in any case');
   if (loose.ok) t.same([loose.insights[0]!.type, loose.insights[0]!.severity], ['outlier', 'critical']);
+  // the operations console's types (one parser reads both): a type the answer view does not know is general
+  const ops = parseInsightsReply('TYPE: cost | SEVERITY: warning | MESSAGE: Two users spent most.');
+  t.same(ops, { ok: true, insights: [{ type: 'general', severity: 'warning', message: 'Two users spent most.', icon: '💡', source: 'llm' }] });
 });
 
 t.test('anything else in the reply drops it, with a reason', async (t) => {

@@ -21,6 +21,7 @@ import { jiraTracker } from '../../actors/alarms/tracker.js';
 import { FileAlarms } from '../../store/index.js';
 import { pricePerTib, run } from '../../actors/ops/handle.js';
 import { parseOpsInsights } from '../../actors/ops/insights.js';
+import { parseInsightsReply } from '../../actors/insights/llm.js';
 import { allowedOperations } from '../../actors/ops/targets.js';
 import { testConfig } from '../helpers/config.js';
 import { startFakeBigQuery } from '../helpers/fake-bigquery.js';
@@ -374,6 +375,12 @@ t.test('AI insights: routed as ops_insights, fed aggregates only, at most ai_ins
   t.notMatch(prompt, /SELECT|job_big|job_slow/, 'no query text, no job id');
   t.match(prompt, /up to 2 short/);
 
+  // the format every insights prompt asks for, with a type the console does not know: shown, as general
+  llm.script({ text: 'TYPE: trend | SEVERITY: info | MESSAGE: Spend rose each day this week.' });
+  const other = await client.request(OpsRun, { operation: 'get_expensive_queries', window_days: 7 }, ctx());
+  t.equal(other.insights.status, 'ok', 'not dropped');
+  t.same(other.insights.items.map((i) => [i.type, i.message]), [['general', 'Spend rose each day this week.']]);
+
   llm.script({ text: 'Here are my thoughts:\nTYPE: cost | SEVERITY: warning | MESSAGE: fine' });
   const bad = await client.request(OpsRun, { operation: 'find_public_datasets' }, ctx());
   t.equal(bad.insights.status, 'bad_reply');
@@ -387,10 +394,13 @@ t.test('AI insights: routed as ops_insights, fed aggregates only, at most ai_ins
   t.equal(prodOf(down).result?.kind, 'forecast_monthly_costs');
 });
 
-t.test('the reply parser: the format, the four types and three severities, nothing else', async (t) => {
+t.test('the reply parser: the one format of every insights prompt; a type the console does not know is general', async (t) => {
   t.same(parseOpsInsights('type: Security | severity: CRITICAL | message: Two datasets are public.'), { ok: true, insights: [{ type: 'security', severity: 'critical', message: 'Two datasets are public.', source: 'llm' }] });
-  t.match(parseOpsInsights('TYPE: trend | SEVERITY: info | MESSAGE: x'), { ok: false, reason: /TYPE trend/ });
-  t.match(parseOpsInsights('TYPE: cost | SEVERITY: success | MESSAGE: x'), { ok: false, reason: /SEVERITY success/ });
+  // a reply the assistant's parser takes is taken here too: shown, its type as the general one
+  const reply = 'TYPE: trend | SEVERITY: success | MESSAGE: Costs fell for three weeks.';
+  t.ok(parseInsightsReply(reply).ok, 'the assistant takes it');
+  t.same(parseOpsInsights(reply), { ok: true, insights: [{ type: 'general', severity: 'success', message: 'Costs fell for three weeks.', source: 'llm' }] });
+  t.match(parseOpsInsights('TYPE: cost | SEVERITY: high | MESSAGE: x'), { ok: false, reason: /line 1/ });
   t.match(parseOpsInsights('- TYPE: cost | SEVERITY: info | MESSAGE: x'), { ok: false, reason: /line 1/ });
   t.match(parseOpsInsights('  \n'), { ok: false, reason: /empty/ });
   t.match(parseOpsInsights(`TYPE: cost | SEVERITY: info | MESSAGE: ${'x'.repeat(401)}`), { ok: false, reason: /longer than 400/ });
