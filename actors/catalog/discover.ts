@@ -19,14 +19,17 @@ import { compareNames, type Catalog, type CatalogEntry } from './catalog.js';
 export const DISCOVER_DEFAULT_LIMIT = 100;
 
 /** The catalog and schema a table lives in, as discovery names them. */
-export function placeOf(entry: CatalogEntry, catalog: Pick<Catalog, 'provider'>, config: Config, own = ''): { catalog: string; schema: string } {
+export function placeOf(entry: CatalogEntry, catalog: Pick<Catalog, 'provider'>, config: Config, own = '', scoped = false): { catalog: string; schema: string } {
   const schema = entry.table.schema;
   const db = config.database;
   switch (catalog.provider) {
     case 'trino': {
       // a scope with its own catalog introspects only that one: its tables live there
       if (own) return { catalog: own, schema };
-      if (db.trino.catalog) return { catalog: db.trino.catalog, schema };
+      // the server's catalog is where the server's own connection reads; a scope without a
+      // catalog (a catalog-less login, a discovery token) reads every catalog, its schemas named
+      // `catalog.schema`: labelled with the server's catalog, none of them was ever allowed
+      if (db.trino.catalog && !scoped) return { catalog: db.trino.catalog, schema };
       const dot = schema.indexOf('.');
       return dot > 0 ? { catalog: schema.slice(0, dot), schema: schema.slice(dot + 1) } : { catalog: '', schema };
     }
@@ -50,7 +53,7 @@ function allowedIn(place: { catalog: string; schema: string }, spec: SchemaDisco
 }
 
 /** The tables of a loaded catalog whose name contains the query, within the allowed catalogs. */
-export function discoverIn(catalog: Catalog, input: SchemaDiscoverRequest, config: Config): SchemaDiscoverReply {
+export function discoverIn(catalog: Catalog, input: SchemaDiscoverRequest, config: Config, scoped = false): SchemaDiscoverReply {
   const query = input.query.trim().toLowerCase();
   const limit = input.limit ?? DISCOVER_DEFAULT_LIMIT;
   const trino = catalog.provider === 'trino';
@@ -58,7 +61,7 @@ export function discoverIn(catalog: Catalog, input: SchemaDiscoverRequest, confi
   if (!query || input.catalogs.length === 0) return { tables: [], truncated: false };
   for (const entry of catalog.entries) {
     if (!entry.table.name.toLowerCase().includes(query)) continue;
-    const place = placeOf(entry, catalog, config, input.own_catalog?.trim() ?? '');
+    const place = placeOf(entry, catalog, config, input.own_catalog?.trim() ?? '', scoped);
     const spec = input.catalogs.find((c) => allowedIn(place, c, trino));
     if (!spec) continue;
     found.push({ catalog: place.catalog || spec.name, schema: place.schema, name: entry.table.name, kind: entry.table.kind });
@@ -69,5 +72,6 @@ export function discoverIn(catalog: Catalog, input: SchemaDiscoverRequest, confi
 
 export async function discover(input: SchemaDiscoverRequest, deps: { config: Config; catalog: CatalogSource }, ctx: Ctx): Promise<SchemaDiscoverReply> {
   const catalog = await deps.catalog.get(ctx);
-  return discoverIn(catalog, input, deps.config);
+  // the catalog read is the scope's own connection's when the request has a scope
+  return discoverIn(catalog, input, deps.config, ctx.scope !== undefined);
 }

@@ -10,7 +10,8 @@ import { generateFernetKey } from '../../actors/lib/crypto/fernet.js';
 import { testConfig } from '../helpers/config.js';
 import { sqlAnswer, startFakeLlm } from '../helpers/fake-llm.js';
 import { startFakeTrino } from '../helpers/fake-trino.js';
-import { closeClient, connectClient } from '../helpers/mcp.js';
+import { closeClient, connectClient, until } from '../helpers/mcp.js';
+import { ConfigReset, ConfigUpdate } from '../../protocol/subjects.js';
 import { startNats } from '../helpers/nats.js';
 import { createTestDb } from '../helpers/pg.js';
 import { call, startStack } from '../helpers/stack.js';
@@ -29,7 +30,7 @@ const config = testConfig({
   extra: {
     config_db: { encryption_key: generateFernetKey() },
     database: { provider: 'trino', trino: { host: trino.host, port: trino.port, http_scheme: 'http', user: 'dana', password: 'dana-pw', catalog: 'postgresql', schema: 'public' } },
-    plugins: { auth: { enabled: true, enforce_catalog_lock: true, allowed_db_types: ['trino'], allowed_catalogs: [{ name: 'postgresql', allowed_schemas: ['public'] }] } },
+    plugins: { auth: { enabled: true, enforce_catalog_lock: true, enable_discovery_tokens: true, allowed_db_types: ['trino'], allowed_catalogs: [{ name: 'postgresql', allowed_schemas: ['public'] }] } },
   },
 });
 const stack = await startStack(config);
@@ -112,4 +113,34 @@ t.test('without a session, the server\'s own catalog is locked too (plugins.auth
   const r = await call(`${stack.url}/api/query`, { body: { question: 'anything' } });
   t.equal(r.status, 422, r.text);
   t.match(r.body.error.message, /catalog "iceberg"/);
+});
+
+t.test('discovery with a catalog-less login: the tables /auth/tables lists, under their own catalog and schema', async (t) => {
+  // two allowed catalogs: a login that names none is catalog-less, its connection reads every
+  // catalog the coordinator has (schemas named catalog.schema), while the server's own names one
+  const bus = stack.running.bus;
+  await bus.request(ConfigUpdate, { key: 'plugins.auth.allowed_catalogs', value: [{ name: 'postgresql', allowed_schemas: ['public'] }, { name: 'hive', allowed_schemas: [] }], by: 'admin' }, { requestId: 'disc' });
+  t.teardown(() => bus.request(ConfigReset, { key: 'plugins.auth.allowed_catalogs', by: 'admin' }, { requestId: 'disc' }));
+  await until(() => config.plugins.auth.allowed_catalogs.length === 2, 5_000, 'the catalogs to apply');
+  const open = await call(`${stack.url}/auth/login`, { body: { username: 'dana', password: 'dana-pw', db_type: 'trino' } });
+  t.equal(open.status, 200, open.text);
+  t.notOk(open.body.db?.catalog, 'no catalog of its own');
+  const headers = { 'x-session-id': String(open.body.session_id) };
+  const tables = await call(`${stack.url}/auth/tables`, { headers });
+  t.equal(tables.status, 200, tables.text);
+  t.match(tables.text, /postgresql\.public/, '/auth/tables lists the table');
+  const found = await call(`${stack.url}/auth/discover?q=order`, { headers });
+  t.equal(found.status, 200, found.text);
+  t.same(found.body.tables, [{ catalog: 'postgresql', schema: 'public', name: 'orders', kind: 'table' }], 'found in its catalog, its schema allowed');
+  const hidden = await call(`${stack.url}/auth/discover?q=salar`, { headers });
+  t.same(hidden.body.tables, [], 'a schema allowed_schemas does not list stays out');
+
+  // the session's discovery token, over MCP: the same
+  const mint = await call(`${stack.url}/auth/tokens`, { body: { label: 'discovery', discovery: true }, headers });
+  t.equal(mint.status, 201, mint.text);
+  const client = await connectClient(stack.url, 'http', mint.body.token as string);
+  t.teardown(() => closeClient(client));
+  const tool = (await client.callTool({ name: 'discover_tables', arguments: { query: 'order' } })) as { isError?: boolean; structuredContent: any };
+  t.notOk(tool.isError, JSON.stringify(tool.structuredContent));
+  t.same(tool.structuredContent.tables, [{ catalog: 'postgresql', schema: 'public', name: 'orders', kind: 'table' }]);
 });
