@@ -9,8 +9,8 @@
  *   FETCH <page> FROM cortado_export   … until a page comes back short
  *   ROLLBACK; the connection closed
  *
- * The statement timeout covers each FETCH; the whole export is bounded by the same timeout on
- * the client side as well: past it the query is cancelled from another connection, watched until
+ * The statement timeout covers each FETCH; the whole export, from the moment it is connected,
+ * is bounded by the same timeout on the client side as well: past it the query is cancelled from another connection, watched until
  * it stops (terminated if it ignores the cancel: engines/pg-cancel.ts), and this one closed.
  * Values are decoded exactly as the engine decodes them (postgresql-values.ts). Used for the
  * server's own database (not a plugins.auth scope's, not the embedded one). A scope's own
@@ -60,20 +60,8 @@ export async function* pgCursorPages(config: Config, sql: string, opts: { timeou
     types: RESULT_TYPES,
   });
   client.on('error', () => undefined);
-  // past the timeout (and a grace for statement_timeout to act): cancel from another connection,
-  // see that the query stopped (engines/pg-cancel.ts), and close this one
   let late = false;
-  const deadline = setTimeout(() => {
-    late = true;
-    const pid = (client as unknown as { processID?: number | null }).processID ?? null;
-    const close = (): void => void client.end().catch(() => undefined);
-    if (pid === null) return close();
-    void stopBackend(pid, {
-      connect: () => new pg.Client({ ...connection, application_name: `cortado-cancel-${process.pid}`, connectionTimeoutMillis: 2_000 }),
-      log: opts.log,
-      onCancelled: close,
-    });
-  }, opts.timeoutMs + 1_000);
+  let deadline: NodeJS.Timeout | undefined;
   let columns: Column[] | undefined;
   try {
     try {
@@ -81,6 +69,22 @@ export async function* pgCursorPages(config: Config, sql: string, opts: { timeou
     } catch (err) {
       throw toDbError(err);
     }
+    // past the timeout (and a grace for statement_timeout to act): cancel from another connection,
+    // see that the query stopped (engines/pg-cancel.ts), and close this one. Started once
+    // connected, as the database's statement_timeout starts with the statement: started before,
+    // a slow connect (a loaded server) let it fire first and close the connection under the
+    // query, and the run said "the database cannot be reached" instead of naming its timeout
+    deadline = setTimeout(() => {
+      late = true;
+      const pid = (client as unknown as { processID?: number | null }).processID ?? null;
+      const close = (): void => void client.end().catch(() => undefined);
+      if (pid === null) return close();
+      void stopBackend(pid, {
+        connect: () => new pg.Client({ ...connection, application_name: `cortado-cancel-${process.pid}`, connectionTimeoutMillis: 2_000 }),
+        log: opts.log,
+        onCancelled: close,
+      });
+    }, opts.timeoutMs + 1_000);
     try {
       await client.query(`BEGIN READ ONLY`);
       await client.query(`SET LOCAL statement_timeout = ${Math.max(1, Math.floor(opts.timeoutMs))}`);
@@ -105,7 +109,7 @@ export async function* pgCursorPages(config: Config, sql: string, opts: { timeou
       throw e;
     }
   } finally {
-    clearTimeout(deadline);
+    if (deadline) clearTimeout(deadline);
     await client.query('ROLLBACK').catch(() => undefined);
     await client.end().catch(() => undefined);
   }
