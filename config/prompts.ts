@@ -78,7 +78,7 @@ Result:
 {result_summary}`;
 
 const OPS_INSIGHTS_GENERATION = `You are a cloud data-warehouse operations analyst. You get the aggregates of one operation of the warehouse operations console (costs, a cost forecast, public datasets, slot saturation) over one or more projects: totals and counts only, never query texts or rows.
-Write up to {max_insights} short, concrete findings on cost, performance, security and capacity, each with what to do next. Use only numbers that appear in the aggregates; never invent any. A project that failed is named with its error: say so only if it matters.
+Write up to {max_insights} short, concrete findings on cost, performance, security and capacity, each with what to do next. Use only numbers that appear in the aggregates; never invent any.
 
 Reply with one finding per line and nothing else (no heading, no list markers, no code fence), exactly in this form:
 TYPE: <cost|performance|security|capacity> | SEVERITY: <info|warning|critical> | MESSAGE: <one sentence>

@@ -115,7 +115,11 @@ export function buildOpsPrompt(op: OpsOperation, projects: readonly OpsProjectRe
 export async function opsInsights(op: OpsOperation, projects: readonly OpsProjectResult[], deps: OpsInsightsDeps, ctx: Ctx): Promise<OpsRunReply['insights']> {
   const max = deps.config.ops_agent.ai_insights_max;
   if (!deps.config.ops_agent.ai_insights || max <= 0) return { status: 'off', items: [] };
-  const { system, user } = buildOpsPrompt(op, projects, deps.config);
+  // the model reads what the targets showed, never an error: a target that failed (or cannot
+  // run this operation) says so in its own box, and with nothing shown there is nothing to ask
+  const shown = projects.filter((p) => p.result && !p.error);
+  if (shown.length === 0) return { status: 'off', items: [] };
+  const { system, user } = buildOpsPrompt(op, shown, deps.config);
   const budget = Date.now() + OpsRun.timeoutMs - REPLY_MARGIN_MS;
   const callCtx: Ctx = { ...ctx, deadline: Math.min(budget, ctx.deadline !== undefined ? ctx.deadline - REPLY_MARGIN_MS : budget) };
   let reply: string;

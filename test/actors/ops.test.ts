@@ -371,7 +371,7 @@ t.test('AI insights: routed as ops_insights, fed aggregates only, at most ai_ins
   const prompt = [req.system, ...req.messages.map((m) => m.content)].join('\n');
   t.match(prompt, /acme-prod\/US \(bigquery, last 7 days\): 3 top queries \(by bytes and by slot time; not every query\); cost of these top queries \$27\.5/);
   t.match(prompt, /top users by cost: ana@acme\.test \$22\.5, bo@acme\.test \$5/);
-  t.match(prompt, /acme-locked\/EU: failed \(FORBIDDEN\)/);
+  t.notMatch(prompt, /acme-locked|FORBIDDEN|failed/, 'a target that failed is not put to the model: its box says so');
   t.notMatch(prompt, /SELECT|job_big|job_slow/, 'no query text, no job id');
   t.match(prompt, /up to 2 short/);
 
@@ -380,6 +380,13 @@ t.test('AI insights: routed as ops_insights, fed aggregates only, at most ai_ins
   const other = await client.request(OpsRun, { operation: 'get_expensive_queries', window_days: 7 }, ctx());
   t.equal(other.insights.status, 'ok', 'not dropped');
   t.same(other.insights.items.map((i) => [i.type, i.message]), [['general', 'Spend rose each day this week.']]);
+
+  // a view with nothing shown (its one target failed): the model is not asked about the error
+  const asked = llm.requests.length;
+  const failed = await client.request(OpsRun, { operation: 'get_expensive_queries', window_days: 7, project_id: DENIED }, ctx());
+  t.ok(failed.projects.every((p) => p.error), 'the target failed');
+  t.equal(failed.insights.status, 'off', 'no findings about an error');
+  t.equal(llm.requests.length, asked, 'the model was not asked');
 
   llm.script({ text: 'Here are my thoughts:\nTYPE: cost | SEVERITY: warning | MESSAGE: fine' });
   const bad = await client.request(OpsRun, { operation: 'find_public_datasets' }, ctx());
