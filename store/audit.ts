@@ -19,6 +19,8 @@ export interface AuditEntry {
   channel?: string;
   /** OK or an error code */
   code?: string;
+  /** the W3C trace id the event was published under (32 hex digits), when it had one */
+  trace_id?: string;
   /** the whole event payload */
   payload: Record<string, unknown>;
 }
@@ -28,6 +30,8 @@ export interface AuditFilter {
   user?: string;
   code?: string;
   request_id?: string;
+  /** words of the question (payload.question), case-insensitive, anywhere in it */
+  q?: string;
   /** ISO 8601, inclusive */
   from?: string;
   /** ISO 8601, exclusive */
@@ -56,7 +60,13 @@ function normalize(e: AuditEntry): AuditEntry {
   if (e.user !== undefined) out.user = e.user;
   if (e.channel !== undefined) out.channel = e.channel;
   if (e.code !== undefined) out.code = e.code;
+  if (e.trace_id !== undefined) out.trace_id = e.trace_id;
   return out;
+}
+
+/** The question an entry is about, when its event carries one (query.generated, question.completed). */
+function questionOf(e: AuditEntry): string | undefined {
+  return typeof e.payload.question === 'string' ? e.payload.question : undefined;
 }
 
 interface Kept {
@@ -93,11 +103,13 @@ export class MemoryAudit implements AuditRepository {
     const { limit, offset } = page(filter.limit, filter.offset, AUDIT_DEFAULT_LIMIT, AUDIT_MAX_LIMIT);
     const from = filter.from === undefined ? undefined : Date.parse(isoTime(filter.from, 'from'));
     const to = filter.to === undefined ? undefined : Date.parse(isoTime(filter.to, 'to'));
+    const q = filter.q?.toLowerCase();
     const matching = this.kept.filter(({ ms, entry: e }) =>
       (filter.type === undefined || e.type === filter.type) &&
       (filter.user === undefined || e.user === filter.user) &&
       (filter.code === undefined || e.code === filter.code) &&
       (filter.request_id === undefined || e.request_id === filter.request_id) &&
+      (q === undefined || (questionOf(e)?.toLowerCase().includes(q) ?? false)) &&
       (from === undefined || ms >= from) &&
       (to === undefined || ms < to));
     matching.sort((a, b) => b.ms - a.ms || b.seq - a.seq);
@@ -115,10 +127,16 @@ interface Row {
   username: string | null;
   channel: string | null;
   code: string | null;
+  trace_id: string | null;
   payload: Record<string, unknown>;
 }
 
-const COLUMNS = 'event_id, type, ts, request_id, username, channel, code, payload';
+const COLUMNS = 'event_id, type, ts, request_id, username, channel, code, trace_id, payload';
+
+/** `text` as a LIKE pattern matching itself anywhere: its own %, _ and backslash taken literally. */
+function containing(text: string): string {
+  return `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}
 
 function fromRow(r: Row): AuditEntry {
   const e: AuditEntry = { event_id: r.event_id, type: r.type, ts: iso(r.ts), payload: r.payload };
@@ -126,6 +144,7 @@ function fromRow(r: Row): AuditEntry {
   if (r.username !== null) e.user = r.username;
   if (r.channel !== null) e.channel = r.channel;
   if (r.code !== null) e.code = r.code;
+  if (r.trace_id !== null) e.trace_id = r.trace_id;
   return e;
 }
 
@@ -134,8 +153,8 @@ export class PostgresAudit implements AuditRepository {
 
   async append(e: AuditEntry): Promise<boolean> {
     const r = await this.db.query(
-      `INSERT INTO cortado_audit_log (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb) ON CONFLICT (event_id) DO NOTHING`,
-      [clean(e.event_id), clean(e.type), isoTime(e.ts, 'ts'), optText(e.request_id), optText(e.user), optText(e.channel), optText(e.code), json(e.payload ?? {})]);
+      `INSERT INTO cortado_audit_log (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb) ON CONFLICT (event_id) DO NOTHING`,
+      [clean(e.event_id), clean(e.type), isoTime(e.ts, 'ts'), optText(e.request_id), optText(e.user), optText(e.channel), optText(e.code), optText(e.trace_id), json(e.payload ?? {})]);
     return r.rowCount === 1;
   }
 
@@ -151,6 +170,7 @@ export class PostgresAudit implements AuditRepository {
     if (filter.user !== undefined) add('username = ?', filter.user);
     if (filter.code !== undefined) add('code = ?', filter.code);
     if (filter.request_id !== undefined) add('request_id = ?', filter.request_id);
+    if (filter.q !== undefined) add(`payload->>'question' ILIKE ? ESCAPE '\\'`, containing(filter.q));
     if (filter.from !== undefined) add('ts >= ?', isoTime(filter.from, 'from'));
     if (filter.to !== undefined) add('ts < ?', isoTime(filter.to, 'to'));
     const cond = where.length ? `WHERE ${where.join(' AND ')}` : '';

@@ -278,6 +278,14 @@ ALTER TABLE cortado_schedules ALTER COLUMN timezone DROP NOT NULL;
 ALTER TABLE cortado_schedule_executions ADD COLUMN drift boolean NOT NULL DEFAULT false;
 `,
   },
+  {
+    version: 7,
+    name: 'audit entries keep their trace id',
+    sql: `
+-- the W3C trace id the event was published under (the admin panel's audit detail links to the trace)
+ALTER TABLE cortado_audit_log ADD COLUMN trace_id text;
+`,
+  },
 ];
 
 /**

@@ -26,8 +26,8 @@ export async function start(deps: ActorDeps): Promise<RunningActor> {
   let failures = 0;
   const read = async (): Promise<void> => {
     try {
-      consumer = await bus.consume(AUDIT_CONSUMER, EVENTS, async (e) => {
-        await record(store, e.subject, e.payload);
+      consumer = await bus.consume(AUDIT_CONSUMER, EVENTS, async (e, ctx) => {
+        await record(store, e.subject, e.payload, ctx.trace);
       });
       if (stopped) await consumer.stop();
       else if (failures > 0) log.info({ failures }, 'reading the event stream now: the audit log catches up');

@@ -117,6 +117,27 @@ export type AdminTokenBody = Static<typeof AdminTokenBody>;
 
 /** PUT /admin/config/:key */
 export const ConfigValueBody = Type.Pick(ConfigUpdateRequest, ['value']);
+
+/** GET /admin/config/schema: the config schema as a form (config/form.ts builds it; the admin panel draws it). */
+export const ConfigFormField = Type.Object({
+  key: Type.String(),
+  label: Type.String(),
+  kind: Type.Enum(['boolean', 'integer', 'number', 'string', 'enum', 'list', 'json']),
+  options: Type.Optional(Type.Array(Type.String())),
+  minimum: Type.Optional(Type.Number()),
+  maximum: Type.Optional(Type.Number()),
+  pattern: Type.Optional(Type.String()),
+  default: Type.Optional(Type.Unknown()),
+  description: Type.Optional(Type.String()),
+  /** why the key is read at start only: PUT /admin/config/:key refuses it (403, details.start_only) */
+  restart: Type.Optional(Type.String()),
+  /** a secret: write-only, its value is never sent */
+  secret: Type.Optional(Type.Literal(true)),
+});
+export const ConfigFormReply = Type.Object({
+  sections: Type.Array(Type.Object({ key: Type.String(), title: Type.String(), description: Type.Optional(Type.String()), fields: Type.Array(ConfigFormField) })),
+});
+export type ConfigFormReply = Static<typeof ConfigFormReply>;
 export type ConfigValueBody = Static<typeof ConfigValueBody>;
 
 /** PUT /admin/prompts/:key (becomes a ConfigUpdate of `prompts.<key>`) */

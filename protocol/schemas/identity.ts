@@ -263,6 +263,8 @@ export const AuditEntrySchema = Type.Object({
   user: Type.Optional(Type.String()),
   channel: Type.Optional(Type.String()),
   code: Type.Optional(Type.String()),
+  /** the W3C trace id of the question (docs/operations.md "Traces"), when it was traced */
+  trace_id: Type.Optional(Type.String()),
   payload: Type.Record(Type.String(), Type.Unknown()),
 });
 export const AuditQueryRequest = Type.Object({
@@ -270,6 +272,8 @@ export const AuditQueryRequest = Type.Object({
   user: Type.Optional(Type.String({ maxLength: 256 })),
   code: Type.Optional(Type.String({ maxLength: 64 })),
   request_id: Type.Optional(Type.String({ maxLength: 128 })),
+  /** words of the question, anywhere in it, case-insensitive */
+  q: Type.Optional(Type.String({ maxLength: 200 })),
   from: Type.Optional(Iso),
   to: Type.Optional(Iso),
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),

@@ -40,9 +40,9 @@ t.test('sign in and use the panel', async (t) => {
   await page.locator('#config-json', { hasText: '"default_limit"' }).waitFor();
   t.match(await page.textContent('#config-json'), /"password": "\*\*\*\*\*\*\*\*"/, 'secrets masked in the page');
 
-  await page.fill('#config-key', 'query.default_limit');
-  await page.fill('#config-value', '42');
-  await page.click('#config-form button[type=submit]');
+  await page.click('#cfg-form details[data-section=query] summary');
+  await page.fill('#cfg-form [name="query.default_limit"]', '42');
+  await page.click('#cfg-save');
   await page.waitForSelector('#overrides tbody tr');
   t.match(await page.textContent('#overrides tbody'), /query\.default_limit\s*42/);
 
@@ -61,8 +61,10 @@ t.test('sign in and use the panel', async (t) => {
   t.match(await page.textContent('#masks tbody'), /\*email\*\s*partial/);
 
   await page.click('[data-tab=audit]');
+  await page.selectOption('#audit-type', 'identity.login');
+  await page.click('#audit-form button[type=submit]');
   await page.locator('#audit tbody tr').first().waitFor();
-  t.match(await page.textContent('#audit tbody'), /identity\.login/);
+  t.match(await page.textContent('#audit tbody'), /Sign-ins: admin, local/);
 
   await page.click('#sign-out');
   await page.waitForSelector('#login:not([hidden])');

@@ -8,12 +8,13 @@ import type { Bus, Ctx } from '../../../runtime/bus.js';
 import { CortadoError } from '../../../protocol/errors.js';
 import { HTTP_REQUEST_ID } from '../../../protocol/headers.js';
 import {
-  ADMIN_EVAL_MAX, AdminTokenBody, BODY_TEXT, ConfigValueBody, EvalBody, LdapBody, LdapTestBody, LoginBody, MaskRuleBody, MaskRulePatchBody, PromptBody, TestEmailBody,
+  ADMIN_EVAL_MAX, AdminTokenBody, BODY_TEXT, ConfigFormReply, ConfigValueBody, EvalBody, LdapBody, LdapTestBody, LoginBody, MaskRuleBody, MaskRulePatchBody, PromptBody, TestEmailBody,
 } from '../../../protocol/schemas/http.js';
 import { configKeyOk, type AuditQueryRequest } from '../../../protocol/schemas/identity.js';
 import type { EvalReport } from '../../../protocol/schemas/eval.js';
 import * as S from '../../../protocol/subjects.js';
 import type { Config } from '../../../config/schema.js';
+import { configForm } from '../../../config/form.js';
 import { toCsv } from '../csv.js';
 import { checkText } from '../json.js';
 import { readJson, SECURITY_HEADERS, sendJson } from '../reply.js';
@@ -113,7 +114,7 @@ function loginRoutes(router: Router, deps: AdminRouteDeps, kind: 'admin' | 'assi
 function auditFilter(req: HttpRequest): AuditQueryRequest {
   const q = req.query;
   const f: AuditQueryRequest = {};
-  for (const k of ['type', 'user', 'code', 'request_id', 'from', 'to'] as const) {
+  for (const k of ['type', 'user', 'code', 'request_id', 'q', 'from', 'to'] as const) {
     const v = q.get(k);
     if (v) f[k] = v;
   }
@@ -152,6 +153,8 @@ export function adminRoutes(router: Router, deps: AdminRouteDeps): void {
   }
 
   admin('GET', '/admin/config', { summary: 'The effective configuration, secrets hidden', reply: S.ConfigView.reply }, async (_req, res, ctx, b) => sendJson(res, 200, await bus.request(S.ConfigView, {}, b), ctx.rid));
+  // the form the Config tab draws: built from the schema, so it needs no bus round trip
+  admin('GET', '/admin/config/schema', { summary: 'The config schema as a form: sections, input kinds, bounds, descriptions, keys that need a restart, write-only secrets', reply: ConfigFormReply }, async (_req, res, ctx) => sendJson(res, 200, configForm(), ctx.rid));
   admin('PUT', '/admin/config/:key', { summary: 'Override one configuration key at runtime', body: ConfigValueBody, reply: S.ConfigUpdate.reply }, async (req, res, ctx, b) => {
     const key = configKey(req.params.key ?? '');
     const { value } = await readJson(req, checkValue, { text: BODY_TEXT.config });

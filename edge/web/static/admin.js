@@ -2,6 +2,8 @@
 import { semanticTab } from './semantic.js';
 import { emailTab, schedulerTab } from './admin-scheduler.js';
 import { wireSignIn } from './admin-signin.js';
+import { configTab } from './admin-config.js';
+import { AUDIT_KINDS, auditTab } from './admin-audit.js';
 import { createApi, readableMessage } from './lib/api.js';
 import { $, el } from './lib/dom.js';
 import { formatPercent } from './lib/format.js';
@@ -141,11 +143,7 @@ async function evaluatePrompt(key, candidate, box, button) {
 }
 
 const LOADERS = {
-  async config() {
-    const v = await api.get('/admin/config');
-    rows('#overrides tbody', v.overrides, (o) => [o.key, JSON.stringify(o.value), o.updated_by, o.updated_at]);
-    $('#config-json').textContent = JSON.stringify(v.config, null, 2);
-  },
+  config: () => config.load(),
   async prompts() {
     const { prompts } = await api.get('/admin/prompts');
     $('#prompts').replaceChildren(goldenEditor(), ...prompts.map((p) => {
@@ -177,35 +175,51 @@ const LOADERS = {
       r.description,
       el('button', { class: 'ghost', text: 'Delete', onclick: run(async () => { await api.del(`/admin/mask-rules/${r.id}`); await LOADERS.mask(); }) })]);
   },
-  async audit() {
-    const q = new URLSearchParams();
-    for (const k of ['type', 'user', 'code']) if ($(`#audit-${k}`).value) q.set(k, $(`#audit-${k}`).value);
-    q.set('limit', '200');
-    const { entries, total } = await api.get(`/admin/audit?${q}`);
-    rows('#audit tbody', entries, (e) => [e.ts, e.type, e.code, e.user, e.request_id]);
-    $('#audit-csv').href = `/admin/audit.csv?${q}`;
-    flash(`${total} entries`);
-  },
+  audit: () => audit.load(),
   async ldap() {
     const { settings } = await api.get('/admin/ldap');
     $('#ldap-fields').replaceChildren(...Object.entries(settings).map(([k, v]) => {
       const choices = LDAP_CHOICES[k];
-      const input = typeof v === 'boolean' ? el('input', { type: 'checkbox', name: k, ...(v ? { checked: '' } : {}) })
-        : choices ? el('select', { name: k }, ...choices.map((c) => el('option', { value: c, text: c, ...(c === v ? { selected: '' } : {}) })))
-          : el('input', { name: k, value: String(v), ...(k.includes('password') ? { type: 'password', autocomplete: 'new-password' } : typeof v === 'number' ? { type: 'number', min: '1' } : {}) });
-      return el('label', {}, k, input);
+      const [label, hint] = LDAP_LABELS[k] ?? [k, undefined];
+      const id = `ldap-${k}`;
+      const described = hint ? { 'aria-describedby': `${id}-hint` } : {};
+      const input = typeof v === 'boolean' ? el('input', { id, type: 'checkbox', role: 'switch', class: 'switch', name: k, ...described, ...(v ? { checked: '' } : {}) })
+        : choices ? el('select', { id, name: k, ...described }, ...choices.map((c) => el('option', { value: c, text: c, ...(c === v ? { selected: '' } : {}) })))
+          : el('input', { id, name: k, value: String(v), ...described, ...(k.includes('password') ? { type: 'password', autocomplete: 'new-password' } : typeof v === 'number' ? { type: 'number', min: '1' } : {}) });
+      return el('div', { class: 'field' },
+        el('div', { class: 'field-head' }, el('label', { class: 'field-label', for: id, text: label }), el('code', { class: 'field-key', text: `ldap.${k}` })),
+        input,
+        hint ? el('p', { class: 'hint', id: `${id}-hint`, text: hint }) : null);
     }));
   },
   semantic: () => semantic.load(),
   scheduler: () => scheduler.load(),
   email: () => email.load(),
 };
+const config = configTab({ api, flash });
+const audit = auditTab({ api, flash });
+$('#audit-type').replaceChildren(...AUDIT_KINDS.map(([value, text]) => el('option', { value, text })));
 const semantic = semanticTab({ api, flash });
 const scheduler = schedulerTab({ api, flash });
 const email = emailTab({ api, flash });
 
 /** LDAP settings with a fixed set of values (config/schema.ts), shown as a select */
 const LDAP_CHOICES = { group_member_attr: ['member', 'memberOf', 'memberUid'] };
+
+/** The LDAP settings (config/schema.ts ldap.*) in words: a label, and what to put there. */
+const LDAP_LABELS = {
+  enabled: ['Sign in with the directory', 'On: users sign in with their directory account (LDAP or Active Directory).'],
+  server: ['Server address', 'ldap://host:389 or ldaps://host:636'],
+  use_ssl: ['Encrypt the connection (TLS)', 'Use ldaps:// or StartTLS to the server.'],
+  connect_timeout: ['Connection timeout (seconds)', 'How long to wait for the server before giving up.'],
+  user_dn_template: ['User DN template', 'The DN of a user, {username} standing for the name typed, e.g. uid={username},ou=people,dc=example,dc=com. Empty: search for the user instead.'],
+  bind_dn: ['Service account DN', 'The account that searches the directory, e.g. cn=cortado,ou=services,dc=example,dc=com.'],
+  bind_password: ['Service account password', 'Never shown; leave as it is to keep it.'],
+  base_dn: ['Search base DN', 'Where users and groups are searched, e.g. dc=example,dc=com.'],
+  user_search_filter: ['User search filter', 'How a user is found; {username} stands for the name typed, e.g. (uid={username}).'],
+  required_group_dn: ['Group allowed to use the assistant', 'Only its members may sign in to the assistant. Empty: every directory user. (Admins are set by admin.ldap_group_dn in the config file.)'],
+  group_member_attr: ['Group membership attribute', 'member or memberUid (on the group), or memberOf (on the user).'],
+};
 
 function ldapSettings() {
   const out = {};
@@ -215,18 +229,6 @@ function ldapSettings() {
   return out;
 }
 
-$('#config-form').addEventListener('submit', run(async () => {
-  let value;
-  try { value = JSON.parse($('#config-value').value); } catch { value = $('#config-value').value; }
-  await api.put(`/admin/config/${encodeURIComponent($('#config-key').value.trim())}`, { value });
-  flash('saved: applied in every process');
-  await LOADERS.config();
-}));
-$('#config-reset').addEventListener('click', run(async () => {
-  await api.del(`/admin/config/${encodeURIComponent($('#config-key').value.trim())}`);
-  flash('reset to the file value');
-  await LOADERS.config();
-}));
 $('#token-form').addEventListener('submit', run(async () => {
   const body = {};
   if ($('#token-label').value) body.label = $('#token-label').value;
@@ -242,7 +244,6 @@ $('#mask-form').addEventListener('submit', run(async () => {
   $('#mask-pattern').value = '';
   await LOADERS.mask();
 }));
-$('#audit-form').addEventListener('submit', run(() => LOADERS.audit()));
 $('#ldap-form').addEventListener('submit', run(async () => {
   await api.put('/admin/ldap', { settings: ldapSettings() });
   flash('LDAP settings saved');

@@ -21,7 +21,8 @@ export const field = (label, control) => el('label', {}, label, control);
 export const errorLine = (id) => el('p', { class: 'error', id, role: 'alert', hidden: '' });
 export const empty = (text) => el('p', { class: 'muted sem-empty', text });
 export const tr = (cells, attrs = {}) => el('tr', attrs, ...cells.map((c) => (c instanceof Node ? el('td', {}, c) : el('td', { text: c ?? '' }))));
-export const table = (heads, trs, attrs = {}) => el('div', { class: 'scroll' }, el('table', attrs, el('thead', {}, el('tr', {}, ...heads.map((h) => el('th', { text: h })))), el('tbody', {}, ...trs)));
+// a wide table scrolls inside its card; the scrolling box takes the focus so a keyboard can scroll it
+export const table = (heads, trs, attrs = {}) => el('div', { class: 'scroll', tabindex: '0', role: 'region', 'aria-label': `Table: ${heads.filter(Boolean).join(', ')}` }, el('table', attrs, el('thead', {}, el('tr', {}, ...heads.map((h) => el('th', { text: h })))), el('tbody', {}, ...trs)));
 export const small = (text, onclick, attrs = {}) => el('button', { type: 'button', class: 'ghost small', text, onclick, ...attrs });
 export const code = (text) => el('code', { text });
 
