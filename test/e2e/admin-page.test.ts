@@ -37,7 +37,7 @@ t.test('sign in and use the panel', async (t) => {
   await page.waitForSelector('#panel:not([hidden])');
   t.match(await page.textContent('#who'), /admin · local/);
   // locator waits, not waitForFunction(string): the page's CSP (script-src 'self') forbids eval
-  await page.locator('#config-json', { hasText: '"default_limit"' }).waitFor();
+  await page.locator('#config-json', { hasText: '"default_limit"' }).waitFor({ state: 'attached' });
   t.match(await page.textContent('#config-json'), /"password": "\*\*\*\*\*\*\*\*"/, 'secrets masked in the page');
 
   await page.click('#cfg-form details[data-section=query] summary');
