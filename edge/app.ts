@@ -18,6 +18,7 @@ import { healthRoutes } from './http/routes/health.js';
 import { metricsRoutes } from './http/routes/metrics.js';
 import { edgeTrace } from './http/trace.js';
 import { TRACEPARENT } from '../runtime/tracing.js';
+import { meRoutes } from './http/routes/me.js';
 import { pageRoutes } from './http/routes/pages.js';
 import { widgetRoutes } from './http/routes/widget.js';
 import { adminRoutes } from './http/routes/admin.js';
@@ -66,7 +67,8 @@ export async function startEdge(opts: EdgeOptions): Promise<Edge> {
   let idle: (() => void) | undefined;
 
   const limiter = createRateLimiter({ bus, config, log });
-  const router = new Router(createCallerResolver({ bus, config }));
+  const callers = createCallerResolver({ bus, config });
+  const router = new Router(callers);
   healthRoutes(router, { bus, version: opts.version, closing: () => closing });
   metricsRoutes(router, { bus, config });
   queryRoutes(router, { bus, config });
@@ -81,6 +83,7 @@ export async function startEdge(opts: EdgeOptions): Promise<Edge> {
   opsRoutes(router, { bus });
   alarmRoutes(router, { bus });
   workspaceRoutes(router, { bus, config });
+  meRoutes(router, { config, callers });
   wsRoutes(router);
   pageRoutes(router, { appName: config.app.name, config });
   widgetRoutes(router, { log });

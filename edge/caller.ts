@@ -151,6 +151,21 @@ export interface CallerResolver {
    * hold, or a cookie write without its CSRF token, names nobody).
    */
   user(req: HttpRequest, rid: string): Promise<string | undefined>;
+  /**
+   * Every sign-in this request carries that holds (GET /api/me: who the page says you are, what
+   * it offers you, and what Sign out ends): `primary` is the one `signed_in` routes take; the
+   * others are each session cookie (admin, assistant, plugins.auth) and the API token on their
+   * own. Names only, nothing refused: a credential that does not hold is left out.
+   */
+  held(req: HttpRequest, rid: string): Promise<HeldSignIns>;
+}
+
+export interface HeldSignIns {
+  primary?: SessionCaller | TokenCaller;
+  admin?: SessionCaller<'admin'>;
+  assistant?: SessionCaller<'assistant'>;
+  auth?: SessionCaller<'auth' | 'auto'>;
+  token?: TokenCaller;
 }
 
 /** The bus context of a caller's requests: request id, user and database scope. */
@@ -451,7 +466,22 @@ export function createCallerResolver(deps: { bus: Bus; config: Config }): Caller
     return { kind: 'login', sameOrigin: false };
   }
 
+  const refusal = (err: unknown): undefined => {
+    if (err instanceof CortadoError && (err.code === 'UNAUTHORIZED' || err.code === 'FORBIDDEN' || err.code === 'NOT_FOUND')) return undefined;
+    throw err;
+  };
+
   return {
+    async held(req, rid) {
+      const [primary, admin, assistant, auth, token] = await Promise.all([
+        signedInOrNone(req, rid).catch(refusal),
+        sessionToken(req, 'admin') ? cookieSession('admin', req, rid).catch(refusal) : undefined,
+        sessionToken(req, 'assistant') ? cookieSession('assistant', req, rid).catch(refusal) : undefined,
+        config.plugins.auth.enabled && sessionToken(req, 'auth') ? authSession(req, rid).catch(refusal) : undefined,
+        (() => { try { return mcpToken(req); } catch { return undefined; } })() ? mcp(req, rid).catch(refusal) : undefined,
+      ]);
+      return { ...(primary ? { primary } : {}), ...(admin ? { admin } : {}), ...(assistant ? { assistant } : {}), ...(auth ? { auth } : {}), ...(token ? { token } : {}) };
+    },
     async user(req, rid) {
       try {
         return (await signedInOrNone(req, rid))?.user;

@@ -26,6 +26,35 @@ export interface LlmDeps {
   limiters?: Map<LlmProviderName, ModelLimiter>;
   /** told of each provider's wait-queue depth as it changes (the /metrics gauge) */
   onQueueDepth?: (provider: LlmProviderName, waiting: number) => void;
+  /** how each provider's calls have gone lately (reachability below), made on the first call */
+  reach?: Map<LlmProviderName, Reach>;
+}
+
+/**
+ * Whether a provider answers, as its calls found: /health cannot ask the model itself (a call
+ * costs money), so it says what the questions found. A call that failed after its attempts
+ * (connection refused, no answer in time, 5xx after retries, a refused key) marks the provider
+ * unreachable from then on; the next call that gets an answer marks it reachable again. A call
+ * refused by our own limiter (busy, rate limited) or out of time before its first attempt says
+ * nothing about the model and changes nothing.
+ */
+export interface Reach {
+  ok: boolean;
+  /** since when calls have failed (epoch ms), while !ok */
+  since?: number;
+  error?: string;
+}
+
+function noteReach(deps: LlmDeps, name: LlmProviderName, err?: unknown): void {
+  const reach = (deps.reach ??= new Map());
+  if (!err) {
+    reach.set(name, { ok: true });
+    return;
+  }
+  const attempts = err instanceof CortadoError ? err.details?.attempts : undefined;
+  if (!(err instanceof CortadoError && err.code === 'LLM_UNAVAILABLE' && typeof attempts === 'number' && attempts > 0)) return;
+  const before = reach.get(name);
+  reach.set(name, { ok: false, since: before && !before.ok && before.since ? before.since : Date.now(), error: err.message });
 }
 
 /** A provider's calls at once: its own max_concurrency, else llm.max_concurrency. */
@@ -110,9 +139,11 @@ export async function complete(input: LlmCompleteRequest, deps: LlmDeps, ctx: Ct
       ...deps.policy,
     },
   ).catch((err: unknown) => {
+    noteReach(deps, route.provider, err);
     deps.log.warn({ rid: ctx.requestId, task: input.task, provider: route.provider, model: route.model, err: (err as Error).message }, 'model call failed');
     throw err;
   });
+  noteReach(deps, route.provider);
   const cost = costUsd(deps.config, route.model, result.usage);
   // per question: at debug (the edge's access line is the one line a request gets at info)
   if (deps.log.isLevelEnabled('debug')) deps.log.debug(
@@ -132,13 +163,21 @@ export async function complete(input: LlmCompleteRequest, deps: LlmDeps, ctx: Ct
   };
 }
 
-/** Cheap: says whether the configured provider could be called, never calls it. */
-export async function status(deps: Pick<LlmDeps, 'config' | 'providers'>): Promise<LlmStatusReply> {
+/**
+ * Cheap: says whether the configured provider could be called, never calls it, and whether its
+ * calls have been getting answers lately (Reach above).
+ */
+export async function status(deps: Pick<LlmDeps, 'config' | 'providers' | 'reach'>): Promise<LlmStatusReply> {
   const name = deps.config.llm.provider;
   const model = deps.config.llm[name].model;
   try {
     const s = (await providerFor(name, deps)).status();
-    return { configured: s.configured, provider: name, model, ...(s.reason ? { reason: s.reason } : {}) };
+    const reach = deps.reach?.get(name);
+    return {
+      configured: s.configured, provider: name, model, ...(s.reason ? { reason: s.reason } : {}),
+      ...(reach ? { reachable: reach.ok } : {}),
+      ...(reach && !reach.ok ? { ...(reach.since ? { failing_since: new Date(reach.since).toISOString() } : {}), ...(reach.error ? { last_error: reach.error } : {}) } : {}),
+    };
   } catch (err) {
     return { configured: false, provider: name, model, reason: (err as Error).message };
   }

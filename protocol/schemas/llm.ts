@@ -36,5 +36,14 @@ export const LlmStatusReply = Type.Object({
   model: Type.String(),
   /** why it is not configured, for /health */
   reason: Type.Optional(Type.String()),
+  /**
+   * false when the provider's last model call failed for want of the model (refused, no answer,
+   * 5xx after retries) and none has succeeded since; absent before any call (actors/llm/handle.ts)
+   */
+  reachable: Type.Optional(Type.Boolean()),
+  /** since when every call has failed (ISO time), while reachable is false */
+  failing_since: Type.Optional(Type.String()),
+  /** the last failure, as the model call said it, while reachable is false */
+  last_error: Type.Optional(Type.String()),
 });
 export type LlmStatusReply = Static<typeof LlmStatusReply>;

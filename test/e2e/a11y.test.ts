@@ -80,6 +80,12 @@ async function openIn(t: Test, theme: Theme, url: string, viewport = { width: 12
 t.test('the dashboard (/) and each of its tabs, light and dark', async (t) => {
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   t.teardown(() => context.close());
+  // signed in as the administrator and with a database account, so every tab is there to check
+  // (Admin, Warehouse ops: the administrator's; Tokens: a database sign-in's)
+  for (const [path, data] of [['/admin/login', { username: 'admin', password: 'a11y-admin-pw' }], ['/auth/login', { username: db.user, password: '' }]] as const) {
+    const r = await context.request.post(`${stack.url}${path}`, { data });
+    t.equal(r.status(), 200, `${path}: ${await r.text()}`);
+  }
   const page = await context.newPage();
   await guardPage(page, t);
   await page.goto(stack.url);
@@ -104,14 +110,14 @@ t.test('the dashboard (/) and each of its tabs, light and dark', async (t) => {
   await page.locator('#home-history li').first().waitFor();
 
   const views = await page.locator('#main-tabs [role=tab]:visible').evaluateAll((bs) => bs.map((b) => (b as any).dataset.view as string));
-  t.same(views, ['home', 'assistant', 'dashboards', 'schedules', 'analytics', 'ops', 'demo', 'tokens', 'admin'], 'every tab is there to check (Tokens: plugins.auth is on)');
+  t.same(views, ['home', 'assistant', 'dashboards', 'schedules', 'analytics', 'ops', 'demo', 'tokens', 'admin'], 'every tab is there to check (Tokens: plugins.auth is on, and a database sign-in holds)');
   for (const theme of THEMES) {
     if ((await paintedTheme(page)) !== theme) await page.click('#theme-toggle');
     t.equal(await paintedTheme(page), theme, `the ${theme} theme`);
     for (const view of views) {
       await page.click(`#tab-${view}`);
-      // the Tokens tab's first child is its (empty) status line: its sign-in form says it is drawn
-      await page.locator(view === 'tokens' ? '#tok-login' : `#view-${view} > *`).first().waitFor();
+      // the Tokens tab's first child is its (empty) status line: its list says it is drawn
+      await page.locator(view === 'tokens' ? '#tok-main:not([hidden])' : `#view-${view} > *`).first().waitFor();
       if (await page.locator(`#view-${view} iframe`).count()) await page.frameLocator(`#view-${view} iframe`).locator('body').waitFor();
       await check(t, page, `the ${view} tab, ${theme}`);
       await page.screenshot({ path: `${ARTIFACTS}/dashboard-${view}-${theme}.png`, fullPage: true });

@@ -122,31 +122,36 @@ t.test('downloads from the dashboard: an admin signed in before the page loaded'
   await downloadAll(t, page, answer, 'the admin');
 });
 
-t.test('downloads from the dashboard: a database login made in the Tokens tab, then the Assistant', async (t) => {
+/** The header's one sign-in (signin.js): the page reloads as the person signed in. */
+async function headerSignIn(page: Page, method: string, user: string, password: string): Promise<void> {
+  await page.click('#sign-in-open');
+  await page.check(`input[name=sign-in-method][value=${method}]`);
+  await page.fill('#sign-in-user', user);
+  await page.fill('#sign-in-pass', password);
+  await Promise.all([page.waitForEvent('load'), page.click('#sign-in-submit')]);
+  await page.locator('body[data-ui=ready]').waitFor();
+}
+
+t.test('downloads from the dashboard: a database login made in the header, then the Assistant', async (t) => {
   const context = await browser.newContext({ acceptDownloads: true });
   t.teardown(() => context.close());
   const page = await openPage(context, stack.url, t);
+  await headerSignIn(page, 'database', role, PASSWORD);
   await page.click('#tab-tokens');
-  await page.fill('#tok-user', role);
-  await page.fill('#tok-pass', PASSWORD);
-  await page.click('#tok-login button[type=submit]');
-  await page.locator('#tok-main').waitFor();
+  await page.locator('#tok-main:not([hidden])').waitFor();
   const answer = await askOnDashboard(page, 'Revenue by region, as a database user');
   await downloadAll(t, page, answer, 'the database user');
 });
 
-t.test('downloads from the dashboard: an admin who signed in in the Admin tab after the page loaded', async (t) => {
+t.test('downloads from the dashboard: an admin who signed in from the header', async (t) => {
   const context = await browser.newContext({ acceptDownloads: true });
   t.teardown(() => context.close());
   const page = await openPage(context, stack.url, t);
-  await page.click('#tab-admin');
-  const admin = page.frameLocator('#view-admin iframe');
-  await admin.locator('#username').fill('admin');
-  await admin.locator('#password').fill(ADMIN_PW);
-  await admin.locator('#login-form button[type=submit]').click();
-  await admin.locator('#login').waitFor({ state: 'hidden' });
-  const answer = await askOnDashboard(page, 'Revenue by region, as the admin of the tab');
-  await downloadAll(t, page, answer, 'the admin of the Admin tab');
+  t.notOk(await page.locator('#tab-admin').isVisible(), 'no Admin tab before the administrator signs in');
+  await headerSignIn(page, 'admin', 'admin', ADMIN_PW);
+  t.ok(await page.locator('#tab-admin').isVisible(), 'the Admin tab once signed in');
+  const answer = await askOnDashboard(page, 'Revenue by region, as the admin signed in from the header');
+  await downloadAll(t, page, answer, 'the admin signed in from the header');
 });
 
 t.test('the Agent widget, signed in with a database account: csv, xlsx and html downloads', async (t) => {
@@ -363,8 +368,11 @@ t.test('phones: the tab strip says it scrolls; the Schedules actions are all rea
     t.match(await strip.getAttribute('data-overflow') ?? '', /end/, `${theme}: the strip says more tabs follow`);
     await page.screenshot({ path: `${ARTIFACTS}/biz-tabs-390-${theme}.png` });
     await page.click('#tab-schedules');
-    await page.fill('#sch-token', issued.token);
-    await page.click('#sch-token-form button[type=submit]');
+    await page.click('#sch-sign-in');
+    await page.check('input[name=sign-in-method][value=token]');
+    await page.fill('#sign-in-token', issued.token);
+    await Promise.all([page.waitForEvent('load'), page.click('#sign-in-submit')]);
+    await page.locator('body[data-ui=ready]').waitFor();
     await page.locator('#sch-main:not([hidden])').waitFor();
     t.match(await strip.getAttribute('data-overflow') ?? '', /start/, `${theme}: scrolled to the selected tab, the strip says tabs precede`);
     const actions = page.locator('#sch-main button:visible');

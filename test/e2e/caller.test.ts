@@ -189,6 +189,7 @@ t.test('every route says what it needs of its caller', async (t) => {
     'DELETE /api/dashboards/:id signed_in',
     'GET /auth/tokens auth',
     'DELETE /auth/tokens/:id auth',
+    'GET /api/me none',
     'GET /api/ws none',
     'GET / none',
     'GET /ui/config none',

@@ -8,6 +8,7 @@
  * after a run that failed otherwise), and clicked: the new pinned SQL is shown.
  */
 import t from 'tap';
+import type { Page } from 'playwright-core';
 import { GUARD_SCHEMA_SQL } from '../fixtures/guard-cases.js';
 import { launchBrowser } from '../helpers/browser.js';
 import { testConfig } from '../helpers/config.js';
@@ -52,6 +53,22 @@ const bob = await tokenFor('bob');
 
 const SQL = 'SELECT status, count(*) AS orders FROM orders GROUP BY status';
 
+/** Sign in with an API token from the page's header (signin.js); the page reloads as its holder. */
+async function useToken(page: Page, token: string): Promise<void> {
+  await page.locator('body[data-ui=ready]').waitFor();
+  await page.click('#sign-in-open');
+  await page.check('input[name=sign-in-method][value=token]');
+  await page.fill('#sign-in-token', token);
+  await Promise.all([page.waitForEvent('load'), page.click('#sign-in-submit')]);
+  await page.locator('body[data-ui=ready]').waitFor();
+}
+
+/** Sign out from the header: the token is forgotten and the page drawn again for nobody. */
+async function signOut(page: Page): Promise<void> {
+  await Promise.all([page.waitForEvent('load'), page.click('#sign-out')]);
+  await page.locator('body[data-ui=ready]').waitFor();
+}
+
 t.test('create, see the next runs and the pinned SQL, run now, history, pause, delete', async (t) => {
   const page = await browser.newPage();
   const errors: string[] = [];
@@ -62,8 +79,7 @@ t.test('create, see the next runs and the pinned SQL, run now, history, pause, d
   t.match(await page.textContent('#sch-signin-hint'), /sign in/i, 'a stranger is asked to sign in');
   t.equal(await page.locator('#sch-main').isVisible(), false, 'and sees no list');
 
-  await page.fill('#sch-token', alice);
-  await page.click('#sch-token-form button[type=submit]');
+  await useToken(page, alice);
   await page.locator('#sch-main:not([hidden])').waitFor();
   t.match(await page.textContent('#sch-who'), /API token ctd_/);
   await page.locator('#sch-empty:not([hidden])').waitFor();
@@ -124,15 +140,13 @@ t.test('create, see the next runs and the pinned SQL, run now, history, pause, d
   await page.locator('#sch-flash', { hasText: 'SQL saved' }).waitFor();
 
   // another user sees none of it
-  await page.click('#sch-forget');
+  await signOut(page);
   await page.locator('#sch-signin-hint').waitFor();
-  await page.fill('#sch-token', bob);
-  await page.click('#sch-token-form button[type=submit]');
+  await useToken(page, bob);
   await page.locator('#sch-empty:not([hidden])').waitFor();
   t.equal(await page.locator('#sch-list tr.sch-row').count(), 0, 'bob sees no schedule of alice');
-  await page.click('#sch-forget');
-  await page.fill('#sch-token', alice);
-  await page.click('#sch-token-form button[type=submit]');
+  await signOut(page);
+  await useToken(page, alice);
   await row.waitFor();
 
   // Run Now: the History shows the run, done, with its rows
@@ -184,8 +198,7 @@ t.test('editing a schedule, and the tab switched off by ui.sections.schedules', 
 
   const page = await browser.newPage();
   await page.goto(`${stack.url}/#schedules`);
-  await page.fill('#sch-token', alice);
-  await page.click('#sch-token-form button[type=submit]');
+  await useToken(page, alice);
   const row = page.locator('#sch-list tr.sch-row', { hasText: 'Weekly' });
   await row.waitFor();
   t.match(await row.locator('.sch-words').textContent(), /09:00 on Monday/);
@@ -232,8 +245,7 @@ t.test('a run failed by a dropped table, and only that, offers to write the SQL 
   const errors: string[] = [];
   page.on('pageerror', (e) => errors.push(e.message));
   await page.goto(`${stack.url}/#schedules`);
-  await page.fill('#sch-token', alice);
-  await page.click('#sch-token-form button[type=submit]');
+  await useToken(page, alice);
 
   // a failure that is no drift (division by zero): History shows it, and no offer
   await page.locator('#sch-list tr.sch-row', { hasText: 'Broken math' }).locator('.sch-run').click();

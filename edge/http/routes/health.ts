@@ -1,7 +1,11 @@
 /**
  * GET /health: status, version, database, llm. Cheap by design: the database is pinged
  * through the executor's pool with a short timeout; the LLM is only asked whether it is
- * configured — never a paid model call. `audit`: whether the audit trail can be written
+ * configured and how its latest calls went — never a paid model call. A model whose last call
+ * failed after its retries (and none succeeded since) is `unreachable`: the service is
+ * `degraded`, not down (the database and everything without the model still work), until a
+ * call gets an answer again.
+ * `audit`: whether the audit trail can be written
  * (Bus.auditTrouble: the event stream kept, the outbox not full, no refusal heard lately); while
  * it cannot, questions are refused (audit.required), so the status is never `ok` then.
  */
@@ -28,8 +32,12 @@ export function healthRoutes(router: Router, deps: { bus: Bus; version: string; 
     }
     let llmState: string;
     if (llm.status === 'fulfilled') {
-      llmState = llm.value.configured ? 'ok' : 'not_configured';
-      details.llm = { provider: llm.value.provider, model: llm.value.model, ...(llm.value.reason ? { reason: llm.value.reason } : {}) };
+      const v = llm.value;
+      llmState = !v.configured ? 'not_configured' : v.reachable === false ? 'unreachable' : 'ok';
+      details.llm = {
+        provider: v.provider, model: v.model, ...(v.reason ? { reason: v.reason } : {}),
+        ...(v.reachable === false ? { failing_since: v.failing_since, last_error: v.last_error } : {}),
+      };
     } else {
       llmState = 'unavailable';
       details.llm = { error: (llm.reason as Error).message };

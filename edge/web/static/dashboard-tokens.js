@@ -1,6 +1,6 @@
-// The dashboard's Tokens tab (/#tokens): a database user signs in with their own account
-// (plugins.auth) and issues, lists and revokes their API tokens, with a ready MCP client
-// configuration for a new one.
+// The dashboard's Tokens tab (/#tokens): a database user signed in with their own account
+// (plugins.auth, from the header's Sign in: signin.js) issues, lists and revokes their API
+// tokens, with a ready MCP client configuration for a new one. The tab is shown only to them.
 import { createApi } from './lib/api.js';
 import { $, copyInto, el, icon } from './lib/dom.js';
 import { formatLocal } from './lib/format.js';
@@ -55,16 +55,9 @@ export function mountTokens(root, { api = createApi() } = {}) {
     try { await fn(ev); } catch (e) { say(`${e.code ? `${e.code}: ` : ''}${e.message}`, true); }
   };
 
-  const user = el('input', { id: 'tok-user', required: true, autocomplete: 'username' });
-  const pass = el('input', { id: 'tok-pass', type: 'password', required: true, autocomplete: 'current-password' });
-  const database = el('input', { id: 'tok-database', autocomplete: 'off' });
-  const login = el('form', { id: 'tok-login', class: 'card' },
-    el('h2', { text: 'Sign in with your database account' }),
-    el('p', { class: 'muted', text: 'API tokens carry your own database access: sign in with the credentials you use for the database.' }),
-    el('div', { class: 'grid-form' },
-      el('label', { for: 'tok-user' }, 'User', user), el('label', { for: 'tok-pass' }, 'Password', pass),
-      el('label', { for: 'tok-database' }, 'Database or catalog (optional)', database)),
-    el('div', { class: 'row' }, el('button', { type: 'submit', text: 'Sign in' })));
+  // shown only when no database sign-in holds (it ended since the page was drawn)
+  const login = el('p', { id: 'tok-login', class: 'feature-off', hidden: true,
+    text: 'API tokens carry your own database access: sign in with your database account (Sign in, top right) to issue them.' });
   const label = el('input', { id: 'tok-label', maxlength: '200', placeholder: 'e.g. Claude on my laptop', autocomplete: 'off' });
   const ttl = el('input', { id: 'tok-ttl', type: 'number', min: '1', step: '1', inputmode: 'numeric' });
   const list = el('tbody');
@@ -72,8 +65,7 @@ export function mountTokens(root, { api = createApi() } = {}) {
   const who = el('span', { id: 'tok-who' });
   const main = el('div', { id: 'tok-main', hidden: true },
     el('div', { class: 'card' },
-      el('div', { class: 'row' }, el('h2', { text: 'Your API tokens' }), el('div', { class: 'spacer' }), who,
-        el('button', { type: 'button', id: 'tok-logout', class: 'ghost', text: 'Sign out', onclick: guard(logout) })),
+      el('div', { class: 'row' }, el('h2', { text: 'Your API tokens' }), el('div', { class: 'spacer' }), who),
       el('form', { id: 'tok-issue', class: 'row' },
         el('label', { for: 'tok-label', class: 'inline' }, 'Label ', label),
         el('label', { for: 'tok-ttl', class: 'inline' }, 'Hours valid ', ttl),
@@ -82,27 +74,7 @@ export function mountTokens(root, { api = createApi() } = {}) {
         el('thead', {}, el('tr', {}, ...['label', 'token', 'status', 'expires', 'last used', ''].map((h) => el('th', { scope: 'col', text: h })))), list))),
     issued);
   root.replaceChildren(flash, login, main);
-  login.addEventListener('submit', guard(signIn));
   $('#tok-issue', main).addEventListener('submit', guard(issue));
-
-  async function signIn() {
-    const body = { username: user.value.trim(), password: pass.value, ...(database.value.trim() ? { database: database.value.trim() } : {}) };
-    const s = await api.post('/auth/login', body);
-    api.setCsrf(s.csrf_token);
-    pass.value = '';
-    say('Signed in.');
-    await show(s);
-  }
-
-  async function logout() {
-    await api.post('/auth/logout', {});
-    api.setCsrf(undefined);
-    issued.hidden = true;
-    issued.replaceChildren();
-    main.hidden = true;
-    login.hidden = false;
-    say('Signed out.');
-  }
 
   async function issue() {
     const body = { ...(label.value.trim() ? { label: label.value.trim() } : {}), ...(ttl.value ? { ttl_hours: Number(ttl.value) } : {}) };
@@ -128,7 +100,7 @@ export function mountTokens(root, { api = createApi() } = {}) {
 
   async function show(session) {
     if (session.auto) {
-      say('This is an anonymous session: sign in with your database account to issue tokens.');
+      login.hidden = false;
       return;
     }
     who.textContent = `${session.username}${session.db?.database ? ` on ${session.db.database}` : session.db?.catalog ? ` on ${session.db.catalog}` : ''}`;
@@ -141,6 +113,10 @@ export function mountTokens(root, { api = createApi() } = {}) {
     async refresh() {
       const s = await api.session('/auth/session');
       if (s) await show(s);
+      else {
+        main.hidden = true;
+        login.hidden = false;
+      }
     },
   };
 }

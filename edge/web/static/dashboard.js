@@ -8,6 +8,7 @@ import { createApi } from './lib/api.js';
 import { createPinner } from './lib/dashboards.js';
 import { $, el, errorBox, icon } from './lib/dom.js';
 import { formatLocal } from './lib/format.js';
+import { mountAccount, storedToken } from './signin.js';
 
 // ---- theme ------------------------------------------------------------------------------------
 
@@ -35,21 +36,28 @@ function setupTheme() {
 // through it, so a cookie write carries the CSRF header, re-read by the client when a sign-in
 // elsewhere on the page (the Tokens tab, the Admin tab's frame) changed the session.
 const api = createApi();
-const state = { ui: { sections: {}, features: {}, sign_in: {} }, who: null, admin: false, history: null, ask: null };
+const state = { ui: { sections: {}, features: {}, sign_in: {} }, me: null, who: null, admin: false, history: null, ask: null, account: null };
 
 // ---- health ------------------------------------------------------------------------------------
+
+/** What the page says of the model: `unreachable` when its calls have been failing (/health). */
+const MODEL_WORDS = { ok: 'ok', not_configured: 'not configured', unavailable: 'unavailable', unreachable: 'unreachable' };
 
 async function health() {
   const pill = $('#health');
   const list = $('#home-health');
   try {
     const h = await api.get('/health', { also: [503] });
-    pill.textContent = h.status === 'ok' ? `ready · v${h.version}` : `database: ${h.database} · LLM: ${String(h.llm).replace('_', ' ')}`;
+    const model = MODEL_WORDS[h.llm] ?? String(h.llm).replace('_', ' ');
+    // what is wrong first, in words: "model unreachable" where every question would fail
+    const wrong = [h.database !== 'ok' ? `database ${h.database}` : null, h.llm !== 'ok' ? `model ${model}` : null].filter(Boolean);
+    pill.textContent = h.status === 'ok' ? `ready · v${h.version}` : wrong.join(' · ') || h.status.replace('_', ' ');
     pill.className = `pill ${h.status === 'ok' ? 'ok' : 'degraded'}`;
     list.replaceChildren(
       el('dt', { text: 'Status' }), el('dd', { text: h.status }),
       el('dt', { text: 'Database' }), el('dd', { text: h.database }),
-      el('dt', { text: 'Model' }), el('dd', { text: String(h.llm).replace('_', ' ') }),
+      el('dt', { text: 'Model' }), el('dd', { id: 'home-model', text: model }),
+      ...(h.llm === 'unreachable' ? [el('dt', { text: 'Questions' }), el('dd', { text: 'fail until the model answers again' })] : []),
       el('dt', { text: 'Version' }), el('dd', { text: h.version }));
   } catch {
     pill.textContent = 'unreachable';
@@ -118,7 +126,17 @@ async function loadTables() {
   }
 }
 
+/** One sentence why a tab cannot be used yet, and the way to the header's sign-in. */
+function signInFirst(root, text) {
+  root.replaceChildren(el('div', { class: 'card sign-in-first' },
+    el('p', { class: 'feature-off', text }),
+    state.account?.available ? el('button', { type: 'button', class: 'sign-in-here', text: 'Sign in', onclick: () => state.account.open() }) : null));
+  return { refresh: async () => {} };
+}
+
 async function mountAssistant(root) {
+  // plugins.auth.require_login: questions are refused to anyone not signed in (GET /api/me)
+  if (state.me?.can?.ask === false) return signInFirst(root, 'This server answers questions for signed-in people only: sign in to ask.');
   void loadTables();
   try {
     const { mountAsk } = await loadAnswer();
@@ -169,7 +187,7 @@ function mountPage(root) {
 const MOUNT = {
   assistant: mountAssistant,
   dashboards: async (root) => (await import('./dashboard-tiles.js')).mountDashboards(root, { api, signedIn: Boolean(state.who) }),
-  schedules: async (root) => (await import('./schedules.js')).mount(root, state.ui),
+  schedules: async (root) => (await import('./schedules.js')).mount(root, { ...state.ui, me: state.me, signIn: state.account?.available ? () => state.account.open() : undefined }),
   tokens: async (root) => (await import('./dashboard-tokens.js')).mountTokens(root, { api }),
   analytics: mountPage,
   ops: mountPage,
@@ -256,28 +274,42 @@ function setupTabs() {
 async function start() {
   setupTheme();
   setupTabs();
+  // an API token signed in from the header (signin.js): every call of the page carries it
+  const token = storedToken();
+  if (token) api.setBearer(token);
   void health();
-  const [ui, who] = await Promise.all([api.get('/ui/config').catch(() => state.ui), api.session('/api/workspace')]);
+  // the pill says so within half a minute when the model stops (or starts) answering
+  setInterval(() => void health(), 30_000);
+  const NOBODY = { signed_in: false, sessions: [], can: { ask: true, schedules: 'none' }, sign_in: {} };
+  const [ui, me, who] = await Promise.all([
+    api.get('/ui/config').catch(() => state.ui),
+    api.get('/api/me').catch(() => NOBODY),
+    api.session('/api/workspace'),
+  ]);
   state.ui = ui;
+  state.me = me;
   state.who = who;
+  state.account = mountAccount($('#account'), { api, me });
   state.history = createHistory({ signedIn: Boolean(who), api });
   const s = ui.sections ?? {};
   const f = ui.features ?? {};
-  // a tab is shown when its ui.sections key is not false, whether or not its feature is on here
-  // (SPEC: each key toggles its tab independently); a feature that is off shows why (showView)
+  const can = me.can ?? {};
+  // a tab is there when its ui.sections key is not false (SPEC: independently of whether the
+  // feature is on here) and the person can use it: a feature that is off is said on its tab to
+  // an administrator (showView); a tab that is only a login wall for this person is not shown
   const on = (key) => s[key] !== false;
+  state.admin = (me.sessions ?? []).some((x) => x.kind === 'admin');
   for (const [view, key] of Object.entries(FEATURE_OF)) if (on(key) && f[key] !== true) featureOff.add(view);
-  // only an administrator is told how to turn a feature on; the check is made only when it matters
-  if (featureOff.size && f.admin) state.admin = Boolean(await createApi().get('/admin/session').catch(() => null));
+  const usable = (view, allowed) => (featureOff.has(view) ? state.admin : allowed);
   const present = {
     assistant: on('assistant'),
     dashboards: on('dashboards'),
     schedules: on('schedules'),
-    analytics: on('analytics'),
-    ops: on('bigquery_ops'),
+    analytics: on('analytics') && usable('analytics', Boolean(can.analytics)),
+    ops: on('bigquery_ops') && usable('ops', Boolean(can.ops)),
     demo: on('demo'),
-    tokens: on('tokens'),
-    admin: on('admin'),
+    tokens: on('tokens') && usable('tokens', Boolean(can.tokens)),
+    admin: on('admin') && usable('admin', Boolean(can.admin)),
   };
   for (const b of document.querySelectorAll('#main-tabs [role=tab]')) {
     if (b.dataset.view !== 'home') b.hidden = !present[b.dataset.view];

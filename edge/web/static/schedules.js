@@ -2,7 +2,8 @@
 // create with a cron helper (presets, the five fields, live validation and the next five runs),
 // the pinned SQL shown after creation (editable), edit, pause/resume, delete, Run Now, History.
 // Who: an admin or assistant session (cookie, CSRF header on writes), a plugins.auth session,
-// or an API token pasted here (kept in this tab's sessionStorage, sent as a bearer token).
+// or an API token signed in from the page's header (signin.js: this tab's sessionStorage, sent
+// as a bearer token). Nobody signed in: one sentence and the header's Sign in (ui.signIn).
 // The pieces: schedules/editor.js (the editor and its cron helper), schedules/panels.js (sign-in,
 // list, pinned SQL, history), schedules/parts.js (what the admin panel's Scheduler tab shares).
 import { createApi } from './lib/api.js';
@@ -28,7 +29,7 @@ export function mount(root, ui) {
     }
   };
 
-  const caller = callerBox({ api, ui, guard, say, refresh: () => refresh() });
+  const caller = callerBox({ ui });
   const list = scheduleList({
     onNew: guard(() => editor.open()),
     actions: {

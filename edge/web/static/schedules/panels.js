@@ -32,45 +32,25 @@ export async function findCaller(api, ui) {
 
 export const forgetToken = () => sessionStorage.removeItem(TOKEN_KEY);
 
-/** The sign-in box: who is signed in, or the ways to sign in (assistant login, an API token). */
-export function callerBox({ api, ui, guard, say, refresh }) {
+
+/**
+ * Who the schedules are shown for, or one sentence why there are none and the way to the page's
+ * one sign-in (the header; `ui.signIn` opens it). Nothing here signs in itself.
+ */
+export function callerBox({ ui }) {
   const node = el('section', { id: 'sch-auth', class: 'card' });
 
   function signedIn(who) {
     node.replaceChildren(el('div', { class: 'row' },
-      el('span', { id: 'sch-who', text: `Signed in: ${who.user}` }), el('span', { class: 'muted', text: `(${WHO_LABEL[who.kind]})` }), el('div', { class: 'spacer' }),
-      who.kind === 'token' ? el('button', { type: 'button', class: 'ghost', id: 'sch-forget', text: 'Forget the token', onclick: guard(async () => { forgetToken(); await refresh(); }) }) : null));
-  }
-
-  function assistantLogin() {
-    const user = el('input', { id: 'sch-user', autocomplete: 'username', placeholder: 'username', 'aria-label': 'Username' });
-    const pass = el('input', { id: 'sch-pass', type: 'password', autocomplete: 'current-password', placeholder: 'password', 'aria-label': 'Password' });
-    return el('form', { class: 'row', id: 'sch-login', onsubmit: guard(async () => {
-      await api.post('/assistant/login', { username: user.value, password: pass.value });
-      pass.value = '';
-      await refresh();
-    }) }, user, pass, el('button', { type: 'submit', text: 'Sign in' }));
-  }
-
-  function tokenForm() {
-    const token = el('input', { id: 'sch-token', type: 'password', placeholder: 'ctd_…', autocomplete: 'off', 'aria-label': 'API token' });
-    return el('form', { class: 'row', id: 'sch-token-form', onsubmit: guard(async () => {
-      const value = token.value.trim();
-      if (!value) return;
-      sessionStorage.setItem(TOKEN_KEY, value);
-      token.value = '';
-      const who = await refresh();
-      if (who.kind === 'none') say('That token was not accepted (unknown, expired or revoked).', true);
-    }) }, el('label', { for: 'sch-token', class: 'muted', text: 'API token' }), token, el('button', { type: 'submit', class: 'ghost', text: 'Use token' }));
+      el('span', { id: 'sch-who', text: `Signed in: ${who.user}` }), el('span', { class: 'muted', text: `(${WHO_LABEL[who.kind]})` })));
   }
 
   function draw(who) {
     if (who.kind !== 'none') return signedIn(who);
     node.replaceChildren(
       el('h3', { text: 'Sign in to see your schedules' }),
-      el('p', { id: 'sch-signin-hint', class: 'muted', text: 'Scheduled reports belong to whoever made them, so this tab needs to know who you are: sign in with the assistant login, use an API token an admin issued you, or sign in to the admin panel (/admin) to see every schedule.' }),
-      ui?.sign_in?.assistant_login ? assistantLogin() : null,
-      tokenForm());
+      el('p', { id: 'sch-signin-hint', class: 'muted', text: 'Scheduled reports belong to whoever made them, so this tab needs to know who you are: sign in to see yours and make new ones.' }),
+      ui?.signIn ? el('button', { type: 'button', id: 'sch-sign-in', text: 'Sign in', onclick: () => ui.signIn() }) : null);
   }
 
   return { node, draw };
@@ -96,9 +76,14 @@ export function scheduleList({ onNew, actions }) {
   // the API says where schedules are kept: in memory (config_db off) they are lost on restart
   const memory = el('p', { id: 'sch-memory', class: 'notice', role: 'status', hidden: true,
     text: 'This server keeps schedules in memory only (its configuration database is off): your schedules and their history are lost when it restarts.' });
+  const create = el('button', { type: 'button', id: 'sch-new', text: 'New schedule', onclick: onNew });
+  // a database sign-in may list schedules but not make one (the scheduler refuses: a schedule
+  // runs when nobody is signed in, and a session ends): say so instead of offering the button
+  const readOnly = el('p', { id: 'sch-read-only', class: 'notice', role: 'note', hidden: true,
+    text: 'Schedules run when you are not signed in, so a database sign-in cannot make one: issue yourself an API token in the Tokens tab, sign in with it, and make the schedule then.' });
   const node = el('section', { id: 'sch-main', class: 'card', hidden: true },
-    el('div', { class: 'row' }, el('h2', { text: 'Schedules' }), el('div', { class: 'spacer' }),
-      el('button', { type: 'button', id: 'sch-new', text: 'New schedule', onclick: onNew })),
+    el('div', { class: 'row' }, el('h2', { text: 'Schedules' }), el('div', { class: 'spacer' }), create),
+    readOnly,
     memory,
     el('div', { class: 'scroll' }, el('table', { id: 'sch-list' },
       el('thead', {}, el('tr', {}, ...['name', 'runs', 'next run', 'last run', 'state', ''].map((h) => el('th', { text: h })))),
@@ -125,6 +110,8 @@ export function scheduleList({ onNew, actions }) {
   return {
     node,
     draw(schedules, who, storage) {
+      create.hidden = who.kind === 'auth';
+      readOnly.hidden = who.kind !== 'auth';
       memory.hidden = storage !== 'memory';
       empty.hidden = schedules.length > 0;
       body.replaceChildren(...schedules.map((s) => row(s, who)));
