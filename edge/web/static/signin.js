@@ -34,7 +34,7 @@ const LOGOUT = { admin: '/admin/logout', assistant: '/assistant/logout', auth: '
 export function mountAccount(node, { api, me, reload = () => location.reload() }) {
   const methods = METHODS.filter((m) => me.sign_in?.[m.key]);
   const dialog = signInDialog({ api, methods, reload });
-  if (me.signed_in || me.sessions?.length) {
+  if (me.signed_in) {
     const who = me.user ?? me.sessions[0]?.user ?? '';
     const kind = me.kind ?? me.sessions[0]?.kind;
     node.replaceChildren(

@@ -112,6 +112,7 @@ export function scheduleList({ onNew, actions }) {
     draw(schedules, who, storage) {
       create.hidden = who.kind === 'auth';
       readOnly.hidden = who.kind !== 'auth';
+      empty.textContent = who.kind === 'auth' ? 'No schedules yet.' : 'No schedules yet: create one to have a report e-mailed on a timetable.';
       memory.hidden = storage !== 'memory';
       empty.hidden = schedules.length > 0;
       body.replaceChildren(...schedules.map((s) => row(s, who)));
