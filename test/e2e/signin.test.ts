@@ -186,6 +186,14 @@ t.test('an API token from the header signs the whole page in', async (t) => {
   t.ok(await page.locator('#sch-new').isVisible(), 'a token may make schedules: New schedule offered');
   const me = await call(`${stack.url}/api/me`, { headers: { authorization: `Bearer ${minted.body.token}` } });
   t.match(me.body, { signed_in: true, kind: 'token', can: { schedules: 'own', admin: false, tokens: false } }, 'GET /api/me says what a token may do');
+
+  const revoked = await call(`${stack.url}/auth/tokens/${minted.body.info.id}`, { method: 'DELETE', headers: { 'x-session-id': login.body.session_id } });
+  t.equal(revoked.status, 200, 'the token revoked');
+  await page.reload();
+  await page.locator('body[data-ui=ready]').waitFor();
+  t.ok(await page.locator('#sign-in-open').isVisible(), 'a revoked token: the page is a visitor\'s again');
+  t.equal(await page.evaluate('sessionStorage.getItem("cortado.api_token")'), null, 'and the token is forgotten');
+  await page.locator('#sch-signin-hint').waitFor();
 });
 
 t.test('/health and the page say "model unreachable" while every question fails, and ok again once it answers', async (t) => {

@@ -8,7 +8,7 @@ import { createApi } from './lib/api.js';
 import { createPinner } from './lib/dashboards.js';
 import { $, el, errorBox, icon } from './lib/dom.js';
 import { formatLocal } from './lib/format.js';
-import { mountAccount, storedToken } from './signin.js';
+import { forgetToken, mountAccount, storedToken } from './signin.js';
 
 // ---- theme ------------------------------------------------------------------------------------
 
@@ -286,6 +286,11 @@ async function start() {
     api.get('/api/me').catch(() => NOBODY),
     api.session('/api/workspace'),
   ]);
+  // a token that no longer holds (expired, revoked) is forgotten: the page is a visitor's again
+  if (token && !(me.sessions ?? []).some((x) => x.kind === 'token')) {
+    forgetToken();
+    api.setBearer(undefined);
+  }
   state.ui = ui;
   state.me = me;
   state.who = who;

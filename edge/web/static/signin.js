@@ -14,6 +14,10 @@ export function storedToken() {
   try { return sessionStorage.getItem(TOKEN_KEY) || undefined; } catch { return undefined; }
 }
 
+export function forgetToken() {
+  try { sessionStorage.removeItem(TOKEN_KEY); } catch { /* storage off */ }
+}
+
 const KIND_LABEL = { admin: 'administrator', assistant: 'directory account', auth: 'database account', auto: 'guest', token: 'API token' };
 
 /** The sign-ins in the order a business user is most likely to need them. */
@@ -51,7 +55,7 @@ export function mountAccount(node, { api, me, reload = () => location.reload() }
 
   /** End every sign-in this browser holds here (each session route, and the tab's token). */
   async function signOut() {
-    try { sessionStorage.removeItem(TOKEN_KEY); } catch { /* storage off */ }
+    forgetToken();
     api.setBearer(undefined);
     const routes = [...new Set((me.sessions ?? []).map((s) => LOGOUT[s.kind]).filter(Boolean))];
     // each ends its own session; one already gone (expired) is signed out anyway
