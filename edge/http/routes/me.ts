@@ -50,8 +50,12 @@ export const MeReply = Type.Object({
 });
 
 /** What the caller may do, by the rules in the header. */
-export function capabilities(config: Config, held: HeldSignIns): Record<string, unknown> {
-  const primary = held.primary;
+export function capabilities(config: Config, signIns: HeldSignIns): Record<string, unknown> {
+  // an admin session kept from when the panel was on (the sessions outlive a restart) is nobody's
+  // while admin.enabled is false: the panel's routes refuse it, so the pages offer it nothing
+  const { admin: adminSession, ...others } = signIns;
+  const held: HeldSignIns = config.admin.enabled && adminSession ? signIns : others;
+  const primary = held.primary?.kind === 'admin' && !config.admin.enabled ? undefined : held.primary;
   const person = primary && primary.kind !== 'auto' ? primary : undefined;
   const requireLogin = config.plugins.auth.enabled && config.plugins.auth.require_login;
   const access = config.analytics.access;
