@@ -16,7 +16,7 @@ import { guardPage } from '../helpers/page-guard.js';
 import { testConfig } from '../helpers/config.js';
 import { sqlAnswer, startFakeLlm } from '../helpers/fake-llm.js';
 import { startNats } from '../helpers/nats.js';
-import { createTestDb } from '../helpers/pg.js';
+import { ADMIN_URL, createTestDb } from '../helpers/pg.js';
 import { startStack } from '../helpers/stack.js';
 
 const ARTIFACTS = 'test-artifacts';
@@ -28,6 +28,9 @@ await db.pool.query(`
   CREATE TABLE sales (month date, region text, revenue numeric);
   INSERT INTO sales SELECT date '2024-01-01' + (g || ' month')::interval, CASE WHEN g % 2 = 0 THEN 'north' ELSE 'south' END, 100 + g * 10 FROM generate_series(0, 11) g;
 `);
+// a database account to sign in with (the Tokens tab is a database sign-in's)
+const role = `a11y_${process.pid}_${Date.now().toString(36)}`;
+await db.pool.query(`CREATE ROLE ${role} LOGIN PASSWORD 'a11y-db-pw'; GRANT CONNECT ON DATABASE ${db.name} TO ${role}; GRANT USAGE ON SCHEMA public TO ${role}; GRANT SELECT ON sales TO ${role};`);
 const fake = await startFakeLlm();
 fake.fallback(() => ({ text: sqlAnswer('SELECT month, sum(revenue) AS revenue FROM sales GROUP BY month ORDER BY month', 'Revenue per month.') }));
 const stack = await startStack(testConfig({
@@ -48,6 +51,11 @@ t.teardown(async () => {
   await stack.stop();
   await fake.close();
   await db.drop();
+  const { default: pg } = await import('pg');
+  const admin = new pg.Client({ connectionString: ADMIN_URL });
+  await admin.connect();
+  await admin.query(`DROP ROLE IF EXISTS ${role}`).catch(() => undefined);
+  await admin.end();
   await nats.stop();
 });
 
@@ -82,7 +90,7 @@ t.test('the dashboard (/) and each of its tabs, light and dark', async (t) => {
   t.teardown(() => context.close());
   // signed in as the administrator and with a database account, so every tab is there to check
   // (Admin, Warehouse ops: the administrator's; Tokens: a database sign-in's)
-  for (const [path, data] of [['/admin/login', { username: 'admin', password: 'a11y-admin-pw' }], ['/auth/login', { username: db.user, password: '' }]] as const) {
+  for (const [path, data] of [['/admin/login', { username: 'admin', password: 'a11y-admin-pw' }], ['/auth/login', { username: role, password: 'a11y-db-pw' }]] as const) {
     const r = await context.request.post(`${stack.url}${path}`, { data });
     t.equal(r.status(), 200, `${path}: ${await r.text()}`);
   }
