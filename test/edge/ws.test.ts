@@ -140,17 +140,29 @@ for (const kind of kinds) {
       const issued = await call(`${stack.url}/admin/tokens`, { body: { username: 'wendy', label: 'wendy' }, headers: admin });
       t.equal(issued.status, 201, issued.text);
       const headers = { authorization: `Bearer ${issued.body.token as string}` };
+      // an API token always executes (SPEC: confirm_before_execute is for the two interactive widgets only)
       c.ws.send(JSON.stringify({ type: 'ask', id: 'tok', endpoint: '/query', headers, question: 'customers', session_id: 'w1' }));
-      const held = await c.next((f) => f.ref === 'tok' && f.event === 'result');
-      t.equal(held.data.requires_confirmation, true, 'the SQL waits for confirmation');
-      t.match(held.data.sql, /FROM customers/);
-      c.ws.send(JSON.stringify({ type: 'confirm', id: 'go', headers, confirmation_id: held.data.confirmation_id, session_id: 'w1' }));
-      const ran = await c.next((f) => f.ref === 'go' && (f.event === 'result' || f.event === 'error'));
-      t.equal(ran.event, 'result', JSON.stringify(ran.data));
-      t.ok(ran.data.data.length > 0, 'the confirmed SQL ran');
-      c.ws.send(JSON.stringify({ type: 'confirm', id: 'again', headers, confirmation_id: held.data.confirmation_id, session_id: 'w1' }));
-      t.equal((await c.next((f) => f.ref === 'again' && f.event === 'error')).data.error.code, 'NOT_FOUND', 'a confirmation runs once');
+      const direct = await c.next((f) => f.ref === 'tok' && (f.event === 'result' || f.event === 'error'));
+      t.equal(direct.event, 'result', JSON.stringify(direct.data));
+      t.notOk(direct.data.requires_confirmation, 'an API token is not held for confirmation');
+      t.ok(direct.data.data.length > 0, 'its SQL ran at once');
       c.ws.close();
+
+      // a widget's visitor (query.require_session turned off at run time, as an admin would) is held, then confirms
+      const off = await call(`${stack.url}/admin/config/query.require_session`, { method: 'PUT', body: { value: false }, headers: admin });
+      t.equal(off.status, 200, off.text);
+      const s = await open(wsUrl);
+      s.ws.send(JSON.stringify({ type: 'ask', id: 'anon2', endpoint: '/query', question: 'customers', session_id: 'w2' }));
+      const held = await s.next((f) => f.ref === 'anon2' && (f.event === 'result' || f.event === 'error'));
+      t.equal(held.data.requires_confirmation, true, `the SQL waits for confirmation (${JSON.stringify(held.data).slice(0, 200)})`);
+      t.match(held.data.sql, /FROM customers/);
+      s.ws.send(JSON.stringify({ type: 'confirm', id: 'go', confirmation_id: held.data.confirmation_id, session_id: 'w2' }));
+      const ran = await s.next((f) => f.ref === 'go' && (f.event === 'result' || f.event === 'error'));
+      t.equal(ran.event, 'result', JSON.stringify(ran.data));
+      t.ok(ran.data.data?.length > 0, 'the confirmed SQL ran');
+      s.ws.send(JSON.stringify({ type: 'confirm', id: 'again', confirmation_id: held.data.confirmation_id, session_id: 'w2' }));
+      t.equal((await s.next((f) => f.ref === 'again' && f.event === 'error')).data.error.code, 'NOT_FOUND', 'a confirmation runs once');
+      s.ws.close();
     });
   });
 }
