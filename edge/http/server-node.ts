@@ -25,6 +25,8 @@ export function nodeServer(opts: ServerOptions): HttpServer {
   const timeouts = opts.timeouts ?? DEFAULT_TIMEOUTS;
   /** sockets whose current request has an answer under way: a timeout there only closes */
   const answering = new WeakSet<Socket>();
+  /** sockets whose current answer is a stream (SSE, an MCP session): a FIN there is the client leaving */
+  const streaming = new WeakSet<Socket>();
   const server = http.createServer({
     keepAliveTimeout: timeouts.keepAliveMs,
     headersTimeout: Math.min(timeouts.headersMs, timeouts.requestMs),
@@ -57,12 +59,16 @@ export function nodeServer(opts: ServerOptions): HttpServer {
     const abortCbs: Array<() => void> = [];
     nres.on('close', () => {
       answering.delete(socket);
+      streaming.delete(socket);
       if (!nres.writableFinished) {
         aborted = true;
         for (const cb of abortCbs) cb();
       }
     });
-    nres.on('finish', () => answering.delete(socket));
+    nres.on('finish', () => {
+      answering.delete(socket);
+      streaming.delete(socket);
+    });
     /** an answer before the body has all come closes the connection rather than read the rest */
     const closing = (): Record<string, string> => (declaresBody && !nreq.complete ? { connection: 'close' } : {});
 
@@ -131,6 +137,7 @@ export function nodeServer(opts: ServerOptions): HttpServer {
         if (aborted || started) return;
         started = true;
         answering.add(socket);
+        streaming.add(socket);
         nres.writeHead(status, { ...hdrs, ...closing() });
         nres.flushHeaders();
       },
@@ -161,6 +168,14 @@ export function nodeServer(opts: ServerOptions): HttpServer {
   // the FIN fails llhttp's end-of-message check: 400 below, at once. (A property of http.Server
   // since Node 0.x, not an option of createServer.)
   (server as http.Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
+  // ...but a stream has no end to wait for: a FIN on an SSE stream or an MCP session is the client
+  // leaving (fetch's abort, a closed tab), so the stream closes at once and its session ends, as
+  // before half-open answers (otherwise it would live on until a keep-alive write failed)
+  server.on('connection', (socket: Socket) => {
+    socket.on('end', () => {
+      if (streaming.has(socket)) socket.destroy();
+    });
+  });
   // llhttp refused the message (a 400 with its reason), or node:http's header or request timeout
   // struck (408): answered in the error model's shape, then the connection is closed, unread
   server.on('clientError', (err: NodeJS.ErrnoException & { reason?: unknown }, socket: Socket) => {

@@ -109,12 +109,20 @@ t.test('the model down: retried, then 503 LLM_UNAVAILABLE', async (t) => {
   t.equal(fake.requests.length, 2, 'max_retries 1: two attempts');
 });
 
-t.test('health: the openai LLM is configured by its base_url alone, without a model call', async (t) => {
+t.test('health: the openai LLM is configured by its base_url alone, without a model call; unreachable after the outage above, ok after an answer', async (t) => {
+  const down = await call(`${stack.url}/health`);
+  t.equal(down.status, 200, down.text);
+  t.equal(down.body.llm, 'unreachable', 'the test before had every attempt refused');
+  t.equal(fake.requests.length, 0, 'health made no model call');
+  fake.script({ text: sqlAnswer(BY_STORE, 'Revenue per store.') });
+  const answered = await call(`${stack.url}/api/query`, { body: { question: 'Which store sold the most?' } });
+  t.equal(answered.status, 200, answered.text);
+  const calls = fake.requests.length;
   const res = await call(`${stack.url}/health`);
   t.equal(res.status, 200, res.text);
   t.equal(res.body.llm, 'ok');
   t.equal(res.body.details.llm.provider, 'openai');
-  t.equal(fake.requests.length, 0);
+  t.equal(fake.requests.length, calls, 'health made no model call');
 });
 
 t.test('routing: intent on one model, SQL on another, chat on the default; each request names its model', async (t) => {

@@ -189,14 +189,25 @@ t.test('tables: the list and one table\'s columns', async (t) => {
   t.equal(none.body.error.code, 'NOT_FOUND');
 });
 
-t.test('health: database and LLM, without a model call', async (t) => {
+t.test('health: database and LLM, without a model call; the model unreachable after the timeout above, ok again after an answer', async (t) => {
+  // the test before left the model hanging until every attempt gave up: /health says so (degraded, still 200)
+  const down = await call(`${stack.url}/health`);
+  t.equal(down.status, 200, down.text);
+  t.equal(down.body.status, 'degraded');
+  t.equal(down.body.llm, 'unreachable');
+  t.equal(down.body.database, 'ok');
+  t.equal(fake.requests.length, 0, 'health made no model call');
+  fake.script({ text: sqlAnswer(TOP_CUSTOMERS, 'Revenue per customer, best first.') });
+  const answered = await call(`${stack.url}/api/query`, { body: { question: 'Which customer brought the most revenue?' } });
+  t.equal(answered.status, 200, answered.text);
+  const calls = fake.requests.length;
   const res = await call(`${stack.url}/health`);
   t.equal(res.status, 200, res.text);
   t.equal(res.body.status, 'ok');
   t.equal(res.body.database, 'ok');
   t.equal(res.body.llm, 'ok');
   t.equal(res.body.details.llm.provider, 'anthropic');
-  t.equal(fake.requests.length, 0);
+  t.equal(fake.requests.length, calls, 'health made no model call');
 });
 
 t.test('without an LLM key: health says so, a question is LLM_UNAVAILABLE', async (t) => {

@@ -288,8 +288,7 @@ t.test('each schedule says the period its next run covers, or the fixed period i
 
   const page = await browser.newPage();
   await page.goto(`${stack.url}/#schedules`);
-  await page.fill('#sch-token', alice);
-  await page.click('#sch-token-form button[type=submit]');
+  await useToken(page, alice);
   const period = (name: string) => page.locator('#sch-list tr.sch-row', { hasText: name }).locator('.sch-period');
   await period('Revenue last month').waitFor();
   t.equal(await period('Revenue last month').textContent(), `Next run covers 1 Dec – 31 Dec ${y} (last month)`);
