@@ -386,7 +386,7 @@ t.test('metrics.listen: a listener of its own, in an actor-only process too', as
   // the actor pod's probe: the process's own health on the same listener
   const health = await fetch(`http://127.0.0.1:${childPort}/health`);
   t.equal(health.status, 200);
-  t.same(await health.json(), { status: 'ok', roles: ['executor'], bus: 'up' });
+  t.same(await health.json(), { status: 'ok', roles: ['executor'], bus: 'up', audit: 'ok' });
   t.equal((await fetch(`http://127.0.0.1:${childPort}/health`, { method: 'POST' })).status, 405);
 
   child.kill('SIGTERM');
@@ -401,7 +401,7 @@ t.test('metrics.listen /health: the process itself, alive while NATS is away (th
   await ready(/metrics on http/);
   const up = await fetch(`http://127.0.0.1:${port}/health`);
   t.equal(up.status, 200, out());
-  t.same(await up.json(), { status: 'ok', roles: ['llm'], bus: 'up' });
+  t.same(await up.json(), { status: 'ok', roles: ['llm'], bus: 'up', audit: 'ok' });
 
   await nats3.stop();
   let away: { status?: string; bus?: string; bus_down_for_ms?: number } = {};

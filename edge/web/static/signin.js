@@ -4,7 +4,7 @@
 // gate), the administrator account, or an API token (kept in this tab's sessionStorage and sent
 // as a bearer token by the page's client). A sign-in or sign-out reloads the page, so every tab
 // is drawn again for who you are now (docs/ui.md "Signing in").
-import { readableMessage } from './lib/api.js';
+import { createApi, readableMessage } from './lib/api.js';
 import { el } from './lib/dom.js';
 
 /** the tab's API token (the Schedules tab reads the same key) */
@@ -114,7 +114,7 @@ function signInDialog({ api, methods, reload }) {
       if (m.key === 'token') {
         const value = token.value.trim();
         // asked before it is kept: a token that does not hold is said here, not on every tab
-        const me = await fetch('/api/me', { headers: { authorization: `Bearer ${value}`, accept: 'application/json' } }).then((r) => r.json());
+        const me = await createApi({ credentials: 'omit', headers: () => ({ authorization: `Bearer ${value}` }) }).get('/api/me');
         if (me.kind !== 'token') throw new Error('That token was not accepted: it is unknown, expired or revoked.');
         sessionStorage.setItem(TOKEN_KEY, value);
       } else {
