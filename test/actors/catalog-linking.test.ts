@@ -227,6 +227,15 @@ t.test('literals are matched to known values, lift their table, and the values a
   t.same([...(await source.get(catalog, ['shop.prd'], ctx)).keys()], [], 'a failed profile: no values, no error');
 });
 
+/** A profile reply in which every asked table has one text column, city, holding 'Berlin'. */
+const berlinProfile = (input: SqlProfileRequest): SqlProfileReply => ({
+  dialect: 'postgresql', provider: 'postgresql', schema: input.schema, missing: [], overlaps: [], truncated: false, duration_ms: 1,
+  tables: (input.tables ?? []).map((name) => ({
+    schema: input.schema, name, kind: 'table', primary_key: [], foreign_keys: [], source: 'statistics', select_sql: '',
+    columns: [{ name: 'city', data_type: 'text', nullable: true, sample_values: ['Berlin'] }],
+  })),
+});
+
 t.test('questions that arrive together while a table is profiled share that one profile', async (t) => {
   let calls = 0;
   let release!: () => void;
@@ -234,13 +243,7 @@ t.test('questions that arrive together while a table is profiled share that one 
   const source = createValueSource(async (input) => {
     calls += 1;
     await gate;
-    return {
-      dialect: 'postgresql', provider: 'postgresql', schema: input.schema, missing: [], overlaps: [], truncated: false, duration_ms: 1,
-      tables: (input.tables ?? []).map((name) => ({
-        schema: input.schema, name, kind: 'table', primary_key: [], foreign_keys: [], source: 'statistics', select_sql: '',
-        columns: [{ name: 'city', data_type: 'text', nullable: true, sample_values: ['Berlin'] }],
-      })),
-    } satisfies SqlProfileReply;
+    return berlinProfile(input);
   }, 300);
   const together = Array.from({ length: 32 }, (_, i) => source.get(catalog, ['shop.cst'], { requestId: `q${i}` }));
   await new Promise((r) => setImmediate(r));
@@ -256,13 +259,7 @@ t.test('questions that arrive together while a table is profiled share that one 
   const gate2 = new Promise<void>((resolve) => { release2 = resolve; });
   const slow = createValueSource(async (input) => {
     await gate2;
-    return {
-      dialect: 'postgresql', provider: 'postgresql', schema: input.schema, missing: [], overlaps: [], truncated: false, duration_ms: 1,
-      tables: (input.tables ?? []).map((name) => ({
-        schema: input.schema, name, kind: 'table', primary_key: [], foreign_keys: [], source: 'statistics', select_sql: '',
-        columns: [{ name: 'city', data_type: 'text', nullable: true, sample_values: ['Berlin'] }],
-      })),
-    } satisfies SqlProfileReply;
+    return berlinProfile(input);
   }, 300);
   const during = slow.get(catalog, ['shop.cst'], { requestId: 'a' });
   await new Promise((r) => setImmediate(r));
